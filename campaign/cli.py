@@ -1,0 +1,64 @@
+"""Entry point: parse arguments and dispatch; each subcommand is one module returning an int."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Optional, Sequence
+
+from campaign import __version__
+from campaign.errors import EXIT_INTERRUPTED, CampaignError
+
+# subcommand -> (module under campaign.commands, one-line help)
+COMMANDS = {
+    "validate": ("validate", "check a manifest as prepare would, writing nothing"),
+    "prepare": ("prepare", "validate a manifest and freeze it into a run root"),
+    "run": ("run", "execute a prepared root's matrix, then seal it"),
+    "verify": ("verify", "re-hash a sealed root and name every difference"),
+    "report": ("report", "verdicts of a sealed root as markdown or JSON"),
+    "reaccount": ("reaccount", "re-derive verdicts from a sealed root under a new launch floor"),
+    "screen": ("screen", "one pinned pair per workload: decide what deserves rounds"),
+    "schema": ("schema", "regenerate the JSON Schemas under schemas/"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="campaign", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"campaign {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (module, help_text) in COMMANDS.items():
+        command = _command_module(module)
+        if command is None:
+            continue
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        command.add_arguments(sp)
+        sp.set_defaults(_module=command)
+    return parser
+
+
+def _command_module(module: str):
+    try:
+        return importlib.import_module(f"campaign.commands.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"campaign.commands.{module}":
+            return None  # not built yet
+        raise
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._module.main(args))
+    except CampaignError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

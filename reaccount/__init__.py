@@ -1,0 +1,1 @@
+"""Re-derivation of verdicts from sealed artifacts, without running anything."""
