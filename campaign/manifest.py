@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -78,7 +78,7 @@ class Switch(Model):
     name: EnvName
     cells: Cells
     ir_stage: Literal["ttir", "ttgir", "llir", "ptx", "sass"] = "ttgir"
-    strip_annotations: tuple[str, ...] = ()
+    strip_annotations: tuple[Annotated[str, Field(json_schema_extra={"format": "regex"})], ...] = ()
 
     @model_validator(mode="after")
     def _cells_differ(self) -> "Switch":
@@ -114,8 +114,8 @@ class Timer(Model):
 
 class Rounds(Model):
     count: Annotated[int, Field(ge=1)] = 2
-    alternate_order: bool = True
-    later_only_if_ir_changed: bool = True
+    alternate_order: StrictBool = True
+    later_only_if_ir_changed: StrictBool = True
 
 
 class Defaults(Model):
@@ -127,6 +127,9 @@ class Defaults(Model):
 
 class Correctness(Model):
     """Narrowed correctness: node ids or a -k selector, never both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={
+        "oneOf": [{"required": ["node_ids"]}, {"required": ["k"]}]})
 
     node_ids: Optional[tuple[str, ...]] = None
     k: Optional[str] = None
@@ -143,6 +146,10 @@ class Correctness(Model):
 
 
 class Workload(Model):
+    # narrowing needs a stated reason: expressed for JSON Schema users too
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={
+        "dependentRequired": {"correctness": ["reason"], "shapes": ["reason"]}})
+
     name: WorkloadName
     op: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
     provider: Literal["builtin", "flaggems"] = "builtin"
@@ -151,7 +158,7 @@ class Workload(Model):
     dtypes: Optional[tuple[Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+$")], ...]] = None
     shapes: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
     timeout_s: Optional[Annotated[int, Field(ge=1)]] = None
-    canary: bool = False
+    canary: StrictBool = False
     reason: Optional[Reason] = None
 
     @model_validator(mode="after")

@@ -32,17 +32,17 @@ def _parser() -> YAML:
     return yaml
 
 
-def _plain(node: Any, path: tuple, where: str, problems: list[str]) -> Any:
+def _plain(node: Any, path: tuple, problems: list[tuple[tuple, str]]) -> Any:
     """Round-trip nodes to plain Python, refusing explicit tags."""
     tag = getattr(node, "tag", None)
     tag_value = getattr(tag, "value", None) if tag is not None and not isinstance(tag, str) else tag
-    if tag_value and tag_value not in _STANDARD_TAGS and not tag_value.startswith("tag:yaml.org"):
-        problems.append(f"{where}: {_keypath(path)}: explicit tag {tag_value} is not allowed (plain data only)")
+    if tag_value and tag_value not in _STANDARD_TAGS:
+        problems.append((path, f"explicit tag {tag_value} is not allowed (plain data only)"))
     if isinstance(node, dict):
-        return {str(k) if not isinstance(k, (int, float, bool)) else k: _plain(v, path + (k,), where, problems)
+        return {str(k) if not isinstance(k, (int, float, bool)) else k: _plain(v, path + (k,), problems)
                 for k, v in node.items()}
     if isinstance(node, list):
-        return [_plain(v, path + (i,), where, problems) for i, v in enumerate(node)]
+        return [_plain(v, path + (i,), problems) for i, v in enumerate(node)]
     if isinstance(node, bool) or node is None:
         return node
     if isinstance(node, int):
@@ -51,7 +51,7 @@ def _plain(node: Any, path: tuple, where: str, problems: list[str]) -> Any:
         return float(node)
     if isinstance(node, str):
         return str(node)
-    problems.append(f"{where}: {_keypath(path)}: value of type {type(node).__name__} is not plain data")
+    problems.append((path, f"value of type {type(node).__name__} is not plain data"))
     return None
 
 
@@ -95,10 +95,10 @@ def load(path: Path) -> tuple[Any, Any]:
         if "duplicate key" in str(exc).lower():
             detail = f"duplicate key: {detail}"
         raise InputError(f"{where}:{line}:{col}: {detail}") from None
-    problems: list[str] = []
-    data = _plain(document, (), where, problems)
+    problems: list[tuple[tuple, str]] = []
+    data = _plain(document, (), problems)
     if problems:
-        raise InputError(problems)
+        raise InputError([_located(where, document, loc, message) for loc, message in problems])
     return data, document
 
 
@@ -123,13 +123,20 @@ def validate(model: type[M], path: Path) -> M:
 
 
 def errors_to_lines(exc: ValidationError, document: Any, where: str) -> list[str]:
-    lines = []
+    located = []
     for error in exc.errors():
-        loc = tuple(error["loc"])
         cause = (error.get("ctx") or {}).get("error")
-        loc = loc + tuple(getattr(cause, "loc", ()))
-        # pydantic appends the member tag of tagged unions and '[key]' parts; keep real keys only
-        loc = tuple(part for part in loc if not (isinstance(part, str) and part.startswith("function-")))
-        line, col = position(document, loc)
-        lines.append(f"{where}:{line}:{col}: {_keypath(loc)}: {_message(error)}")
+        located.append((tuple(error["loc"]) + tuple(getattr(cause, "loc", ())), error))
+    lines = []
+    for loc, error in located:
+        # a list too short "after validation" only echoes its failed items, reported below it
+        if error["type"] == "too_short" and any(
+                other[:len(loc)] == loc and len(other) > len(loc) for other, _ in located):
+            continue
+        lines.append(_located(where, document, loc, _message(error)))
     return lines
+
+
+def _located(where: str, document: Any, loc: tuple, message: str) -> str:
+    line, col = position(document, loc)
+    return f"{where}:{line}:{col}: {_keypath(loc)}: {message}"

@@ -1,0 +1,186 @@
+"""IR evidence of one cell: fingerprint and scoped convert topology over ``ir/``.
+
+Reads what `campaign.plugins.ir_capture` writes: ``ir/<hash>-<kernel>.<stage>``
+and ``ir/index.tsv`` (hash, kernel, launches, stages). The screen, the runner's
+adaptive rounds, the classifier and reaccount all judge IR through this module,
+so the criterion cannot drift between them.
+
+- The fingerprint names variants by kernel name and content, never by Triton's
+  cache hash: the hash covers the set environment variables, so a control cell
+  (``DISABLE_MMA_V3=0``) has new hashes and byte-identical code.
+- Source locations and the switch's own annotations are stripped first, so the
+  same code fingerprints the same in every cell and on every machine.
+- No IR file at all is *no comparable IR* (``None``), never "identical".
+- Topology counts ``ttg.convert_layout`` only over variants launched more than
+  the floor; a stage file with no row in the index is *unjoinable*: evidence
+  missing, never zero.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+from campaign.artifacts import INDEX_COLUMNS, INDEX_FILE
+
+CONVERT = "ttg.convert_layout"
+
+_LOC_DEF = re.compile(r"^#loc[\w.]*\s*=\s*loc\(.*$")
+_LLIR_DEBUG_LINE = re.compile(r"^(!\d+ = (distinct )?!DI|!llvm\.dbg\.|!llvm\.module\.flags|source_filename|; ModuleID)")
+_LLIR_DBG_REF = re.compile(r",\s*!dbg !\d+")
+_PTX_DEBUG_LINE = re.compile(r"^\s*\.(loc|file)\s")
+
+
+@dataclass(frozen=True)
+class Variant:
+    hash: str
+    kernel: str
+    launches: int
+
+
+@dataclass(frozen=True)
+class Topology:
+    scoped: int                          # converts in variants launched > floor
+    unscoped: int                        # converts in every variant
+    excluded: tuple[str, ...]            # files left out by the floor
+    unjoinable: tuple[str, ...]          # files with no row in index.tsv
+    floor: int
+
+    @property
+    def joinable(self) -> bool:
+        return not self.unjoinable
+
+
+@dataclass
+class Index:
+    variants: dict[str, Variant] = field(default_factory=dict)
+    present: bool = False
+
+
+def _strip_locs(text: str) -> str:
+    """Remove ``loc(...)`` attributes (balanced, quote-aware) and ``#loc`` definitions."""
+    out_lines = []
+    for line in text.splitlines():
+        if _LOC_DEF.match(line):
+            continue
+        out_lines.append(_strip_inline_locs(line))
+    return "\n".join(out_lines)
+
+
+def _strip_inline_locs(line: str) -> str:
+    result, i = [], 0
+    while True:
+        j = line.find("loc(", i)
+        if j < 0 or (j > 0 and (line[j - 1].isalnum() or line[j - 1] in "_#.")):
+            if j < 0:
+                result.append(line[i:])
+                return "".join(result).rstrip()
+            result.append(line[i:j + 4])
+            i = j + 4
+            continue
+        result.append(line[i:j])
+        depth, k, quoted = 0, j + 3, False
+        while k < len(line):
+            ch = line[k]
+            if quoted:
+                if ch == "\\":
+                    k += 1
+                elif ch == '"':
+                    quoted = False
+            elif ch == '"':
+                quoted = True
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        i = k + 1
+
+
+def normalize(text: str, stage: str, strip_patterns: Iterable[str] = ()) -> str:
+    """The text a fingerprint is taken over: locations and the switch's annotations removed."""
+    if stage in ("ttir", "ttgir"):
+        text = _strip_locs(text)
+    elif stage == "llir":
+        text = "\n".join(_LLIR_DBG_REF.sub("", line) for line in text.splitlines()
+                         if not _LLIR_DEBUG_LINE.match(line))
+    elif stage == "ptx":
+        kept = []
+        for line in text.splitlines():
+            if line.strip().startswith(".section") and ".debug" in line:
+                break  # debug sections close a PTX module; nothing after them is code
+            if not _PTX_DEBUG_LINE.match(line):
+                kept.append(line)
+        text = "\n".join(kept)
+    for pattern in strip_patterns:
+        text = re.sub(pattern, "", text)
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip()) + "\n"
+
+
+def split_name(path: Path) -> tuple[str, str, str]:
+    """``<hash>-<kernel>.<stage>`` -> (hash, kernel, stage)."""
+    stem, _, stage = path.name.rpartition(".")
+    variant_hash, _, kernel = stem.partition("-")
+    return variant_hash, kernel, stage
+
+
+def stage_files(ir_dir: Path, stage: str) -> list[Path]:
+    if not ir_dir.is_dir():
+        return []
+    return sorted(p for p in ir_dir.iterdir() if p.is_file() and p.suffix == f".{stage}")
+
+
+def fingerprint(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> Optional[str]:
+    """SHA-256 over (kernel name, normalized content) of every variant; None: no comparable IR."""
+    patterns = tuple(strip_patterns)
+    items = []
+    for path in stage_files(Path(ir_dir), stage):
+        _, kernel, _ = split_name(path)
+        content = normalize(path.read_text(encoding="utf-8", errors="replace"), stage, patterns)
+        items.append(f"{kernel}\t{hashlib.sha256(content.encode()).hexdigest()}")
+    if not items:
+        return None
+    return hashlib.sha256("\n".join(sorted(items)).encode()).hexdigest()
+
+
+def read_index(ir_dir: Path) -> Index:
+    path = Path(ir_dir) / INDEX_FILE
+    index = Index()
+    if not path.is_file():
+        return index
+    index.present = True
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle, delimiter="\t")
+        if tuple(reader.fieldnames or ()) != INDEX_COLUMNS:
+            raise ValueError(f"{path}: columns {reader.fieldnames} are not {list(INDEX_COLUMNS)}")
+        for row in reader:
+            index.variants[row["hash"]] = Variant(row["hash"], row["kernel"], int(row["launches"]))
+    return index
+
+
+def convert_count(text: str) -> int:
+    return text.count(CONVERT)
+
+
+def topology(ir_dir: Path, floor: int) -> Topology:
+    """Convert counts over TTGIR, scoped to variants launched more than ``floor`` times."""
+    ir_dir = Path(ir_dir)
+    index = read_index(ir_dir)
+    scoped = unscoped = 0
+    excluded, unjoinable = [], []
+    for path in stage_files(ir_dir, "ttgir"):
+        count = convert_count(path.read_text(encoding="utf-8", errors="replace"))
+        unscoped += count
+        variant = index.variants.get(split_name(path)[0])
+        if variant is None:
+            unjoinable.append(path.name)
+        elif variant.launches > floor:
+            scoped += count
+        else:
+            excluded.append(path.name)
+    return Topology(scoped, unscoped, tuple(excluded), tuple(unjoinable), floor)
