@@ -1,0 +1,36 @@
+"""No accelerator: Triton compiles for the manifest's declared target through the
+compile-only driver (`campaign.plugins.compile_only`); launches are counted, never run.
+
+There is no device to enumerate -- the target comes from the manifest -- no graph,
+no telemetry, and no capture to fail.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from campaign.backends.base import Capabilities, CaptureVerdict, DeviceInfo
+
+
+@dataclass(frozen=True)
+class CpuBackend:
+    name: str = "cpu"
+    torch_device: str = "cpu"
+    visibility_variable: Optional[str] = None
+    capabilities: Capabilities = Capabilities(executes=False, graph_capture=False, telemetry=None,
+                                              disassembler=None)
+    capture_deny: frozenset[str] = frozenset()
+    compat_plugins: tuple[str, ...] = ()
+
+    def enumerate_devices(self) -> list[DeviceInfo]:
+        return []
+
+    def device_interface(self):
+        return None
+
+    def graph_class(self):
+        return None
+
+    def classify_capture_failure(self, text: str) -> CaptureVerdict:
+        # Nothing executes, so nothing is captured; a call here is a harness bug.
+        raise RuntimeError(f"the cpu backend captures nothing; asked to classify: {text[:200]}")

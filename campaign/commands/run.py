@@ -1,0 +1,138 @@
+"""`campaign run [ROOT]`: execute a prepared root's matrix serially, then seal it.
+
+Without ROOT, the newest prepared, unsealed root under --runs-dir. Refusals name
+their check (``RUN_REFUSED check=<name>: ...``, exit 1), in this order:
+prepared, sealed, lock, project_root, harness, versions, device. A failed canary stops the
+campaign (``RUN_FAILED check=canary``, exit 1, the root stays unsealed: its
+status rows say why). SIGINT/SIGTERM end the running cell's process group,
+record it as ``interrupted`` and exit 130; `run` again re-runs that cell and
+completes the campaign. A completed matrix is sealed (`campaign.receipt`) and
+exits 0 even when some cells failed: those are rows, and the verdicts say what
+they mean.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from campaign import canonical, harness, receipt, runchecks, yamlio
+from campaign.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, Matrix
+from campaign.errors import EXIT_INTERRUPTED, EXIT_OK, CampaignError, Refused
+from campaign.lock import RunLock
+from campaign.manifest import Manifest
+from campaign.progress import make_progress
+from campaign.runner import CANARY_FAILED, COMPLETED, Runner, RunSetup
+from campaign.telemetry import Sampler, make_source, visible_devices
+
+PREFIX = "RUN_REFUSED"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("root", nargs="?", type=Path, help="the run root (default: newest prepared, unsealed)")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where roots are looked for (default: runs/)")
+    parser.add_argument("--scratch-dir", type=Path, default=None,
+                        help="where per-cell caches are made, outside the root (default: the system temp dir)")
+    parser.add_argument("--telemetry-interval", type=float, default=5.0, help="seconds between samples (default 5)")
+    parser.add_argument("--grace", type=float, default=10.0,
+                        help="seconds between SIGTERM and SIGKILL when a cell is ended (default 10)")
+
+
+def find_root(args: argparse.Namespace) -> Path:
+    if args.root is not None:
+        root = args.root.resolve()
+        if not (root / PREPARE_FILE).is_file():
+            raise Refused(PREFIX, "prepared", f"{root}: no {PREPARE_FILE}; run `campaign prepare` first")
+        return root
+    roots = runchecks.prepared_roots(args.runs_dir)
+    if not roots:
+        raise Refused(PREFIX, "prepared", f"no prepared, unsealed root under {args.runs_dir}/")
+    return roots[0].resolve()
+
+
+def check(root: Path, prepare: dict, manifest: Manifest, backend) -> None:
+    """Every refusal taken under the lock; the first failing check is raised."""
+    if receipt.is_sealed(root):  # sealed between the first look and the lock
+        raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
+    recorded_root = Path(prepare["project_root"])
+    if recorded_root.resolve() != harness.PROJECT_ROOT.resolve():
+        raise Refused(PREFIX, "project_root", f"prepared from {recorded_root}, this code is at {harness.PROJECT_ROOT}")
+    drift = runchecks.harness_problems(prepare["harness"], harness.harness_digests(harness.PROJECT_ROOT))
+    if drift:
+        raise Refused(PREFIX, "harness", "code changed since prepare: " + ", ".join(drift)
+                      + "; prepare a new root (a root measures the code it was prepared with)")
+    versions = runchecks.version_problems(manifest.sources, runchecks.installed_versions(manifest.sources))
+    if versions:
+        raise Refused(PREFIX, "versions", "; ".join(versions))
+    devices = [] if manifest.device.backend == "cpu" else backend.enumerate_devices()
+    problems = runchecks.device_problems(manifest.device, devices)
+    if problems:
+        raise Refused(PREFIX, "device", "; ".join(problems))
+
+
+def _sampler(root: Path, backend, pinned: dict, interval: float) -> Sampler:
+    variable = backend.visibility_variable
+    value = pinned.get(variable, os.environ.get(variable)) if variable else None
+    devices = visible_devices(value)
+    return Sampler(root, lambda: make_source(backend.capabilities.telemetry, devices), interval)
+
+
+def main(args: argparse.Namespace) -> int:
+    from campaign.backends import get_backend
+    from campaign.backends.plan import plugin_plan
+    from campaign.worker.env import pinned_env
+
+    root = find_root(args)
+    prepare = canonical.read_json(root / PREPARE_FILE)
+    matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
+    manifest = yamlio.validate(Manifest, root / MANIFEST_FILE)
+    backend = get_backend(matrix.backend)
+    if receipt.is_sealed(root):
+        raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
+    # The lock first: with another run active, nothing else about this root is news.
+    lock = RunLock(root, report=lambda text: print(text, file=sys.stderr), grace_s=args.grace)
+    lock.acquire()
+    sealed = False
+    try:
+        check(root, prepare, manifest, backend)
+        pinned = pinned_env(manifest)
+        scratch = Path(tempfile.mkdtemp(prefix=f"campaign-{matrix.campaign}-", dir=args.scratch_dir))
+        sampler = _sampler(root, backend, pinned, args.telemetry_interval)
+        if not sampler.start():
+            print(f"{sampler.reason} (recorded in telemetry.err; the campaign goes on)", file=sys.stderr)
+        setup = RunSetup(root=root, project_root=Path(prepare["project_root"]), matrix=matrix, manifest=manifest,
+                         harness_digest=prepare["harness_digest"], plugins=plugin_plan(backend),
+                         pinned_env=pinned, parent_env=dict(os.environ), scratch=scratch,
+                         python=sys.executable, grace_s=args.grace, lock=lock)
+        progress = make_progress()
+        runner = Runner(setup, progress, sampler)
+        previous = {sig: signal.signal(sig, lambda num, _frame: runner.interrupt(signal.Signals(num).name))
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            outcome = runner.run()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            progress.close()
+            sampler.stop()
+            shutil.rmtree(scratch, ignore_errors=True)
+        if outcome.state == CANARY_FAILED:
+            raise CampaignError(f"RUN_FAILED check=canary: {outcome.detail}; the campaign stopped before the "
+                                "rest was measured (the root stays unsealed; fix the cause and prepare anew)")
+        if outcome.state != COMPLETED:
+            print(f"RUN_INTERRUPTED: {outcome.detail}; `campaign run {root}` re-runs the interrupted cell "
+                  "and completes the campaign", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        sealed_receipt = receipt.seal(root, release=lock.release)
+        sealed = True
+    finally:
+        if not sealed:
+            lock.release()
+    print(f"sealed {root}: {len(sealed_receipt['files'])} files in receipt.json")
+    if sealed_receipt["verdicts"] is None:
+        print(f"note: verdicts are null: {sealed_receipt['verdicts_note']}")
+    return EXIT_OK

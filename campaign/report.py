@@ -1,0 +1,191 @@
+"""Rendering verdicts (the dict `campaign.classify.classify` returns) as markdown or JSON.
+
+Pure over that dict: the same verdicts give the same bytes. Ranges are printed
+only where they mean something: a NO_IR_DIFF workload's range is labelled as
+the noise floor, and nothing is printed where nothing reached Triton, nothing
+ran, or a cell timed out. `forest_plot` is the one edge (optional matplotlib).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from campaign import canonical
+from campaign.classify import CLASSES
+from campaign.errors import CampaignError
+
+RANGED = ("IR_CHANGED", "NO_IR_DIFF")
+CLASS_NAMES = {"G": "gain", "C": "clean reduction", "B": "no measured change", "R": "regression",
+               "F": "failure", "X": "inconclusive"}
+
+
+def pct(value: Optional[float], signed: bool = True) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value * 100:+.2f}%" if signed else f"{abs(value) * 100:.2f}%"
+
+
+def json_text(verdicts: dict) -> str:
+    return canonical.dumps(verdicts)
+
+
+def interval_text(iv: Optional[dict]) -> str:
+    if iv is None:
+        return "no interval (single round)"
+    return f"{pct(iv['low'])} … {pct(iv['high'])} ({iv['method']})"
+
+
+def _topology(w: dict, key: str) -> str:
+    cells = w["topology"]["cells"]
+    b, c = cells.get("baseline"), cells.get("candidate")
+    return f"{b[key]} → {c[key]}" if b and c else "n/a"
+
+
+def _markers(w: dict) -> str:
+    totals: dict[str, int] = {}
+    for counts in w["markers"].values():
+        for name, n in counts.items():
+            totals[name] = totals.get(name, 0) + n
+    shown = [f"{name} {n}" for name, n in sorted(totals.items()) if n]
+    return ", ".join(shown) or "none"
+
+
+def _timing(w: dict) -> Optional[dict]:
+    t = w.get("timing")
+    return t["primary"] if t and t.get("primary") and w["screen"] in RANGED else None
+
+
+def _row(name: str, w: dict) -> str:
+    p = _timing(w)
+    if p is None:
+        delta = iv = floor = counts = "—"
+    else:
+        label = " (noise floor)" if w["timing"].get("label", "").startswith("noise") else ""
+        delta, iv = pct(p["point"]) + label, interval_text(p["interval"])
+        floor = pct(p["floor"], signed=False) if p["floor"] is not None else "unknown (no control)"
+        k = p["counts"]
+        counts = f"{k['faster']}/{k['slower']}/{k['neutral']}/{k['sign_flipping']}"
+    return (f"| {name} | {w['class']} | {w['screen']} | {_topology(w, 'scoped')} | {_topology(w, 'unscoped')} "
+            f"| {delta} | {iv} | {floor} | {counts} | {_markers(w)} |")
+
+
+def _details(name: str, w: dict) -> list[str]:
+    out = [f"### {name} — {w['class']} ({CLASS_NAMES[w['class']]})", "", w["reason"], ""]
+    ir = w["ir"]
+    fps = {c: (fp[:12] if fp else "none") for c, fp in ir["fingerprints"].items()}
+    control = {True: "control IR equals baseline", False: "control IR DIFFERS from baseline (leak)",
+               None: "control not compared"}[ir["control_matches"]]
+    out.append(f"- IR ({ir['stage']}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"; {control}")
+    cells = w["topology"]["cells"]
+    excluded = sorted({f for c in cells.values() if c for f in c["excluded"]})
+    unjoinable = sorted({f for c in cells.values() if c for f in c["unjoinable"]})
+    out.append(f"- topology at launch floor {w['topology']['floor']}: scoped {_topology(w, 'scoped')}, "
+               f"unscoped {_topology(w, 'unscoped')}; excluded by the floor: {', '.join(excluded) or 'none'}"
+               + (f"; unjoinable: {', '.join(unjoinable)}" if unjoinable else ""))
+    corr = []
+    for cell, c in w["correctness"].items():
+        if c["state"] != "run":
+            corr.append(f"{cell} not run ({c['reason']})")
+        else:
+            corr.append(f"{cell} {c['passed']} passed / {c['failed'] + c['error']} failed")
+    outside = max((c["outside_target"] for c in w["correctness"].values()), default=0)
+    out.append("- correctness (scoped to the target): " + "; ".join(corr)
+               + (f"; {outside} outcome(s) outside the target ignored" if outside else ""))
+    p = _timing(w)
+    if p is None:
+        out.append(f"- timing: no range printed ({w['screen']}"
+                   + ("" if w.get("timing") else ", nothing timed") + ")")
+    else:
+        label = w["timing"].get("label", "result")
+        orders = ", ".join(f"{o} {pct(d)} ({p['order_verdicts'][o]})" for o, d in p["by_order"].items())
+        floor = pct(p["floor"], signed=False) if p["floor"] is not None else "unknown (no control)"
+        out.append(f"- timing [{p['regime']}, {label}]: geomean {pct(p['point'])}, {interval_text(p['interval'])}; "
+                   f"A/A floor {floor}; {orders}; {p['verdict']}: {p['reason']}")
+        k = p["counts"]
+        out.append(f"- shapes: {k['faster']} faster, {k['slower']} slower, {k['neutral']} neutral, "
+                   f"{k['sign_flipping']} sign-flipping" + (f" ({', '.join(p['sign_flips'])})" if p["sign_flips"] else ""))
+        spreads = [s["side_spread"].get("baseline") for s in p["shapes"] if s["side_spread"].get("baseline") is not None]
+        deltas = [s["delta_spread"] for s in p["shapes"] if s["delta_spread"] is not None]
+        if spreads:
+            out.append(f"- dispersion: baseline side spread up to {pct(max(spreads), False)} (machine noise); "
+                       f"per-round delta spread up to {pct(max(deltas), False)} (verdict stability)")
+        for other in w["timing"]["others"]:
+            out.append(f"- other timing regime [{other['regime']}] (never pooled): geomean {pct(other['point'])}, "
+                       f"{interval_text(other['interval'])}, {len(other['shapes'])} shape(s)")
+        if w["timing"]["mixed_pairs"]:
+            out.append(f"- {w['timing']['mixed_pairs']} pair(s) dropped: the two sides were timed differently")
+    out.append(f"- markers: {_markers(w)}")
+    if w["rounds"]["skipped"]:
+        out.append(f"- skipped by adaptive rounds: {len(w['rounds']['skipped'])} task(s)")
+    out.append("")
+    return out
+
+
+def does_not_prove(verdicts: dict) -> list[str]:
+    policy = verdicts["production_default_policy"]
+    lines = ["## What this campaign does not prove", "",
+             f"- The production default is `{policy}` in the manifest; a passing campaign is not an argument for "
+             "changing it — that is a separate decision with its own evidence.",
+             f"- Results hold for this device, these versions and this caliber (table above), at bench level and "
+             "shapes recorded; other shapes, dtypes or devices are not covered.",
+             "- Class C and B say no timing change was resolved beyond the A/A floor, not that none exists.",
+             "- X is missing or incomparable evidence, not a verdict about the switch."]
+    if verdicts["backend"] == "cpu":
+        lines.append("- This is a compile-only campaign: nothing was executed or timed; IR and topology are real, "
+                     "correctness and speed are not evidenced.")
+    if verdicts["caliber"]["warnings"]:
+        lines.append("- Absolute latencies are not quotable (shared tuner cache); relative conclusions hold.")
+    return lines + [""]
+
+
+def markdown(verdicts: dict) -> str:
+    rule = verdicts["rule"]
+    cal = verdicts["caliber"]
+    out = [f"# Campaign `{verdicts['campaign']}`: `{verdicts['switch']}` on {verdicts['backend']}", "",
+           f"Cells: {', '.join(verdicts['cells'])}. Launch floor {rule['measured_launch_floor']}, IR stage "
+           f"{rule['ir_stage']}. Intervals: {rule['interval']}. Significance: {rule['significance']}.", "",
+           "## Caliber", "", "| field | value |", "| --- | --- |"]
+    out += [f"| {field} | {value} |" for field, value in cal["fields"].items()]
+    if cal["findings"] or cal["warnings"]:
+        out += [""] + [f"- `{line}`" for line in cal["findings"] + cal["warnings"]]
+    if cal["findings"]:
+        out += ["", "**Caliber mismatch released by --allow-caliber-mismatch: affected workloads are X.**"
+                if cal["released"] else "**Caliber mismatch: latencies of the affected workloads were not read.**"]
+    out += ["", "## Classes", "", "| " + " | ".join(CLASSES) + " |", "|" + " --- |" * len(CLASSES),
+            "| " + " | ".join(str(verdicts["counts"][k]) for k in CLASSES) + " |", "",
+            "## Workloads", "",
+            "| workload | class | screen | scoped | unscoped | geomean Δ | interval | A/A floor "
+            "| faster/slower/neutral/flip | markers |",
+            "|" + " --- |" * 10]
+    out += [_row(name, w) for name, w in verdicts["workloads"].items()]
+    out.append("")
+    for name, w in verdicts["workloads"].items():
+        out += _details(name, w)
+    out += does_not_prove(verdicts)
+    return "\n".join(out)
+
+
+def forest_plot(verdicts: dict, path: Path) -> None:
+    """Geomean Δ and interval per timed workload; needs the optional ``plot`` extra."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise CampaignError("--plot needs matplotlib: install the optional extra, pip install 'campaign[plot]'") from None
+    points = [(n, _timing(w)) for n, w in verdicts["workloads"].items()]
+    points = [(n, p) for n, p in points if p is not None and p["interval"] is not None]
+    fig, ax = plt.subplots(figsize=(7, 0.5 + 0.4 * max(1, len(points))))
+    for y, (name, p) in enumerate(points):
+        iv = p["interval"]
+        ax.plot([iv["low"] * 100, iv["high"] * 100], [y, y], color="black")
+        ax.plot([p["point"] * 100], [y], "o", color="black")
+        if p["floor"] is not None:
+            ax.axvspan(-p["floor"] * 100, p["floor"] * 100, ymin=(y + 0.1) / len(points),
+                       ymax=(y + 0.9) / len(points), color="0.85")
+    ax.axvline(0, color="0.5", linewidth=0.8)
+    ax.set_yticks(range(len(points)), [n for n, _ in points])
+    ax.set_xlabel("candidate vs baseline, geomean Δ % (grey: A/A floor)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

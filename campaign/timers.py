@@ -1,0 +1,155 @@
+"""Timer policy as pure functions: which timer a row gets, what a capture failure
+means for it, and the arithmetic of repeated timings. No torch, no device, no clock;
+`campaign.plugins.timing` calls these and does the measuring.
+
+Row timers (``Row.timer``), and what each number is:
+
+- ``event``: one ``triton.testing.do_bench`` call (L2 flushed before every
+  iteration; host launch path inside the events), reduced by the manifest's
+  ``return_mode``.
+- ``graph``: the per-call time of a replayed graph of back-to-back calls (no L2
+  flush; host launch path outside).
+- ``direct``: the median over ``repeat`` separate ``do_bench`` calls. Used when the
+  manifest asks for it and for every row a graph campaign could not capture (those
+  rows also carry BENCHMARK_DIRECT_NO_CUDAGRAPH and the phase that failed).
+- ``none``: a compile-only backend: the call compiled and was counted, nothing ran.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Literal, Optional, Sequence
+
+FALLBACK_MARKER = "BENCHMARK_DIRECT_NO_CUDAGRAPH"
+POISONED_MARKER = "BENCHMARK_CAPTURE_POISONED"
+
+# do_bench_cudagraph's choices, kept so a graph number means the same thing here:
+# 5 calls estimate one call's cost; 10 timed replays; 1000 calls when the estimate is 0.
+ESTIMATE_CALLS = 5
+TIMED_REPLAYS = 10
+CALLS_IF_UNMEASURABLE = 1000
+# Bounds the capture's size (and its cost) for calls whose estimate is tiny.
+MAX_GRAPH_CALLS = 10000
+
+RowTimer = Literal["event", "graph", "direct", "none"]
+Phase = Literal["deny", "capture", "replay"]
+
+
+class TimerRefused(ValueError):
+    """A timing request whose result would not be the number the row claims."""
+
+
+def deny_key(function: str) -> str:
+    """The capture deny list's key: the pytest FUNCTION name minus ``test_``
+    (``test_bench_dropout`` -> ``bench_dropout``), never the file's name."""
+    return function[len("test_"):] if function.startswith("test_") else function
+
+
+def check_timer(kind: str, direct_repeat: Optional[int], executes: bool, graph_capture: bool) -> None:
+    """Refuse a timer the backend cannot honour, or a setting that would mean nothing."""
+    if not executes:
+        return                                          # compile-only: nothing is timed, rows say "none"
+    if kind == "graph" and not graph_capture:
+        raise TimerRefused("timer graph: this backend cannot capture graphs; every row would be a "
+                           "fallback under a graph label -- use event or direct")
+    if kind == "event" and direct_repeat is not None:
+        raise TimerRefused(f"direct_repeat={direct_repeat} applies to direct-timed rows; timer event "
+                           "takes one do_bench call per row -- use kind direct, or drop direct_repeat")
+
+
+def repeat_count(direct_repeat: Optional[int]) -> int:
+    return 1 if direct_repeat is None else direct_repeat
+
+
+def check_direct_request(return_mode: str, quantiles: Optional[Sequence[float]]) -> None:
+    """A median across calls is defined for one number per call, not for a sequence."""
+    if quantiles is not None:
+        raise TimerRefused("direct timing takes the median over repeated calls; quantiles return a "
+                           "sequence per call, for which that median is undefined")
+    if return_mode == "all":
+        raise TimerRefused("direct timing takes the median over repeated calls; return_mode 'all' "
+                           "returns every sample, for which that median is undefined")
+
+
+def median_of_repeats(values: Sequence[float]) -> float:
+    """The direct timer's number: the median over ``repeat`` single-call timings."""
+    if not values:
+        raise TimerRefused("no timings to take the median of")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TimerRefused(f"a repeated timing returned {value!r}, not one number")
+    return float(statistics.median(values))
+
+
+def summarize(values: Sequence[float], return_mode: str) -> float:
+    """Reduce per-call times as triton.testing does for its return modes."""
+    if not values:
+        raise TimerRefused("no timings to summarize")
+    reducers = {"median": statistics.median, "mean": statistics.mean, "min": min, "max": max}
+    if return_mode not in reducers:
+        raise TimerRefused(f"return_mode {return_mode!r} is not one of {', '.join(reducers)}")
+    return float(reducers[return_mode](values))
+
+
+def check_latency(value: float) -> float:
+    """A latency is a finite positive number of milliseconds, or the row has none."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TimerRefused(f"the timer returned {value!r}, not a number of milliseconds")
+    if not math.isfinite(value) or value <= 0:
+        raise TimerRefused(f"the timer returned {value!r} ms: not a latency")
+    return float(value)
+
+
+def calls_for(estimate_ms: float, budget_ms: float) -> int:
+    """How many calls fill ``budget_ms`` when one call costs ``estimate_ms`` (at least 1)."""
+    if estimate_ms <= 0:
+        return CALLS_IF_UNMEASURABLE
+    return max(1, int(budget_ms / estimate_ms))
+
+
+def graph_calls(estimate_ms: float, rep_ms: float) -> int:
+    return min(MAX_GRAPH_CALLS, calls_for(estimate_ms, rep_ms))
+
+
+@dataclass(frozen=True)
+class CaptureDecision:
+    """What a failed capture attempt means for its row and for the process."""
+
+    verdict: str
+    marker: Optional[str]           # marker to emit
+    retime_direct: bool             # time the row uncaptured, as a direct row
+    stop_measuring: bool            # measure nothing more in this process
+    status: Literal["ok", "failed"]  # the row's status unless the re-timing itself fails
+
+
+def decide(verdict: str) -> CaptureDecision:
+    """A backend's classification of the failure's wording -> the row's fate.
+
+    fallback: the kernel refused capture; re-time it direct and mark it.
+    poisoned: the attempt left the context unusable; a number taken now would be
+    measured inside a dead process, so the row fails and the process stops measuring.
+    fatal: the kernel faulted on the device; that is never a latency.
+    """
+    if verdict == "fallback":
+        return CaptureDecision(verdict, FALLBACK_MARKER, True, False, "ok")
+    if verdict == "poisoned":
+        return CaptureDecision(verdict, POISONED_MARKER, False, True, "failed")
+    if verdict == "fatal":
+        return CaptureDecision(verdict, None, False, False, "failed")
+    raise ValueError(f"capture verdict {verdict!r} is not fallback, poisoned or fatal")
+
+
+def error_text(exc: BaseException, limit: int = 4000) -> str:
+    """The exception and every cause/context under it, one line each: what the wording
+    classifier reads (a capture's real error is often the context of capture_end's)."""
+    lines: list[str] = []
+    seen: set[int] = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        message = str(current).strip()
+        lines.append(f"{type(current).__name__}: {message}" if message else type(current).__name__)
+        current = current.__cause__ or current.__context__
+    text = "\n".join(lines)
+    return text if len(text) <= limit else text[:limit] + " ...[truncated]"

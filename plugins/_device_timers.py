@@ -1,0 +1,131 @@
+"""The device side of the timers; the policy and arithmetic are in `campaign.timers`.
+
+Not a plugin (no ``make``): `campaign.plugins.timing` calls it. Everything device
+specific is reached through the backend -- its device interface (``Stream``,
+``stream``, ``Event``, ``synchronize``, ``graph``, ``default_generators``) and its
+graph class -- never through a hard-coded ``torch.cuda``, so a MUSA capture runs the
+same code as a CUDA one. ``do_bench`` is Triton's, which resolves the device through
+Triton's active driver.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable, Optional, Sequence
+
+from campaign import timers
+
+
+class CaptureFailure(Exception):
+    """A graph capture or replay failed; ``phase`` says which, ``cause`` is what was raised."""
+
+    def __init__(self, phase: str, cause: BaseException):
+        super().__init__(f"graph {phase} failed: {cause}")
+        self.phase = phase
+        self.cause = cause
+
+
+@contextmanager
+def throwaway_rng(interface):
+    """Run a capture against a scratch copy of the device's default RNG state.
+
+    Capturing registers the default generator's state with the graph and marks it
+    capturing; an aborted capture can leave it so, and every later ``torch.randn`` on
+    the device then fails. Swapping in a cloned state (the graph-safe state API)
+    confines that to the clone, which is dropped. Where the interface has no default
+    generators there is no registration to protect.
+    """
+    generators = getattr(interface, "default_generators", None)
+    if not generators:
+        yield
+        return
+    generator = generators[interface.current_device()]
+    if hasattr(generator, "graphsafe_set_state") and hasattr(generator, "clone_state"):
+        original = generator.graphsafe_get_state()
+        generator.graphsafe_set_state(generator.clone_state())
+        try:
+            yield
+        finally:
+            generator.graphsafe_set_state(original)
+    else:                                   # an older runtime: at least keep the values
+        state = generator.get_state()
+        try:
+            yield
+        finally:
+            generator.set_state(state)
+
+
+def _triton_do_bench(fn, *, warmup, rep, return_mode):
+    from triton.testing import do_bench
+
+    return do_bench(fn, warmup=warmup, rep=rep, return_mode=return_mode)
+
+
+class DeviceTimers:
+    """``event``, ``direct`` and ``graph`` timings of one call, in milliseconds."""
+
+    def __init__(self, do_bench: Callable = _triton_do_bench):
+        self._do_bench = do_bench            # the clock; tests hand in a recorded one
+
+    def event(self, fn, *, warmup_ms: float, rep_ms: float, return_mode: str) -> float:
+        return float(self._do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode))
+
+    def direct(self, fn, *, warmup_ms: float, rep_ms: float, return_mode: str, repeat: int,
+               quantiles: Optional[Sequence[float]] = None) -> float:
+        """The median over ``repeat`` separate ``do_bench`` calls: the layer that sees drift
+        across calls (clocks ramping, another process arriving), which one call's inner
+        median cannot."""
+        timers.check_direct_request(return_mode, quantiles)
+        if repeat < 1:
+            raise timers.TimerRefused(f"repeat={repeat}: at least one call is needed")
+        values = [self._do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode)
+                  for _ in range(repeat)]
+        return timers.median_of_repeats(values)
+
+    def graph(self, fn, interface, graph_class, *, warmup_ms: float, rep_ms: float,
+              return_mode: str) -> float:
+        """Per-call time of a replayed graph of back-to-back calls (no L2 flush).
+
+        The first call compiles and autotunes, then calls run for ``warmup_ms`` before
+        the capture, so neither JIT nor tuning nor a cold clock lands in the graph. An
+        exception before the capture is the call's own failure and propagates as is;
+        one during capture or replay becomes a `CaptureFailure` naming the phase.
+        """
+        with interface.stream(interface.Stream()):
+            fn()
+            interface.synchronize()
+            start = interface.Event(enable_timing=True)
+            end = interface.Event(enable_timing=True)
+            start.record()
+            for _ in range(timers.ESTIMATE_CALLS):
+                fn()
+            end.record()
+            interface.synchronize()
+            estimate_ms = start.elapsed_time(end) / timers.ESTIMATE_CALLS
+            for _ in range(timers.calls_for(estimate_ms, warmup_ms)):
+                fn()
+            interface.synchronize()
+
+            calls = timers.graph_calls(estimate_ms, rep_ms)
+            graph = graph_class()
+            try:
+                with throwaway_rng(interface):
+                    with interface.graph(graph):
+                        for _ in range(calls):
+                            fn()
+            except Exception as exc:
+                raise CaptureFailure("capture", exc) from exc
+            try:
+                graph.replay()                   # the first replay uploads the graph: not timed
+                interface.synchronize()
+                per_call = []
+                for _ in range(timers.TIMED_REPLAYS):
+                    start.record()
+                    graph.replay()
+                    end.record()
+                    interface.synchronize()
+                    per_call.append(start.elapsed_time(end) / calls)
+            except Exception as exc:
+                raise CaptureFailure("replay", exc) from exc
+            finally:
+                del graph
+        return timers.summarize(per_call, return_mode)

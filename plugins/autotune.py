@@ -1,0 +1,189 @@
+"""Autotune record and replay for Triton's Autotuner and FlagGems' LibTuner.
+
+The mode comes from the task (``ctx.plan.task.autotune``): *record* lets the tuner
+choose and writes what it chose; *replay* seeds the recording of another cell
+(``ctx.plan.replay_file``) so both sides of a comparison run the same configs and
+only the switch and noise remain. Policy *measured* tunes by timing; *first-config*
+(the compile-only backend, which can time nothing) takes the first config left
+after the tuner's own pruning, untimed, and says so in autotune.json.
+
+``<cell_dir>/autotune.json`` is `campaign.artifacts.AutotuneFile`: record lists
+every (tuner, kernel, key) chosen; replay lists what it injected, the keys it had
+to tune because the recording lacked them (``fallbacks``, each announced with an
+``AUTOTUNE_REPLAY_FALLBACK reason=key_missing`` marker), and ``tuning_runs``:
+configs benchmarked under *measured*, keys decided under *first-config*. A clean
+replay has no fallbacks and zero tuning runs.
+
+Mechanics (Triton 3.6, FlagGems 5.0.2): ``run`` of Autotuner and of every subclass
+that defines its own (LibTuner) is wrapped, classes defined later included. The
+key is computed as the tuner computes it (LibTuner through its ``get_key``). On the
+first call with a key, replay overwrites the tuner's cache entry unconditionally
+(LibTuner's cache is a persistent sqlite table that may already hold a different
+winner), and record reads this call's own key back after the call (a warm sqlite
+never writes it again, so diffing the cache would record nothing).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import triton
+from triton.runtime.autotuner import Autotuner
+
+from campaign.artifacts import AUTOTUNE_FILE, AutotuneEntry, AutotuneFile, TunedConfig
+from campaign.canonical import read_json, write_json_new
+
+Ident = tuple[str, str, str]                      # (tuner, kernel, repr(key))
+
+
+def tuner_kind(tuner) -> str:
+    return "libtuner" if any(cls.__name__ == "LibTuner" for cls in type(tuner).__mro__) else "triton"
+
+
+def kernel_name(tuner) -> str:
+    fn = tuner.base_fn
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def tuning_key(tuner, args: tuple, kwargs: dict):
+    """The tuner's cache key for this call, or None when it has nothing to choose."""
+    if len(tuner.configs) <= 1:
+        return None
+    all_args = {**dict(zip(tuner.arg_names, args)), **kwargs}
+    named = {k: v for k, v in all_args.items() if k in tuner.arg_names}
+    if hasattr(tuner, "get_key"):
+        return tuner.get_key(named)
+    # Autotuner.run (3.6): the key= values, then str(dtype) of every argument with a dtype.
+    key = [named[k] for k in tuner.keys if k in named]
+    key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+    return tuple(key)
+
+
+def to_tuned(config) -> TunedConfig:
+    plain = (int, float, str, bool, type(None))
+    kwargs = {k: v if isinstance(v, plain) else repr(v) for k, v in config.kwargs.items()}
+    return TunedConfig(kwargs=kwargs, num_warps=config.num_warps, num_stages=config.num_stages,
+                       num_ctas=config.num_ctas, maxnreg=config.maxnreg)
+
+
+def from_tuned(tuned: TunedConfig, configs) -> triton.Config:
+    """The tuner's own matching config when there is one: it carries the pre_hook a file cannot."""
+    for config in configs:
+        if to_tuned(config) == tuned:
+            return config
+    options = {k: v for k, v in (("num_warps", tuned.num_warps), ("num_stages", tuned.num_stages),
+                                 ("num_ctas", tuned.num_ctas), ("maxnreg", tuned.maxnreg)) if v is not None}
+    return triton.Config(dict(tuned.kwargs), **options)
+
+
+class AutotunePlugin:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        spec = ctx.plan.task.autotune
+        self.mode, self.policy, self.source = spec.mode, spec.policy, spec.source
+        self.recording: dict[Ident, TunedConfig] = {}
+        self.entries: dict[Ident, AutotuneEntry] = {}
+        self.fallbacks: dict[Ident, AutotuneEntry] = {}
+        self.seen: set[tuple[int, str]] = set()
+        self.tuning_runs = 0
+        self.patched: dict[type, object] = {}
+        self.original_bench = None
+        self.added_init_subclass = False
+
+    # -- the wrapped calls -------------------------------------------------------------
+
+    def tuned_run(self, original, tuner, args, kwargs):
+        key = tuning_key(tuner, args, kwargs)
+        first = key is not None and (id(tuner), repr(key)) not in self.seen
+        if not first:
+            return original(tuner, *args, **kwargs)
+        self.seen.add((id(tuner), repr(key)))
+        ident = (tuner_kind(tuner), kernel_name(tuner), repr(key))
+        fallback = False
+        if self.mode == "replay":
+            recorded = self.recording.get(ident)
+            if recorded is not None:
+                tuner.cache[key] = from_tuned(recorded, tuner.configs)
+                self.entries[ident] = AutotuneEntry(tuner=ident[0], kernel=ident[1], key=ident[2], config=recorded)
+            else:
+                fallback = True
+                self.ctx.log.marker("AUTOTUNE_REPLAY_FALLBACK", reason="key_missing", kernel=ident[1], key=ident[2])
+        if self.policy == "first-config" and key not in tuner.cache:
+            tuner.nargs = dict(zip(tuner.arg_names, args))
+            tuner.cache[key] = tuner.prune_configs(kwargs)[0]    # untimed: nothing can be measured here
+            self.tuning_runs += 1
+        result = original(tuner, *args, **kwargs)
+        if self.mode == "record" or fallback:
+            if key not in tuner.cache:
+                raise RuntimeError(f"autotune: {ident[1]} ran but its key {ident[2]} is not in the tuner's cache; "
+                                   "the key computation no longer matches this Triton/FlagGems version")
+            entry = AutotuneEntry(tuner=ident[0], kernel=ident[1], key=ident[2], config=to_tuned(tuner.cache[key]))
+            (self.fallbacks if fallback else self.entries)[ident] = entry
+        return result
+
+    def _patch(self, cls) -> None:
+        if cls in self.patched or "run" not in cls.__dict__:
+            return
+        original = cls.__dict__["run"]
+        plugin = self
+
+        def run(tuner, *args, **kwargs):
+            return plugin.tuned_run(original, tuner, args, kwargs)
+
+        self.patched[cls] = original
+        cls.run = run
+
+    def _patch_tree(self, cls) -> None:
+        self._patch(cls)
+        for sub in cls.__subclasses__():
+            self._patch_tree(sub)
+
+    # -- pytest hooks ------------------------------------------------------------------
+
+    def pytest_configure(self, config):
+        if self.mode == "replay":
+            path = self.ctx.plan.replay_file
+            if path is None or not Path(path).is_file():
+                raise pytest.UsageError(f"autotune replay: recording {path!r} (task {self.source}) does not exist")
+            recorded = AutotuneFile.model_validate(read_json(Path(path)))
+            self.recording = {(e.tuner, e.kernel, e.key): e.config for e in recorded.entries + recorded.fallbacks}
+            self.ctx.log.line(f"autotune: replaying {len(self.recording)} entries from {self.source}")
+        self._patch_tree(Autotuner)
+        plugin = self
+        # Tuner classes defined after this point (FlagGems imported by a test) are wrapped as they appear.
+        if "__init_subclass__" not in Autotuner.__dict__:
+            Autotuner.__init_subclass__ = classmethod(lambda cls, **kw: plugin._patch(cls))
+            self.added_init_subclass = True
+        self.original_bench = Autotuner.__dict__["_bench"]
+        original_bench = self.original_bench
+
+        def _bench(tuner, *args, **kwargs):
+            plugin.tuning_runs += 1
+            return original_bench(tuner, *args, **kwargs)
+
+        Autotuner._bench = _bench
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session):
+        record = AutotuneFile(mode=self.mode, policy=self.policy, source=self.source,
+                              entries=tuple(self.entries[i] for i in sorted(self.entries)),
+                              fallbacks=tuple(self.fallbacks[i] for i in sorted(self.fallbacks)),
+                              tuning_runs=self.tuning_runs)
+        write_json_new(Path(self.ctx.cell_dir) / AUTOTUNE_FILE, record.model_dump(mode="json"))
+        self.ctx.log.line(f"autotune: {self.mode} ({self.policy}): {len(self.entries)} entries, "
+                          f"{len(self.fallbacks)} fallbacks, {self.tuning_runs} tuning runs")
+
+    def pytest_unconfigure(self, config):
+        for cls, original in self.patched.items():
+            cls.run = original
+        self.patched.clear()
+        if self.original_bench is not None:
+            Autotuner._bench = self.original_bench
+            self.original_bench = None
+        if self.added_init_subclass:
+            del Autotuner.__init_subclass__
+            self.added_init_subclass = False
+
+
+def make(ctx) -> AutotunePlugin:
+    return AutotunePlugin(ctx)

@@ -1,0 +1,151 @@
+"""Every compiled variant's IR, and how often each variant was launched.
+
+Files written into ``<cell_dir>/ir/`` (see `campaign.artifacts`)::
+
+    <hash>-<kernel>.<stage>   stage in ttir, ttgir, llir, ptx; sass only where the
+                              backend declares a disassembler (from the cubin)
+    index.tsv                 header INDEX_COLUMNS = hash, kernel, launches, stages;
+                              one row per variant, sorted by kernel then hash;
+                              stages is a comma-joined list of the stages written
+
+The hash is Triton's cache hash of the variant: it joins an IR file to its launches
+within this cell only (it includes the set environment variables, so it differs
+between cells even for byte-identical code; compare cells by kernel name and content).
+
+How the join is made (Triton 3.6): ``knobs.compilation.listener`` fires once per
+variant per process, on cache hits too, with the hash, the name and the cached
+stage files; ``kernel_load_end_hook`` maps the loaded function handle to the hash;
+``launch_enter_hook`` sees the handle of every launch. Launches whose handle was
+never loaded under this plugin cannot be joined: they are counted and reported in
+run.log, never folded into a variant.
+"""
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from triton import knobs
+
+from campaign.artifacts import INDEX_COLUMNS, INDEX_FILE, IR_DIR
+from campaign.canonical import write_new
+
+STAGES = ("ttir", "ttgir", "llir", "ptx")
+# Disassemblers triton.tools.disasm can drive (it runs cuobjdump over the cubin).
+SASS_TOOLS = ("cuobjdump", "nvdisasm")
+
+
+def ir_file_name(hash_: str, kernel: str, stage: str) -> str:
+    return f"{hash_}-{kernel}.{stage}"
+
+
+def index_text(variants: dict[str, tuple[str, tuple[str, ...]]], launches: Counter) -> str:
+    """index.tsv's content: variants maps hash -> (kernel, stages written)."""
+    lines = ["\t".join(INDEX_COLUMNS)]
+    for hash_, (kernel, stages) in sorted(variants.items(), key=lambda item: (item[1][0], item[0])):
+        lines.append("\t".join((hash_, kernel, str(launches.get(hash_, 0)), ",".join(stages))))
+    return "\n".join(lines) + "\n"
+
+
+def _launch_handle(metadata) -> object:
+    # The launcher passes Triton's LazyDict; its raw data holds name/function/stream.
+    # Reading .data, not .get(), keeps a kernel's own launch_metadata callback unevaluated.
+    data = getattr(metadata, "data", metadata)
+    return data.get("function") if isinstance(data, dict) else None
+
+
+class IrCapturePlugin:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.ir_dir = Path(ctx.cell_dir) / IR_DIR
+        disassembler = getattr(getattr(ctx.backend, "capabilities", None), "disassembler", None)
+        self.sass = disassembler in SASS_TOOLS
+        self.variants: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.cubins: dict[str, str] = {}            # hash -> cubin path, disassembled at the end
+        self.handles: dict[object, str] = {}        # function handle -> hash
+        self.launches: Counter = Counter()
+        self.unjoined: Counter = Counter()          # kernel name -> launches with an unknown handle
+        self.previous_listener = None
+        self.installed = False
+
+    # -- Triton callbacks -------------------------------------------------------------
+
+    def on_compiled(self, *, src, metadata, metadata_group, times, cache_hit):
+        try:
+            self._copy_variant(metadata["hash"], metadata["name"], metadata_group)
+        finally:
+            if self.previous_listener is not None:
+                self.previous_listener(src=src, metadata=metadata, metadata_group=metadata_group,
+                                       times=times, cache_hit=cache_hit)
+
+    def on_loaded(self, module, function, name, metadata_group, hash):
+        self.handles[function] = hash
+
+    def on_launch(self, metadata):
+        handle = _launch_handle(metadata)
+        hash_ = self.handles.get(handle)
+        if hash_ is None:
+            data = getattr(metadata, "data", metadata)
+            self.unjoined[data.get("name", "?") if isinstance(data, dict) else "?"] += 1
+        else:
+            self.launches[hash_] += 1
+
+    def _copy_variant(self, hash_: str, kernel: str, metadata_group: dict) -> None:
+        if hash_ in self.variants:
+            return
+        by_stage = {Path(name).suffix[1:]: path for name, path in metadata_group.items()}
+        written = []
+        for stage in STAGES:
+            if stage in by_stage:
+                shutil.copyfile(by_stage[stage], self.ir_dir / ir_file_name(hash_, kernel, stage))
+                written.append(stage)
+        if self.sass and "cubin" in by_stage:
+            self.cubins[hash_] = by_stage["cubin"]
+        self.variants[hash_] = (kernel, tuple(written))
+
+    def _disassemble(self) -> None:
+        from triton.tools.disasm import get_sass
+        for hash_, cubin in sorted(self.cubins.items()):
+            kernel, stages = self.variants[hash_]
+            try:
+                text = get_sass(Path(cubin).read_bytes())
+            except Exception as exc:            # a missing tool must not hide the other stages
+                self.ctx.log.line(f"ir-capture: sass of {hash_}-{kernel} failed: {type(exc).__name__}: {exc}")
+                continue
+            (self.ir_dir / ir_file_name(hash_, kernel, "sass")).write_text(text, encoding="utf-8")
+            self.variants[hash_] = (kernel, stages + ("sass",))
+
+    # -- pytest hooks -----------------------------------------------------------------
+
+    def pytest_configure(self, config):
+        self.ir_dir.mkdir(parents=True, exist_ok=True)
+        self.previous_listener = knobs.compilation.listener
+        knobs.compilation.listener = self.on_compiled
+        knobs.runtime.kernel_load_end_hook.add(self.on_loaded)
+        knobs.runtime.launch_enter_hook.add(self.on_launch)
+        self.installed = True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session):
+        if self.sass:
+            self._disassemble()
+        write_new(self.ir_dir / INDEX_FILE, index_text(self.variants, self.launches))
+        total = sum(self.launches.values())
+        self.ctx.log.line(f"ir-capture: {len(self.variants)} variants, {total} joined launches")
+        if self.unjoined:
+            detail = " ".join(f"{name}={count}" for name, count in sorted(self.unjoined.items()))
+            self.ctx.log.line(f"ir-capture: launches not joinable to a variant: {detail}")
+
+    def pytest_unconfigure(self, config):
+        if not self.installed:
+            return
+        if knobs.compilation.listener == self.on_compiled:
+            knobs.compilation.listener = self.previous_listener
+        knobs.runtime.kernel_load_end_hook.remove(self.on_loaded)
+        knobs.runtime.launch_enter_hook.remove(self.on_launch)
+        self.installed = False
+
+
+def make(ctx) -> IrCapturePlugin:
+    return IrCapturePlugin(ctx)

@@ -1,0 +1,119 @@
+"""run_identity.json: the cell's caliber, read at run time, written once at pytest_configure.
+
+Keys (all always present; a value that does not apply is null)::
+
+    schema_version, task_id, backend,
+    device_name, device_uuid, device_target, driver, cuda,   the device as this process sees it
+    torch, triton, triton_env, flag_gems, python, platform,  versions; triton_env holds the set
+                                                             cache-invalidating variables, as Triton
+                                                             normalises them for its cache key
+    bench_level, shape_mode, tuner_cache,
+    autotune_mode, autotune_source, autotune_policy,
+    env, pinned_env, harness_digest,
+    timer {kind, warmup_ms, rep_ms, return_mode, direct_repeat, l2_flush}, direct_repeat
+
+The timer object is what the manifest asks for (the timing plugin owns what was
+measured); on a compile-only backend nothing is timed and ``kind`` is "none".
+
+`CALIBER_FIELDS` (defined once, in `campaign.caliber`, re-exported here) names the
+top-level keys whose values must be equal across the cells of a comparison; this
+module writes every one of them. Keys that differ by design are written but are not
+caliber: the switch's env and triton_env, the autotune mode and source (round 1's
+baseline records, every other cell replays), task id and platform text.
+"""
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Optional
+
+from campaign.artifacts import IDENTITY_FILE, SCHEMA_VERSION
+from campaign.caliber import CALIBER_FIELDS
+from campaign.canonical import write_json_new
+
+__all__ = ("CALIBER_FIELDS", "L2_FLUSH", "device_section", "identity", "make", "timer_section")
+
+
+# do_bench clears L2 before every repetition; graph replay (do_bench_cudagraph) does not.
+L2_FLUSH = {"event": True, "direct": True, "graph": False}
+
+
+def timer_section(timer, executes: bool) -> dict:
+    if not executes:
+        return {"kind": "none", "warmup_ms": None, "rep_ms": None, "return_mode": None,
+                "direct_repeat": None, "l2_flush": None}
+    return {"kind": timer.kind, "warmup_ms": timer.warmup_ms, "rep_ms": timer.rep_ms,
+            "return_mode": timer.return_mode, "direct_repeat": timer.direct_repeat,
+            "l2_flush": L2_FLUSH[timer.kind]}
+
+
+def _installed(distribution: str) -> Optional[str]:
+    # Package metadata, not an import: importing flag_gems probes the device.
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def device_section(ctx) -> dict:
+    """Name, uuid, target and driver of the device this process runs on."""
+    declared = ctx.manifest.device
+    if not ctx.backend.capabilities.executes:
+        return {"device_name": declared.name, "device_uuid": declared.uuid, "device_target": declared.target,
+                "driver": None}
+    # The backend owns enumeration (and its uuid spelling); the device is the one the
+    # runtime has current, after the visibility variable pinned it.
+    index = ctx.backend.device_interface().current_device()
+    device = next((d for d in ctx.backend.enumerate_devices() if d.index == index), None)
+    if device is None:
+        raise RuntimeError(f"run identity: the {ctx.backend.name} backend enumerates no device {index}")
+    return {"device_name": device.name, "device_uuid": device.uuid, "device_target": device.target,
+            "driver": device.driver}
+
+
+def identity(ctx) -> dict:
+    import torch
+    import triton
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+
+    plan, task, manifest = ctx.plan, ctx.plan.task, ctx.manifest
+    executes = ctx.backend.capabilities.executes
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "task_id": task.id,
+        "backend": manifest.device.backend,
+        **device_section(ctx),
+        "cuda": getattr(torch.version, ctx.backend.name, None) if executes else None,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "triton_env": dict(sorted(get_cache_invalidating_env_vars().items())),
+        "flag_gems": _installed("flag_gems") if task.provider == "flaggems" else None,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "bench_level": manifest.defaults.bench_level,
+        "shape_mode": manifest.defaults.shape_mode,
+        "tuner_cache": plan.tuner_cache,
+        "autotune_mode": task.autotune.mode,
+        "autotune_source": task.autotune.source,
+        "autotune_policy": task.autotune.policy,
+        "env": dict(task.env),
+        "pinned_env": dict(plan.pinned_env),
+        "harness_digest": plan.harness_digest,
+        "timer": timer_section(manifest.timer, executes),
+        # Also top level: the caliber lists it on its own (a repeat count changes what a
+        # direct-timed number is, even where the timer kind is the same).
+        "direct_repeat": manifest.timer.direct_repeat if executes else None,
+    }
+
+
+class RunIdentityPlugin:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def pytest_configure(self, config):
+        write_json_new(Path(self.ctx.cell_dir) / IDENTITY_FILE, identity(self.ctx))
+
+
+def make(ctx) -> RunIdentityPlugin:
+    return RunIdentityPlugin(ctx)

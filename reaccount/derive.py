@@ -1,0 +1,138 @@
+"""Re-derive a sealed root's verdicts under another launch floor, outside the root.
+
+Nothing is run and nothing inside the sealed root is written. Every cell's IR
+and index are re-read, scoped topology is recomputed at the new floor and the
+classifier is re-run against the sealed correctness and timing evidence. The
+result may only demote a sealed claim:
+
+- a workload keeps its class, becomes X, or moves down the ladder toward B
+  (G -> C, G -> B, C -> B, R -> B);
+- anything else becomes X: a reduction appearing first under the new rule was
+  never given its reversed-order test in the sealed run ("no reversed-order
+  evidence"), and no other new claim is promoted from old evidence.
+
+The derived receipt names the rule, the sealed receipt's digest, every class
+change (before -> after, why), the files the floor excludes and the unscoped
+totals. At the sealed floor it reproduces the sealed verdicts exactly.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from campaign import canonical, receipt, report
+from campaign.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
+from campaign.classify import CLASSES, classify
+from campaign.evidence import load_root
+from campaign.errors import EXIT_INPUT, EXIT_VERIFY, InputError, Refused
+
+PREFIX = "REACCOUNT_REFUSED"
+DEMOTIONS = {("G", "C"), ("G", "B"), ("C", "B"), ("R", "B")}
+REPORT_FILE = "report.md"
+
+
+def newest_sealed(runs: Path) -> Path:
+    """The sealed root under ``runs`` with the latest seal time (name breaks ties)."""
+    found = []
+    for path in sorted(Path(runs).iterdir()) if Path(runs).is_dir() else []:
+        if (path / RECEIPT_FILE).is_file():
+            try:
+                sealed = canonical.read_json(path / RECEIPT_FILE).get("sealed_utc") or ""
+            except ValueError:
+                sealed = ""
+            found.append((sealed, path.name, path))
+    if not found:
+        raise InputError(f"{runs}: no sealed root (a folder holding {RECEIPT_FILE}); name one")
+    return max(found)[2]
+
+
+def default_out(root: Path, floor: int) -> Path:
+    return Path(root).parent / f"{Path(root).name}.reaccount-floor{floor}"
+
+
+def check(root: Path, out: Path) -> dict:
+    """Refuse, naming the check; return the sealed receipt."""
+    root, out = Path(root).resolve(), Path(out).resolve()
+    if not (root / RECEIPT_FILE).is_file():
+        raise Refused(PREFIX, "receipt", f"{root}: no campaign receipt: only a sealed root can be reaccounted",
+                      EXIT_INPUT)
+    sealed = canonical.read_json(root / RECEIPT_FILE)
+    if sealed.get("kind") == "derived":
+        raise Refused(PREFIX, "receipt", f"{root}: holds a derived receipt, not a campaign receipt", EXIT_INPUT)
+    differences = receipt.verify_root(root)
+    if differences:
+        shown = "; ".join(d.line() for d in differences[:5])
+        raise Refused(PREFIX, "verify", f"{root} does not verify ({len(differences)} difference(s): {shown})",
+                      EXIT_VERIFY)
+    if out == root or root in out.parents:
+        raise Refused(PREFIX, "out_inside_root", f"{out} is inside the sealed root {root}")
+    if (out / RECEIPT_FILE).exists():
+        raise Refused(PREFIX, "out_has_receipt", f"{out} already holds a derived receipt")
+    if sealed.get("verdicts") is None:
+        raise Refused(PREFIX, "verdicts", f"{root}: the receipt holds no verdicts ({sealed.get('verdicts_note')})")
+    return sealed
+
+
+def demote(before: dict, after: dict, floor: int) -> tuple[dict, list[dict]]:
+    """Apply the demote-only rule per workload; return the final workloads and every change."""
+    final, changes = {}, []
+    for name, new in after.items():
+        old_class = before[name]["class"] if name in before else "X"
+        klass, reason = new["class"], new["reason"]
+        if klass != old_class and klass != "X" and (old_class, klass) not in DEMOTIONS:
+            if klass in ("G", "C"):
+                reason = (f"no reversed-order evidence: the reduction appears first at launch floor {floor} "
+                          f"({reason})")
+            else:
+                reason = f"{klass} at launch floor {floor} would not demote sealed {old_class}: {reason}"
+            klass = "X"
+        final[name] = {**new, "class": klass, "reason": reason}
+        if klass != old_class:
+            changes.append({"workload": name, "before": old_class, "after": klass, "why": reason})
+    return final, changes
+
+
+def derive(root: Path, floor: int, sealed: dict, sealed_digest: str) -> dict:
+    sealed_verdicts = sealed["verdicts"]
+    evidence = load_root(Path(root), floor)
+    fresh = classify(evidence)
+    workloads, changes = demote(sealed_verdicts["workloads"], fresh["workloads"], floor)
+    verdicts = {**fresh, "workloads": workloads,
+                "counts": {k: sum(1 for w in workloads.values() if w["class"] == k) for k in CLASSES}}
+    cells = {n: w["topology"]["cells"] for n, w in workloads.items()}
+    return {
+        "schema_version": SCHEMA_VERSION, "kind": "derived", "campaign": sealed_verdicts["campaign"],
+        "rule": {"name": "measured_launch_floor", "sealed": sealed_verdicts["rule"]["measured_launch_floor"],
+                 "derived": floor, "demote_only": True},
+        "sealed_root": str(Path(root).resolve()), "sealed_receipt_sha256": sealed_digest,
+        "changes": changes,
+        "excluded": {task_id: list(t.topology.excluded) for task_id, t in sorted(evidence.tasks.items())
+                     if t.topology and t.topology.excluded},
+        "unscoped": {n: {c: t["unscoped"] for c, t in cs.items() if t} for n, cs in cells.items()},
+        "scoped": {n: {c: t["scoped"] for c, t in cs.items() if t} for n, cs in cells.items()},
+        "verdicts": verdicts,
+    }
+
+
+def derived_report(derived: dict) -> str:
+    lines = [f"> Derived, not sealed: re-accounted from `{derived['sealed_root']}` (receipt sha256 "
+             f"{derived['sealed_receipt_sha256'][:16]}) at launch floor {derived['rule']['derived']} "
+             f"(sealed at {derived['rule']['sealed']}); demote-only.", ">"]
+    if derived["changes"]:
+        lines += [f"> - {c['workload']}: {c['before']} → {c['after']}: {c['why']}" for c in derived["changes"]]
+    else:
+        lines.append("> - no class changed")
+    return "\n".join(lines) + "\n\n" + report.markdown(derived["verdicts"])
+
+
+def reaccount(root: Path, floor: int, out: Optional[Path] = None) -> tuple[Path, dict]:
+    root = Path(root)
+    out = Path(out) if out is not None else default_out(root, floor)
+    sealed = check(root, out)
+    derived = derive(root, floor, sealed, canonical.sha256_file(root / RECEIPT_FILE))
+    out.mkdir(parents=True, exist_ok=True)
+    canonical.write_new(out / MATRIX_FILE, (root / MATRIX_FILE).read_text(encoding="utf-8"))
+    canonical.write_new(out / REPORT_FILE, derived_report(derived))
+    derived["files"] = {name: canonical.sha256_file(out / name) for name in (MATRIX_FILE, REPORT_FILE)}
+    canonical.write_json_new(out / RECEIPT_FILE, derived)
+    return out, derived

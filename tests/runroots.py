@@ -1,0 +1,82 @@
+"""Real prepared roots for the runner's tests: a manifest in tmp_path, `campaign prepare`
+as a subprocess, status rows read back. Fault workloads point at
+tests/fixtures/workloads/bench_faults.py (their faults fire in the candidate only)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from campaign import status
+from conftest import PROJECT_ROOT, run_cli
+
+FAULTS = "tests/fixtures/workloads/bench_faults.py"
+
+HEAD = """schema_version: 1
+campaign: {campaign}
+description: runner test campaign
+sources:
+  triton: {{version: "3.6.0"}}{extra_sources}
+device:
+  backend: cpu
+  target: "cuda:90"
+switch:
+  name: DISABLE_MMA_V3
+  cells:
+    baseline: {{}}
+    candidate: {{DISABLE_MMA_V3: "1"}}
+  ir_stage: ttgir
+timer:
+  kind: event
+rounds:
+  count: {rounds}
+  alternate_order: true
+  later_only_if_ir_changed: true
+measured_launch_floor: 0
+defaults:
+  timeout_s: 120
+workloads:
+"""
+
+
+def fault(name: str, function: str, timeout_s: int = 120, canary: bool = False) -> str:
+    return (f'  - {{name: {name}, op: add, benchmark: "{FAULTS}::{function}", timeout_s: {timeout_s}'
+            + (", canary: true" if canary else "") + "}\n")
+
+
+def demo(name: str, canary: bool = False) -> str:
+    return f"  - {{name: {name}, op: {name}" + (", canary: true" if canary else "") + "}\n"
+
+
+def manifest(tmp_path: Path, workloads: list[str], rounds: int = 1, campaign: str = "runner-test",
+             extra_sources: str = "") -> Path:
+    path = tmp_path / f"{campaign}.yaml"
+    path.write_text(HEAD.format(campaign=campaign, rounds=rounds, extra_sources=extra_sources)
+                    + "".join(workloads), encoding="utf-8")
+    return path
+
+
+def prepare(tmp_path: Path, workloads: list[str], **kw) -> Path:
+    done = run_cli("prepare", manifest(tmp_path, workloads, **kw), "--runs-dir", tmp_path / "runs")
+    assert done.returncode == 0, done.stderr
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def run(root: Path, *extra: str, timeout: float = 300):
+    return run_cli("run", root, "--grace", "1", "--scratch-dir", root.parent, *extra, timeout=timeout)
+
+
+def start_run(root: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "campaign", "run", str(root), "--grace", "1",
+                             "--scratch-dir", str(root.parent), *extra],
+                            cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def rows(root: Path) -> list[status.StatusRow]:
+    found, bad = status.read(root / "status.tsv")
+    assert not bad, bad
+    return found
+
+
+def by_id(root: Path) -> dict[str, status.StatusRow]:
+    return status.latest(rows(root))

@@ -1,0 +1,164 @@
+"""One root per class and per trap, built with realistic numbers; each asserts class and reason."""
+from __future__ import annotations
+
+import shutil
+
+import rootbuilder as rb
+from campaign.classify import classify_root
+
+
+def verdict(tmp_path, workloads, options=None, **kw):
+    root = rb.build(tmp_path, workloads, options)
+    return classify_root(root, **kw)
+
+
+def one(tmp_path, workload, options=None, **kw):
+    v = verdict(tmp_path, [workload], options, **kw)
+    return v["workloads"][workload.name]
+
+
+def test_gain_needs_reduction_correctness_and_speed_in_both_orders(tmp_path):
+    w = one(tmp_path, rb.mm())
+    assert w["class"] == "G", w["reason"]
+    assert w["reason"].startswith("scoped topology 12 -> 4: reduced; correct; faster in both orders")
+    p = w["timing"]["primary"]
+    assert p["order_verdicts"] == {"baseline-first": "faster", "candidate-first": "faster"}
+    assert -0.09 < p["point"] < -0.07
+    assert w["correctness"]["candidate"]["outside_target"] == 2     # a failing node outside the target is ignored
+
+
+def test_clean_reduction_is_timing_neutral(tmp_path):
+    w = one(tmp_path, rb.mm(effect=1.0))
+    assert w["class"] == "C" and "timing neutral" in w["reason"]
+
+
+def test_unchanged_ir_is_b_and_its_range_is_the_noise_floor(tmp_path):
+    w = one(tmp_path, rb.pointwise())
+    assert (w["class"], w["screen"]) == ("B", "NO_IR_DIFF")
+    assert w["timing"]["label"] == "noise floor (IR unchanged)"
+
+
+def test_changed_ir_without_reduction_is_b(tmp_path):
+    w = one(tmp_path, rb.mm(before=6, after=6))
+    assert w["class"] == "B" and "not reduced" in w["reason"]
+
+
+def test_slower_in_both_orders_is_r(tmp_path):
+    w = one(tmp_path, rb.mm(effect=1.06))
+    assert w["class"] == "R" and w["reason"].startswith("slower in both orders: geomean +6.")
+
+
+def test_topology_increase_is_r(tmp_path):
+    w = one(tmp_path, rb.mm(before=4, after=9, effect=1.0))
+    assert (w["class"], w["reason"]) == ("R", "scoped topology 4 -> 9: increased")
+
+
+def test_candidate_incorrect_is_f(tmp_path):
+    w = one(tmp_path, rb.mm(failing={"candidate": 2}))
+    assert w["class"] == "F"
+    # two failing nodes in each of two rounds
+    assert w["reason"] == "candidate incorrect: 4 correctness node(s) fail where baseline passes"
+
+
+def test_candidate_crash_is_f(tmp_path):
+    w = one(tmp_path, rb.mm(), rb.Options(rc={"matmul/r2/candidate": -11}))
+    assert w["class"] == "F" and "candidate crashes (rc -11 signal_SIGSEGV)" in w["reason"]
+
+
+def test_control_leak_is_f(tmp_path):
+    leak = rb.mm()
+    leak.kernels["control"] = leak.kernels["candidate"]
+    w = one(tmp_path, leak)
+    assert w["class"] == "F" and "switch leaks" in w["reason"]
+    assert w["ir"]["control_matches"] is False
+
+
+def test_record_vs_record_released_is_x(tmp_path):
+    w = one(tmp_path, rb.mm("router_gemm"),
+            rb.Options(identity={"router_gemm/r1/candidate": {"autotune_mode": "record", "autotune_source": None}}),
+            allow_caliber_mismatch=True)
+    assert w["class"] == "X" and w["reason"].startswith("caliber mismatch (released): ")
+
+
+def test_timer_mismatch_is_x_and_latencies_are_not_read(tmp_path):
+    root = rb.build(tmp_path, [rb.mm()], rb.Options(identity={"matmul/r2/baseline": {"timer": {"kind": "event"}}}))
+    shutil.copy(root / "matrix.json", root / "cells/matmul/r2/baseline/rows.json")   # unreadable as rows
+    w = classify_root(root)["workloads"]["matmul"]
+    assert w["class"] == "X" and "timer.kind: graph vs event" in w["reason"]
+    assert w["timing"] is None
+
+
+def test_missing_reversed_order_round_is_x(tmp_path):
+    w = one(tmp_path, rb.mm(), rb.Options(rounds=1))
+    assert w["class"] == "X"
+    assert w["reason"] == "no reversed-order evidence: timed in baseline-first order only (scoped topology 12 -> 4)"
+
+
+def test_an_unfinished_task_is_x(tmp_path):
+    w = one(tmp_path, rb.mm(), rb.Options(drop={"matmul/r2/candidate"}))
+    assert (w["class"], w["reason"]) == ("X", "evidence missing: matmul/r2/candidate did not finish")
+
+
+def test_timeout_is_x_not_a_verdict(tmp_path):
+    w = one(tmp_path, rb.mm(), rb.Options(rc={"matmul/r2/baseline": 124}))
+    assert w["class"] == "X" and w["reason"].startswith("timeout in matmul/r2/baseline")
+    assert w["screen"] == "TIMEOUT"
+
+
+def test_sign_flips_are_named_and_the_claim_stays_neutral(tmp_path):
+    # topk on an S5000: 32 converts gone, 17 of 42 shapes flipping sign between valid runs
+    flip = rb.mm("topk", effect=lambda r, i: 1.012 if (r + i) % 2 else 0.988, noise=0.0005)
+    w = one(tmp_path, flip)
+    assert w["class"] == "C"
+    p = w["timing"]["primary"]
+    assert p["counts"]["sign_flipping"] == 4 and len(p["sign_flips"]) == 4
+
+
+def test_orders_that_disagree_are_x(tmp_path):
+    drift = rb.mm("drift", effect=lambda r, i: 0.95 if r % 2 else 1.05, noise=0.0005)
+    w = one(tmp_path, drift)
+    assert w["class"] == "X" and w["reason"].startswith("orders disagree: faster baseline-first, slower candidate-first")
+
+
+def test_replay_fallbacks_are_x(tmp_path):
+    w = one(tmp_path, rb.mm(), rb.Options(replay_fallbacks={"matmul/r2/candidate": 3}))
+    assert w["class"] == "X"
+    assert w["reason"] == "AUTOTUNE_REPLAY_FALLBACK x3 in matmul/r2/candidate: configs not pinned"
+
+
+def test_no_ir_at_all_is_x_never_identical(tmp_path):
+    aten = rb.pointwise("fft", "fft")
+    aten.kernels = {"baseline": ()}
+    w = one(tmp_path, aten)
+    assert w["screen"] == "NO_TRITON"
+    assert (w["class"], w["reason"]) == ("X", "no comparable IR in baseline and candidate: nothing reached the Triton compiler")
+    assert w["ir"]["changed"] is None
+
+
+def test_unjoinable_index_is_x(tmp_path):
+    w = one(tmp_path, rb.mm(), rb.Options(no_index={"matmul/r1/candidate"}))
+    assert w["class"] == "X" and w["reason"].startswith("unjoinable index in matmul/r1/candidate")
+
+
+def test_fallback_rows_are_flagged_not_pooled(tmp_path):
+    w = one(tmp_path, rb.mm(fallback_rows={"baseline": (0,), "candidate": (0,), "control": (0,)}))
+    assert w["class"] == "G"
+    assert w["timing"]["primary"]["regime"] == "graph" and len(w["timing"]["primary"]["shapes"]) == 3
+    assert [o["regime"] for o in w["timing"]["others"]] == ["direct+fallback"]
+    assert w["markers"]["candidate"]["BENCHMARK_DIRECT_NO_CUDAGRAPH"] == 2
+
+
+def test_no_control_cell_is_conservative(tmp_path):
+    w = one(tmp_path, rb.mm(), rb.Options(control=False))
+    assert w["class"] == "C" and "A/A floor unknown" in w["reason"]
+
+
+def test_cpu_campaign_shows_topology_but_claims_nothing_timed(tmp_path):
+    v = verdict(tmp_path, [rb.mm(), rb.pointwise()], rb.Options(backend="cpu", floor=0))
+    mm, add = v["workloads"]["matmul"], v["workloads"]["add"]
+    assert (mm["class"], mm["reason"]) == ("X", "compile-only: not timed, correctness not executed "
+                                                "(scoped topology 12 -> 4, IR changed)")
+    assert mm["topology"]["cells"]["candidate"]["scoped"] == 4 and mm["timing"] is None
+    assert (add["class"], add["reason"]) == ("X", "compile-only: not timed, correctness not executed "
+                                                  "(scoped topology 0 -> 0, IR unchanged)")
+    assert v["counts"] == {"G": 0, "C": 0, "B": 0, "R": 0, "F": 0, "X": 2}

@@ -1,0 +1,91 @@
+"""run_identity.json: every key present, read at run time, caliber fields complete."""
+from __future__ import annotations
+
+import json
+import platform
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+import triton
+
+from campaign.backends.base import DeviceInfo
+from campaign.backends.cuda import CudaBackend
+from campaign.caliber import CALIBER_FIELDS as GUARD_FIELDS
+from campaign.caliber import flatten
+from campaign.manifest import Manifest
+from campaign.plugins import run_identity
+from cellrun import manifest_data, plan_cell, run_cell
+
+KEYS = {
+    "schema_version", "task_id", "backend", "device_name", "device_uuid", "device_target", "driver", "cuda",
+    "torch", "triton", "triton_env", "flag_gems", "python", "platform", "bench_level", "shape_mode",
+    "tuner_cache", "autotune_mode", "autotune_source", "autotune_policy", "env", "pinned_env",
+    "harness_digest", "timer", "direct_repeat",
+}
+TIMER_KEYS = {"kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush"}
+EMPTY_TEST = "def test_nothing():\n    pass\n"
+
+
+def _identity(plan) -> dict:
+    return json.loads((Path(plan.cell_dir) / "run_identity.json").read_text())
+
+
+def test_cpu_cell_identity_is_complete_and_read_at_run_time(tmp_path):
+    baseline = plan_cell(tmp_path, "baseline", plugins=("campaign.plugins.run_identity",))
+    candidate = plan_cell(tmp_path, "candidate", env={"DISABLE_MMA_V3": "1"}, mode="replay",
+                          replay_file=tmp_path / "unused.json", cell="candidate",
+                          plugins=("campaign.plugins.run_identity",))
+    run_cell(baseline, EMPTY_TEST)
+    run_cell(candidate, EMPTY_TEST)
+    base, cand = _identity(baseline), _identity(candidate)
+    for identity in (base, cand):
+        assert set(identity) == KEYS and set(identity["timer"]) == TIMER_KEYS
+        assert set(run_identity.CALIBER_FIELDS) <= set(identity)
+    assert base["timer"] == dict.fromkeys(TIMER_KEYS) | {"kind": "none"}, "cpu times nothing"
+    assert (base["backend"], base["device_target"], base["device_uuid"], base["cuda"]) == ("cpu", "cuda:90", None, None)
+    assert (base["torch"], base["triton"], base["python"]) == (torch.__version__, triton.__version__,
+                                                              platform.python_version())
+    assert base["flag_gems"] is None, "a builtin workload does not need flag_gems"
+    assert base["pinned_env"] == {"TRITON_DEFAULT_FP_FUSION": "1"} and base["harness_digest"] == "0" * 64
+    # The switch reaches Triton's cache key in the candidate only, normalised as Triton does.
+    assert base["triton_env"] == {"TRITON_DEFAULT_FP_FUSION": "true"}
+    assert cand["triton_env"] == {"DISABLE_MMA_V3": "true", "TRITON_DEFAULT_FP_FUSION": "true"}
+    assert (cand["env"], cand["autotune_mode"], cand["autotune_source"]) == (
+        {"DISABLE_MMA_V3": "1"}, "replay", "matmul/r1/baseline")
+    # Cells that differ only by design agree on the caliber.
+    assert flatten(base) == flatten(cand)
+
+
+def test_caliber_fields_are_the_guards_and_leave_design_differences_out():
+    assert run_identity.CALIBER_FIELDS is GUARD_FIELDS
+    for differs_by_design in ("env", "triton_env", "autotune_mode", "autotune_source", "task_id"):
+        assert differs_by_design not in run_identity.CALIBER_FIELDS
+
+
+def test_timer_states_l2_flush_per_kind():
+    def timer(kind, repeat=None):
+        return Manifest.model_validate(manifest_data(backend="cuda", name="H200") | {
+            "timer": {"kind": kind, "direct_repeat": repeat}}).timer
+
+    assert run_identity.timer_section(timer("event"), executes=True)["l2_flush"] is True
+    assert run_identity.timer_section(timer("graph"), executes=True)["l2_flush"] is False
+    direct = run_identity.timer_section(timer("direct", 5), executes=True)
+    assert direct == {"kind": "direct", "warmup_ms": 25.0, "rep_ms": 100.0, "return_mode": "median",
+                      "direct_repeat": 5, "l2_flush": True}
+    assert run_identity.timer_section(timer("event"), executes=False)["kind"] == "none"
+
+
+def test_executing_backend_reports_the_current_device_as_the_backend_enumerates_it(tmp_path):
+    devices = [DeviceInfo(0, "NVIDIA H200", "GPU-aaaa", "cuda:90", "570.124.06"),
+               DeviceInfo(1, "NVIDIA H200", "GPU-bbbb", "cuda:90", "570.124.06")]
+    real = CudaBackend(discover=lambda: devices)
+    backend = SimpleNamespace(name="cuda", capabilities=real.capabilities, enumerate_devices=real.enumerate_devices,
+                              device_interface=lambda: SimpleNamespace(current_device=lambda: 1))
+    manifest = Manifest.model_validate(manifest_data(backend="cuda", name="NVIDIA H200"))
+    plan = plan_cell(tmp_path, "cell")
+    identity = run_identity.identity(SimpleNamespace(plan=plan, manifest=manifest, backend=backend))
+    assert (identity["device_name"], identity["device_uuid"], identity["device_target"], identity["driver"]) == (
+        "NVIDIA H200", "GPU-bbbb", "cuda:90", "570.124.06")
+    assert identity["cuda"] == torch.version.cuda
+    assert identity["timer"]["kind"] == "graph" and identity["timer"]["l2_flush"] is False

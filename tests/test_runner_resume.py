@@ -1,0 +1,117 @@
+"""Resume, interruption and the lock, with the runner as a real process stopped mid-cell."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from campaign import canonical
+from runroots import by_id, demo, fault, prepare, rows, run, start_run
+
+WAIT_CELL = ("slow", "r1", "candidate")
+
+
+def _wait_for(path: Path, proc, limit: float = 120) -> None:
+    deadline = time.monotonic() + limit
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.1)
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): canonical.sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _worker_pgid(root: Path) -> int:
+    return canonical.read_json(root / "run.lock")["worker_pgid"]
+
+
+def _end_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture
+def started():
+    """Runners started by a test, and worker groups it saw: none outlives the test."""
+    procs, groups = [], []
+    yield procs, groups
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    for pgid in groups:
+        _end_group(pgid)
+
+
+def test_runner_killed_mid_cell_then_run_again_completes(tmp_path: Path, started):
+    root = prepare(tmp_path, [demo("add", canary=True), fault("slow", "test_bench_wait"), demo("softmax")])
+    proc = start_run(root)
+    started[0].append(proc)
+    cell = root / "cells" / Path(*WAIT_CELL)
+    _wait_for(cell / "task.json", proc)
+    time.sleep(1.0)  # let the worker reach the waiting benchmark
+    pgid = _worker_pgid(root)
+    started[1].append(pgid)
+
+    # While it runs, a second run on the same root is refused by the lock.
+    second = run(root)
+    assert second.returncode == 1
+    assert "RUN_REFUSED check=lock: another run holds this root: pid" in second.stderr
+
+    before_rows = (root / "status.tsv").read_text()
+    finished = {name: _digests(root / "cells" / "add" / "r1" / name) for name in ("baseline", "candidate")}
+    proc.kill()  # SIGKILL: no chance to clean up; the worker is orphaned, the lock goes stale
+    proc.communicate()
+    assert (root / "run.lock").exists()
+
+    again = run(root)
+    assert again.returncode == 0, again.stderr
+    assert f"RUN_LOCK stale lock taken over: pid {proc.pid}" in again.stderr
+    assert f"RUN_LOCK ended the orphaned worker group {pgid} of slow/r1/candidate" in again.stderr
+    # Finished rows are byte-identical and first; finished cells untouched; the unfinished cell kept aside.
+    assert (root / "status.tsv").read_text().startswith(before_rows)
+    for name, digests in finished.items():
+        assert _digests(root / "cells" / "add" / "r1" / name) == digests
+    aside = cell.with_name("candidate.interrupted-1")
+    assert (aside / "task.json").is_file()
+    assert by_id(root)["slow/r1/candidate"].rc_name == "ok"
+    assert [row.task_id for row in rows(root)].count("add/r1/baseline") == 1
+    assert (root / "receipt.json").is_file()
+
+
+def test_sigint_records_interrupted_and_run_again_reruns_it(tmp_path: Path, started):
+    root = prepare(tmp_path, [fault("slow", "test_bench_wait")])
+    proc = start_run(root)
+    started[0].append(proc)
+    _wait_for(root / "cells" / Path(*WAIT_CELL) / "task.json", proc)
+    time.sleep(1.0)
+    pgid = _worker_pgid(root)
+    started[1].append(pgid)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "RUN_INTERRUPTED: SIGINT" in err
+    interrupted = rows(root)[-1]
+    assert (interrupted.task_id, interrupted.rc, interrupted.rc_name) == ("slow/r1/candidate", 130, "interrupted")
+    assert not interrupted.finished
+    try:
+        os.killpg(pgid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the interrupted cell's process group outlived the runner"
+    assert not (root / "run.lock").exists() and not (root / "receipt.json").exists()
+
+    again = run(root)
+    assert again.returncode == 0, again.stderr
+    history = [(row.task_id, row.rc_name) for row in rows(root)]
+    assert history == [("slow/r1/baseline", "ok"), ("slow/r1/candidate", "interrupted"),
+                       ("slow/r1/candidate", "ok")]
+    assert (root / "cells" / "slow" / "r1" / "candidate.interrupted-1" / "stdout.log").is_file()

@@ -1,0 +1,34 @@
+"""Adaptive rounds: later rounds run only where round 1's baseline and candidate IR differ."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from runroots import by_id, demo, fault, prepare, rows, run
+
+
+def test_later_rounds_only_where_the_ir_changed(tmp_path: Path):
+    root = prepare(tmp_path, [demo("add"), demo("matmul"), fault("noir", "test_bench_noop")], rounds=2)
+    done = run(root)
+    assert done.returncode == 0, done.stderr
+    found = by_id(root)
+    assert len(rows(root)) == len(found) == 12
+
+    # DISABLE_MMA_V3 turns matmul's wgmma into mma v2 on sm_90: round 2 is measured.
+    assert {found[f"matmul/r2/{cell}"].rc_name for cell in ("baseline", "candidate")} == {"ok"}
+
+    # add carries no tl.dot: identical code, the rounds would measure noise.
+    for cell in ("baseline", "candidate"):
+        skipped = found[f"add/r2/{cell}"]
+        assert (skipped.rc, skipped.rc_name, skipped.failed) == (None, "skipped", False)
+        assert skipped.note.startswith("SWITCH_NO_IR_DIFF: round 1 baseline and candidate ttgir fingerprints are equal")
+        assert not (root / "cells" / "add" / "r2" / cell).exists()
+
+    # No IR at all is no comparable IR, never "identical".
+    noir = found["noir/r2/baseline"]
+    assert noir.rc_name == "skipped"
+    assert noir.note == ("NO_COMPARABLE_IR: round 1 baseline and candidate has no *.ttgir file: "
+                         "no comparable IR (this does not mean the switch is inert)")
+    assert "SWITCH_NO_IR_DIFF" not in noir.note
+
+    line = (root / "status.tsv").read_text().splitlines()[0]
+    assert line.split("\t")[:6] == ["task_id", "round", "workload", "cell", "rc", "rc_name"]

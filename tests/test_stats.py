@@ -1,0 +1,127 @@
+"""Paired statistics: intervals say how they were made, floors gate directions, regimes never pool."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from campaign import stats
+from campaign.artifacts import Row
+from campaign.stats import BASELINE_FIRST as BF, CANDIDATE_FIRST as CF, Sample
+
+KEY_A = ("test_bench_mm", (4096, 4096, 4096), "float16", 0)
+KEY_B = ("test_bench_mm", (1024, 1024, 1024), "float16", 0)
+
+
+def rounds(base: dict, cand: dict, ctrl: dict | None = None, regime: str = "graph"):
+    """round -> cell -> samples from {round: {key: ms}} maps."""
+    out = {}
+    for r in base:
+        out[r] = {"baseline": {k: Sample(v, regime) for k, v in base[r].items()},
+                  "candidate": {k: Sample(v, regime) for k, v in cand[r].items()}}
+        if ctrl is not None:
+            out[r]["control"] = {k: Sample(v, regime) for k, v in ctrl[r].items()}
+    return out
+
+
+def test_interval_labels_say_how_they_were_made():
+    assert stats.interval([0.92]) is None
+    two = stats.interval([0.92, 0.94])
+    assert two.method == "range of 2 rounds"
+    assert (round(two.low, 6), round(two.high, 6)) == (-0.08, -0.06)
+    six = stats.interval([0.834, 0.836, 0.835, 0.833, 0.837, 0.834])
+    assert six.method == "95% t-interval of 6 rounds (log ratios)"
+    assert -0.167 < six.low < six.high < -0.163      # router_gemm's six rounds: -16.6% ~ -16.2%
+
+
+def test_faster_needs_interval_outside_aa_floor():
+    orders = {1: BF, 2: CF}
+    t = stats.timing(rounds({1: {KEY_A: 0.250}, 2: {KEY_A: 0.251}}, {1: {KEY_A: 0.230}, 2: {KEY_A: 0.231}},
+                            {1: {KEY_A: 0.2505}, 2: {KEY_A: 0.2508}}), orders, True)
+    shape = t.primary.shapes[0]
+    assert shape.verdict == stats.FASTER
+    assert shape.floor == pytest.approx(0.002)             # max |A/A| over rounds: 0.2505/0.250 - 1
+    assert t.primary.verdict == stats.FASTER
+    assert t.primary.order_verdicts == {BF: stats.FASTER, CF: stats.FASTER}
+
+
+def test_effect_inside_the_aa_floor_is_neutral_and_says_so():
+    orders = {1: BF, 2: CF}
+    # candidate 1% faster, but the A/A control moved 2%: the floor swallows it
+    t = stats.timing(rounds({1: {KEY_A: 1.00}, 2: {KEY_A: 1.00}}, {1: {KEY_A: 0.99}, 2: {KEY_A: 0.988}},
+                            {1: {KEY_A: 1.02}, 2: {KEY_A: 0.99}}), orders, True)
+    shape = t.primary.shapes[0]
+    assert shape.verdict == stats.NEUTRAL
+    assert "not the ±2.00% A/A floor" in shape.reason
+
+
+def test_no_control_means_floor_unknown_and_neutral():
+    t = stats.timing(rounds({1: {KEY_A: 1.0}, 2: {KEY_A: 1.0}}, {1: {KEY_A: 0.8}, 2: {KEY_A: 0.8}}), {1: BF, 2: CF}, False)
+    assert t.primary.verdict == stats.NEUTRAL
+    assert t.primary.floor is None
+    assert "A/A floor unknown" in t.primary.shapes[0].reason
+
+
+def test_single_round_claims_no_direction():
+    t = stats.timing(rounds({1: {KEY_A: 1.0}}, {1: {KEY_A: 0.5}}, {1: {KEY_A: 1.0}}), {1: BF}, True)
+    assert t.primary.shapes[0].interval is None
+    assert t.primary.verdict == stats.NEUTRAL
+    assert "one round" in t.primary.shapes[0].reason
+
+
+def test_sign_flips_are_counted_and_named():
+    base = {1: {KEY_A: 1.0, KEY_B: 1.0}, 2: {KEY_A: 1.0, KEY_B: 1.0}}
+    cand = {1: {KEY_A: 1.01, KEY_B: 0.9}, 2: {KEY_A: 0.99, KEY_B: 0.9}}
+    ctrl = {1: {KEY_A: 1.001, KEY_B: 1.001}, 2: {KEY_A: 1.0, KEY_B: 1.0}}
+    t = stats.timing(rounds(base, cand, ctrl), {1: BF, 2: CF}, True)
+    assert t.primary.counts["sign_flipping"] == 1
+    assert t.primary.sign_flips == ("test_bench_mm[4096x4096x4096,float16]",)
+    assert t.primary.counts[stats.FASTER] == 1 and t.primary.counts[stats.NEUTRAL] == 1
+
+
+def test_within_side_and_delta_spreads_are_separate():
+    base = {1: {KEY_A: 1.00}, 2: {KEY_A: 1.10}}          # the machine drifted 10 %
+    cand = {1: {KEY_A: 0.90}, 2: {KEY_A: 0.99}}          # the delta did not move
+    t = stats.timing(rounds(base, cand, base), {1: BF, 2: CF}, True)
+    shape = t.primary.shapes[0]
+    assert shape.side_spread["baseline"] == pytest.approx(0.10 / 1.05)
+    assert shape.delta_spread == pytest.approx(0.0, abs=1e-9)
+
+
+def test_orders_are_judged_separately():
+    base = {1: {KEY_A: 1.0}, 2: {KEY_A: 1.0}, 3: {KEY_A: 1.0}, 4: {KEY_A: 1.0}}
+    cand = {1: {KEY_A: 0.90}, 2: {KEY_A: 1.10}, 3: {KEY_A: 0.90}, 4: {KEY_A: 1.10}}
+    t = stats.timing(rounds(base, cand, base), {1: BF, 2: CF, 3: BF, 4: CF}, True)
+    assert t.primary.order_verdicts == {BF: stats.FASTER, CF: stats.SLOWER}
+    assert t.primary.verdict == stats.NEUTRAL
+
+
+def test_fallback_rows_are_never_pooled_with_graph_rows():
+    def row(shape, ms, fallback):
+        return Row(test="t", function="test_bench_mm", op="mm", shape=shape, dtype="float16",
+                   timer="direct" if fallback else "graph", latency_ms=ms, status="ok",
+                   markers=("BENCHMARK_DIRECT_NO_CUDAGRAPH",) if fallback else ())
+    base = stats.samples([row((1,), 1.0, False), row((2,), 1.0, True), row((3,), 1.0, True)])
+    cand = stats.samples([row((1,), 0.9, False), row((2,), 0.9, True), row((3,), 0.9, False)])
+    t = stats.timing({1: {"baseline": base, "candidate": cand}}, {1: BF}, False)
+    assert t.primary.regime == "graph" and len(t.primary.shapes) == 1
+    assert [o.regime for o in t.others] == ["direct+fallback"]
+    assert t.mixed_pairs == 1                          # shape 3: baseline fell back, candidate captured
+
+
+def test_repeated_keys_get_an_occurrence_and_failed_rows_are_left_out():
+    rows = [Row(test="t", function="f", op="mm", shape=(8, 8), dtype="float16", timer="graph", latency_ms=ms,
+                status=status) for ms, status in ((1.0, "ok"), (2.0, "ok"), (None, "failed"))]
+    got = stats.samples(rows)
+    assert sorted(got) == [("f", (8, 8), "float16", 0), ("f", (8, 8), "float16", 1)]
+    assert stats.key_name(("f", (8, 8), "float16", 1)) == "f[8x8,float16]#2"
+
+
+def test_workload_geomean_over_common_shapes():
+    base = {1: {KEY_A: 1.0, KEY_B: 2.0}, 2: {KEY_A: 1.0, KEY_B: 2.0}}
+    cand = {1: {KEY_A: 0.81, KEY_B: 2.0}, 2: {KEY_A: 0.81, KEY_B: 2.0}}
+    t = stats.timing(rounds(base, cand, base), {1: BF, 2: CF}, True)
+    assert t.primary.point == pytest.approx(math.sqrt(0.81) - 1)
+    d = stats.timing_dict(t)
+    assert d["primary"]["interval"]["method"] == "range of 2 rounds"
+    assert d["orders"] == {"1": BF, "2": CF}

@@ -1,0 +1,150 @@
+"""``python -m campaign.worker TASK_JSON RESULT_JSON``: run one cell, write one result file.
+
+The runner writes task.json (`CellPlan`), starts this with an explicit argv and the
+env of `campaign.worker.env.cell_env`, redirects stdout/stderr to the cell's logs
+and reads exactly RESULT_JSON afterwards. Nothing is reported on stdout.
+
+1. load the plan and the manifest, pick the backend;
+2. preflight (`campaign.worker.preflight`): on failure ``PREFLIGHT_FAILED check=…``, exit 3;
+3. the benchmark target in one pytest session with the planned plugins, built in
+   plan order (``module.make(ctx)``);
+4. the correctness target in a second session with only the outcomes plugin, or,
+   on a backend that executes nothing, correctness recorded as not run;
+5. result.json, written once, from the files the plugins left (`campaign.worker.cell`).
+
+The exit status is the result's rc: the benchmark session's pytest code, 3 for a
+failed preflight, 2 for unusable arguments, 1 when the worker itself crashed (still
+written as a failure result whenever the task could be read).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from campaign import yamlio
+from campaign.artifacts import RUN_LOG, CellPlan, CellResult, Correctness, Preflight
+from campaign.backends import get_backend
+from campaign.backends.plan import OUTCOMES
+from campaign.canonical import read_json, write_json_new
+from campaign.errors import EXIT_INPUT, EXIT_PREFLIGHT, EXIT_REFUSED, InputError
+from campaign.manifest import Manifest
+from campaign.worker import cell, preflight
+from campaign.worker.context import CellContext, CellLog
+
+USAGE = "usage: python -m campaign.worker TASK_JSON RESULT_JSON"
+
+
+class Cell:
+    """One execution: what is known so far, so a crash at any step still yields a result."""
+
+    def __init__(self, plan: CellPlan, started: float):
+        self.plan = plan
+        self.started = started
+        self.cell_dir = Path(plan.cell_dir)
+        self.log = CellLog(self.cell_dir / RUN_LOG)
+        self.preflight: Optional[Preflight] = None
+        self.timed = False
+
+    def say(self, text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+        self.log.line(text)
+
+    def result(self, rc: int, correctness: Correctness, notes: list[str]) -> CellResult:
+        rows, rows_note = cell.read_rows(self.cell_dir)
+        autotune, autotune_note = cell.read_autotune(self.cell_dir)
+        variants, launches, index_note = cell.read_index(self.cell_dir)
+        if self.preflight is not None and self.preflight.ok:
+            # before pytest ran, absent plugin files are expected, not news
+            notes = notes + [note for note in (rows_note, autotune_note, index_note) if note]
+        preflight_record = self.preflight or Preflight(ok=False, interpreter=sys.executable, checks=())
+        return CellResult(task_id=self.plan.task.id, rc=rc, preflight=preflight_record, rows=rows,
+                          markers=dict(self.log.counts), correctness=correctness, autotune=autotune,
+                          ir_variants=variants, launches=launches, timed=self.timed,
+                          note="; ".join(notes) or None, elapsed_s=round(time.monotonic() - self.started, 3))
+
+    def refused(self, check: str, detail: str, checks=()) -> CellResult:
+        self.say(f"PREFLIGHT_FAILED check={check}: {detail}")
+        if self.preflight is None:
+            self.preflight = Preflight(ok=False, interpreter=sys.executable, checks=tuple(checks), failed_check=check)
+        reason = f"preflight failed: check={check}"
+        return self.result(EXIT_PREFLIGHT, Correctness(state="not_run", reason=reason), [reason])
+
+    def run(self) -> CellResult:
+        plan = self.plan
+        try:
+            manifest = yamlio.validate(Manifest, Path(plan.manifest_file))
+        except InputError as exc:
+            detail = " | ".join(exc.lines)
+            return self.refused("manifest", detail, [("manifest", False, detail)])
+        backend = get_backend(manifest.device.backend)
+        self.timed = backend.capabilities.executes
+        self.preflight = preflight.run(plan, manifest, backend, os.environ, self.say)
+        if not self.preflight.ok:
+            failed = self.preflight.checks[-1]
+            return self.refused(failed[0], failed[2])
+
+        ctx = CellContext(plan=plan, manifest=manifest, cell_dir=self.cell_dir, log=self.log, backend=backend)
+        # outcomes belongs to the correctness session: a benchmark node passing is not a
+        # correctness verdict, and outcomes.json is written once
+        plugins = [importlib.import_module(name).make(ctx) for name in plan.plugins if name != OUTCOMES]
+        args = cell.benchmark_args(plan)
+        self.say(f"benchmark: pytest {' '.join(args)}")
+        rc = int(pytest.main(args, plugins=plugins))
+        self.say(f"benchmark: pytest exit {rc}")
+
+        notes = []
+        if backend.capabilities.executes:
+            args = cell.correctness_args(plan)
+            self.say(f"correctness: pytest {' '.join(args)}")
+            correctness_rc = int(pytest.main(args, plugins=[importlib.import_module(OUTCOMES).make(ctx)]))
+            self.say(f"correctness: pytest exit {correctness_rc}")
+            correctness = cell.read_correctness(self.cell_dir, correctness_rc)
+            if correctness_rc not in (0, 1):
+                notes.append(f"correctness session exit {correctness_rc}")
+        else:
+            importlib.import_module(OUTCOMES).write_not_run(self.cell_dir, cell.NOT_EXECUTED)
+            correctness = Correctness(state="not_run", reason=cell.NOT_EXECUTED)
+        return self.result(rc, correctness, notes)
+
+    def crashed(self, exc: BaseException) -> CellResult:
+        self.say(f"worker crashed: {type(exc).__name__}: {exc}")
+        reason = f"worker crashed: {type(exc).__name__}"
+        first_line = (str(exc).splitlines() or [""])[0]
+        return self.result(EXIT_REFUSED, Correctness(state="not_run", reason=reason), [f"{reason}: {first_line}"])
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    started = time.monotonic()
+    if len(argv) != 2:
+        print(USAGE, file=sys.stderr)
+        return EXIT_INPUT
+    task_path, result_path = Path(argv[0]).resolve(), Path(argv[1]).resolve()
+    if result_path.exists():
+        print(f"{result_path}: exists; a finished cell is never re-run or overwritten", file=sys.stderr)
+        return EXIT_REFUSED
+    try:
+        plan = CellPlan.model_validate(read_json(task_path))
+    except Exception as exc:        # without a plan there is no task id to write a result under
+        print(f"{task_path}: not a readable task file: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    os.chdir(plan.project_root)
+    current = Cell(plan, started)
+    try:
+        result = current.run()
+    except Exception as exc:        # recorded as a failure result, never swallowed
+        traceback.print_exc()
+        result = current.crashed(exc)
+    write_json_new(result_path, result.model_dump(mode="json"))
+    return result.rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

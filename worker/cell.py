@@ -1,0 +1,92 @@
+"""One cell's pytest arguments and its result, read back from the files the plugins wrote.
+
+Pure over the cell folder: every reader tolerates a missing or unreadable file by
+returning zeros and a note, because a plugin that died must show up as missing
+evidence in result.json, never as a worker crash that leaves no result at all.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from campaign.artifacts import (AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, IR_DIR, OUTCOMES_FILE, ROWS_FILE,
+                                AutotuneFile, AutotuneSummary, CellPlan, Correctness, Outcomes, Rows, RowCounts)
+from campaign.canonical import read_json
+
+PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q")
+NOT_EXECUTED = "compile-only backend: launches are not executed"
+
+
+def pytest_args(nodes: list[str], plan: CellPlan) -> list[str]:
+    return [*nodes, *PYTEST_FLAGS, f"--rootdir={plan.project_root}"]
+
+
+def benchmark_args(plan: CellPlan) -> list[str]:
+    return pytest_args([plan.task.targets.benchmark], plan)
+
+
+def correctness_args(plan: CellPlan) -> list[str]:
+    targets = plan.task.targets
+    if targets.correctness_node_ids:
+        return pytest_args(list(targets.correctness_node_ids), plan)
+    selector = ["-k", targets.correctness_k] if targets.correctness_k else []
+    return pytest_args([targets.correctness, *selector], plan)
+
+
+def _load(path: Path, model):
+    """(model, None) or (None, why not): a missing or malformed file is a note, not a crash."""
+    if not path.is_file():
+        return None, f"{path.name} missing"
+    try:
+        return model.model_validate(read_json(path)), None
+    except Exception as exc:        # malformed JSON or a contract violation: both are evidence missing
+        return None, f"{path.name} unreadable: {type(exc).__name__}: {str(exc).splitlines()[0]}"
+
+
+def read_rows(cell_dir: Path) -> tuple[RowCounts, Optional[str]]:
+    rows, note = _load(cell_dir / ROWS_FILE, Rows)
+    if rows is None:
+        return RowCounts(), f"{note}: zero rows"
+    count = {status: sum(1 for row in rows.rows if row.status == status) for status in ("ok", "failed", "compiled")}
+    return RowCounts(**count), None
+
+
+def read_correctness(cell_dir: Path, session_rc: int) -> Correctness:
+    outcomes, note = _load(cell_dir / OUTCOMES_FILE, Outcomes)
+    if outcomes is None:
+        return Correctness(state="not_run", reason=f"{note} after the correctness session (pytest rc={session_rc})")
+    if outcomes.state == "not_run":
+        return Correctness(state="not_run", reason=outcomes.reason)
+    if not outcomes.outcomes:
+        # nothing collected is not "nothing failed"
+        return Correctness(state="not_run", reason=f"no correctness node ran (pytest rc={session_rc})")
+    count = {kind: sum(1 for o in outcomes.outcomes if o.outcome == kind) for kind in ("passed", "failed", "error", "skipped")}
+    return Correctness(state="run", passed=count["passed"], failed=count["failed"], errors=count["error"],
+                       skipped=count["skipped"])
+
+
+def read_autotune(cell_dir: Path) -> tuple[Optional[AutotuneSummary], Optional[str]]:
+    recording, note = _load(cell_dir / AUTOTUNE_FILE, AutotuneFile)
+    if recording is None:
+        return None, note
+    entries = len(recording.entries)
+    return AutotuneSummary(mode=recording.mode, policy=recording.policy,
+                           recorded=entries if recording.mode == "record" else 0,
+                           injected=entries if recording.mode == "replay" else 0,
+                           tuning_runs=recording.tuning_runs), None
+
+
+def read_index(cell_dir: Path) -> tuple[int, int, Optional[str]]:
+    """(variants, launches, note) from ir/index.tsv."""
+    path = cell_dir / IR_DIR / INDEX_FILE
+    if not path.is_file():
+        return 0, 0, f"{IR_DIR}/{INDEX_FILE} missing"
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if rows and tuple(rows[0]) == INDEX_COLUMNS:
+        rows = rows[1:]
+    launches_at = INDEX_COLUMNS.index("launches")
+    try:
+        launches = sum(int(row[launches_at]) for row in rows)
+    except (IndexError, ValueError):
+        return 0, 0, f"{IR_DIR}/{INDEX_FILE} unreadable: expected columns {', '.join(INDEX_COLUMNS)}"
+    return len(rows), launches, None

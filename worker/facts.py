@@ -1,0 +1,101 @@
+"""What preflight looks at, gathered from the running interpreter: the IO edge of preflight.
+
+Versions are read from the imported module (``__version__``), not from package
+metadata: triton often comes from a PYTHONPATH pointing at a compiler build and
+flag_gems from a source checkout, while a stale wheel's metadata may still sit in
+site-packages. What runs is what is imported.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Installed:
+    name: str
+    version: Optional[str]
+    commit: Optional[str]
+    location: Optional[str]
+
+
+def import_errors(modules: tuple[str, ...]) -> dict[str, Optional[str]]:
+    """module -> None when it imports, else the error as one line."""
+    out: dict[str, Optional[str]] = {}
+    for name in modules:
+        try:
+            importlib.import_module(name)
+            out[name] = None
+        except Exception as exc:    # a broken import is the finding, whatever it raises
+            out[name] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return out
+
+
+def installed(name: str) -> Installed:
+    """Version and commit of ``name``: from the imported module when it is imported."""
+    module = sys.modules.get(name)
+    if module is not None:
+        version = getattr(module, "__version__", None)
+        location = str(Path(module.__file__).parent) if getattr(module, "__file__", None) else None
+    else:
+        version, location = _metadata_version(name), None
+    return Installed(name=name, version=str(version) if version is not None else None,
+                     commit=_commit(name, module, location), location=location)
+
+
+def _metadata_version(name: str) -> Optional[str]:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _commit(name: str, module, location: Optional[str]) -> Optional[str]:
+    # torch records the commit it was built from; a pip install from git records it in
+    # direct_url.json; a source checkout on PYTHONPATH has it as its git HEAD.
+    git_version = getattr(getattr(module, "version", None), "git_version", None) if name == "torch" else None
+    if isinstance(git_version, str) and git_version not in ("", "Unknown"):
+        return git_version
+    try:
+        direct = importlib.metadata.distribution(name).read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
+        direct = None
+    if direct:
+        commit = json.loads(direct).get("vcs_info", {}).get("commit_id")
+        if commit:
+            return commit
+    if location is None:
+        return None
+    # Only when the module's own file is tracked: a wheel inside a virtualenv inside
+    # some other repository would otherwise report that repository's HEAD.
+    tracked = _git(location, "ls-files", "--error-unmatch", "__init__.py")
+    return _git(location, "rev-parse", "HEAD") if tracked is not None else None
+
+
+def _git(where: str, *args: str) -> Optional[str]:
+    try:
+        done = subprocess.run(["git", "-C", where, *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def triton_backend_for(target: str) -> Optional[str]:
+    """The installed Triton backend that compiles ``target`` ("cuda:90"), or None."""
+    from triton.backends import backends
+    from triton.backends.compiler import GPUTarget
+
+    kind, _, arch = target.partition(":")
+    if not arch.isdigit():
+        return None
+    gpu_target = GPUTarget(kind, int(arch), 32)
+    for name, backend in backends.items():
+        if backend.compiler.supports_target(gpu_target):
+            return name
+    return None
