@@ -24,7 +24,8 @@ CPU_PLUGINS = ("campaign.plugins.compile_only", "campaign.plugins.run_identity",
                "campaign.plugins.ir_capture", "campaign.plugins.autotune")
 CUDA_PLUGINS = CPU_PLUGINS[1:]
 # What a GPU host may need to find its driver; read from this process, never changed.
-PASSTHROUGH = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "TRITON_LIBCUDA_PATH", "CUDA_HOME")
+# PYTHONPATH: the GPU host installs the project's dependencies into a side folder named there
+PASSTHROUGH = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "TRITON_LIBCUDA_PATH", "CUDA_HOME", "PYTHONPATH")
 
 DRIVER = textwrap.dedent("""\
     import importlib, sys

@@ -71,10 +71,11 @@ def _session(pytester, ctx, target):
 @pytest.mark.parametrize("op, file, shape", [("add", "bench_fg_pointwise.py", "4096x4096"),
                                              ("mm", "bench_fg_blas.py", "1024x1024x1024")])
 def test_event_and_graph_both_time_add_and_mm(pytester, tmp_path, kind, op, file, shape):
-    ctx = _context(tmp_path, CudaBackend(), {"kind": kind, **FAST}, op, (shape,), ("float16", "float32"))
+    # fp16 only: FlagGems' fp32 mm sweep compiles for minutes on sm_90 (measured: >150 s)
+    ctx = _context(tmp_path, CudaBackend(), {"kind": kind, **FAST}, op, (shape,), ("float16",))
     result, rows, _ = _session(pytester, ctx, WORKLOADS / f"{file}::test_bench_{op}")
     assert result.ret == 0, "\n".join(result.outlines[-30:])
-    assert len(rows) == 2
+    assert len(rows) == 1
     for row in rows:
         assert (row.status, row.timer, row.markers, row.l2_flush) == ("ok", kind, (), kind == "event")
         # physically plausible for these shapes on any current GPU: 1 us .. 50 ms
@@ -82,12 +83,44 @@ def test_event_and_graph_both_time_add_and_mm(pytester, tmp_path, kind, op, file
     assert sum(ctx.log.counts.values()) == 0
 
 
-@pytest.mark.parametrize("op, shapes, dtypes", [("dropout", ("1048576", "4096x4096"), ("float16", "float32")),
-                                                ("rand", ("1048576", "4096x4096"), ("float16", "float32"))])
-def test_rng_ops_fall_back_on_every_row_and_leave_the_generator_working(pytester, tmp_path, device, op, shapes, dtypes):
+def _generator_still_advances(torch):
+    generator = torch.cuda.default_generators[torch.cuda.current_device()]
+    before = generator.get_state()
+    first, second = torch.rand(4096, device="cuda"), torch.rand(4096, device="cuda")
+    assert not torch.equal(first, second) and not torch.equal(before, generator.get_state())
+
+
+@pytest.mark.parametrize("op", ["dropout", "rand"])
+def test_rng_ops_capture_under_torch_2_11_and_leave_the_generator_working(pytester, tmp_path, device, op):
+    """Measured on the H200 (torch 2.11, FlagGems 5.0.2): FlagGems' philox kernels take
+    their seed and offset through torch's graph-safe generator, so capture succeeds and
+    the rows are graph-timed -- unlike the MUSA runtime of the seeds, where every row fell
+    back. Pinned so a change of behaviour shows up as a failure, not as a silent relabel."""
     torch = device
+    shapes, dtypes = ("1048576", "4096x4096"), ("float16", "float32")
     ctx = _context(tmp_path, CudaBackend(), {"kind": "graph", "direct_repeat": 3, **FAST}, op, shapes, dtypes)
-    result, rows, log = _session(pytester, ctx, WORKLOADS / f"bench_fg_rng.py::test_bench_{op}")
+    result, rows, _ = _session(pytester, ctx, WORKLOADS / f"bench_fg_rng.py::test_bench_{op}")
+    assert result.ret == 0, "\n".join(result.outlines[-30:])
+    assert len(rows) == len(shapes) * len(dtypes), "no row lost"
+    assert [(r.status, r.timer, r.markers) for r in rows] == [("ok", "graph", ())] * len(rows)
+    _generator_still_advances(torch)
+
+
+SYNC_IN_CAPTURE = """
+import torch
+
+def test_bench_add(bench):
+    for case in bench.cases():
+        x = torch.randn(case.shape, dtype=case.dtype, device=bench.device)
+        bench.measure(case, lambda: (x + x).sum().item())   # .item() synchronises: illegal while capturing
+"""
+
+
+def test_capture_illegal_rows_fall_back_marked_and_none_is_lost(pytester, tmp_path, device):
+    torch = device
+    shapes, dtypes = ("1048576", "4096x4096"), ("float16", "float32")
+    ctx = _context(tmp_path, CudaBackend(), {"kind": "graph", "direct_repeat": 3, **FAST}, "add", shapes, dtypes)
+    result, rows, log = _session(pytester, ctx, pytester.makepyfile(bench_sync=SYNC_IN_CAPTURE))
     assert result.ret == 0, "\n".join(result.outlines[-30:])
     assert len(rows) == len(shapes) * len(dtypes), "no row lost"
     for row in rows:
@@ -95,11 +128,7 @@ def test_rng_ops_fall_back_on_every_row_and_leave_the_generator_working(pytester
         assert row.fallback_phase == "capture" and row.latency_ms > 0
     assert ctx.log.counts[timers.FALLBACK_MARKER] == len(rows) and ctx.log.counts[timers.POISONED_MARKER] == 0
     assert log.count("repeat=3") == len(rows)
-    # The failed captures ran against a throwaway generator state: the real one still advances.
-    generator = torch.cuda.default_generators[torch.cuda.current_device()]
-    before = generator.get_state()
-    first, second = torch.rand(4096, device="cuda"), torch.rand(4096, device="cuda")
-    assert not torch.equal(first, second) and not torch.equal(before, generator.get_state())
+    _generator_still_advances(torch)
 
 
 def test_direct_rows_carry_their_repeat(pytester, tmp_path):
@@ -118,14 +147,6 @@ class PoisonedBySync(CudaBackend):
         return "poisoned" if "operation not permitted when stream is capturing" in text.lower() else "fallback"
 
 
-SYNC_IN_CAPTURE = """
-import torch
-
-def test_bench_add(bench):
-    for case in bench.cases():
-        x = torch.randn(case.shape, dtype=case.dtype, device=bench.device)
-        bench.measure(case, lambda: (x + x).sum().item())   # .item() synchronises: illegal while capturing
-"""
 
 
 def test_a_poisoning_capture_raises_the_marker_and_stops(pytester, tmp_path):
@@ -137,11 +158,3 @@ def test_a_poisoning_capture_raises_the_marker_and_stops(pytester, tmp_path):
     assert len(rows) == 2 and all(r.status == "failed" and r.latency_ms is None for r in rows)
     assert rows[0].error.startswith("poisoned during graph capture")
     assert "not measured" in rows[1].error
-
-
-def test_a_refused_capture_with_the_real_cuda_wording_falls_back(pytester, tmp_path):
-    ctx = _context(tmp_path, CudaBackend(), {"kind": "graph", **FAST}, "add", ("1048576",))
-    result, rows, _ = _session(pytester, ctx, pytester.makepyfile(bench_sync=SYNC_IN_CAPTURE))
-    assert result.ret == 0
-    (row,) = rows
-    assert (row.status, row.timer, row.markers, row.fallback_phase) == ("ok", "direct", (timers.FALLBACK_MARKER,), "capture")
