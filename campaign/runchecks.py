@@ -52,10 +52,17 @@ def installed_versions(sources: Sources) -> dict[str, Optional[str]]:
 
 
 def version_matches(pin: str, installed: str) -> bool:
-    """Equal, or equal up to a local build label the pin does not state ('2.13.0' ~ '2.13.0+cpu')."""
+    """Equal, or equal in the public version where one side carries no local build label.
+
+    The runner reads package metadata and the worker the imported module, and the two
+    can disagree on the label alone: on the GPU host torch's metadata says 2.11.0 while
+    ``torch.__version__`` says 2.11.0+cu130. Two different labels never match.
+    """
     if pin == installed:
         return True
-    return "+" not in pin and installed.split("+", 1)[0] == pin
+    if "+" in pin and "+" in installed:
+        return False
+    return pin.split("+", 1)[0] == installed.split("+", 1)[0]
 
 
 def version_problems(sources: Sources, installed: dict[str, Optional[str]]) -> list[str]:

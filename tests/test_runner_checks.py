@@ -39,6 +39,10 @@ def test_version_problems():
     assert runchecks.version_problems(sources, {**installed, "triton": "3.5.1", "flag_gems": "5.0.2"}) == [
         "triton: manifest pins 3.6.0, installed 3.5.1"]
     assert not runchecks.version_matches("2.13.0+cu130", "2.13.0+cpu")
+    # measured on the GPU host: metadata says 2.11.0, torch.__version__ says 2.11.0+cu130
+    assert runchecks.version_matches("2.11.0+cu130", "2.11.0")
+    assert runchecks.version_matches("2.11.0", "2.11.0+cu130")
+    assert not runchecks.version_matches("2.11.1", "2.11.0+cu130")
     assert runchecks.version_problems(Sources(triton=Pin(commit="abcdef1")), {}) == []
 
 

@@ -21,6 +21,7 @@ from campaign.backends.base import Backend, DeviceInfo
 from campaign.backends.plan import plugin_plan
 from campaign.canonical import read_json
 from campaign.manifest import Device, Manifest, Pin
+from campaign.runchecks import version_matches
 from campaign.worker import facts
 
 CHECKS = ("interpreter", "targets", "replay_file", "shape_file", "plugin_plan", "device", "versions")
@@ -117,11 +118,6 @@ def check_compile_target(target: str, triton_backend: Optional[str]) -> Result:
     return True, f"compile-only target {target} via Triton's {triton_backend} backend"
 
 
-def _version_matches(pinned: str, actual: str) -> bool:
-    # PEP 440 "==": a pin without a local label matches any local build of that version
-    return actual == pinned if "+" in pinned else actual.split("+", 1)[0] == pinned
-
-
 def check_versions(pins: Mapping[str, Optional[Pin]], installed: Mapping[str, facts.Installed]) -> Result:
     notes, wrong = [], []
     for name, pin in pins.items():
@@ -132,7 +128,7 @@ def check_versions(pins: Mapping[str, Optional[Pin]], installed: Mapping[str, fa
         if pin.version is not None:
             if have.version is None:
                 wrong.append(f"{name} pinned {pin.version}, not installed")
-            elif not _version_matches(pin.version, have.version):
+            elif not version_matches(pin.version, have.version):
                 wrong.append(f"{name} pinned {pin.version}, installed {have.version}")
             else:
                 notes.append(f"{name} {have.version}")
