@@ -110,10 +110,15 @@ class _Workload:
         self.done = [t for t in self.tasks if t.state == "done"]
         self.by_cell = {c: [t for t in self.done if t.task.cell == c] for c in self.cells}
         self.first = {c: (ts[0] if ts else None) for c, ts in self.by_cell.items()}
-        prints = {c: sorted({t.fingerprint or "" for t in ts}) for c, ts in self.by_cell.items()}
+        # IR and topology come only from cells that did not benchmark autotune configs: a
+        # recording cell holds every config's variants (irevidence.holds_tuning_variants)
+        comparable = {c: [t for t in ts if not t.tuned] for c, ts in self.by_cell.items()}
+        self.tuned_only = [c for c in self.cells if self.by_cell[c] and not comparable[c]]
+        self.ir_task = {c: (ts[0] if ts else None) for c, ts in comparable.items()}
+        prints = {c: sorted({t.fingerprint or "" for t in ts}) for c, ts in comparable.items()}
         self.unstable = [c for c, fps in prints.items() if len(fps) > 1]
-        self.fp = {c: (t.fingerprint if t else None) for c, t in self.first.items()}
-        self.topo = {c: _topology(t) for c, t in self.first.items()}
+        self.fp = {c: (t.fingerprint if t else None) for c, t in self.ir_task.items()}
+        self.topo = {c: _topology(t) for c, t in self.ir_task.items()}
         self.correct = {c: _correctness(ts) for c, ts in self.by_cell.items()}
         self.markers = {c: _cell_summary(ts) for c, ts in self.by_cell.items()}
         self.timing = self._timing()
@@ -139,7 +144,7 @@ class _Workload:
         return None if b is None or c is None else b != c
 
     def control_matches(self) -> Optional[bool]:
-        if "control" not in self.cells or self.first.get("control") is None or self.fp.get("baseline") is None:
+        if "control" not in self.cells or self.ir_task.get("control") is None or self.fp.get("baseline") is None:
             return None
         return self.fp["control"] == self.fp["baseline"]
 
@@ -221,6 +226,9 @@ def _incomparable(w: _Workload) -> Optional[str]:
     if fallbacks:
         total = sum(t.fallbacks for t in fallbacks)
         return f"AUTOTUNE_REPLAY_FALLBACK x{total} in {_ids(fallbacks)}: configs not pinned"
+    if w.tuned_only:
+        return (f"no comparable IR in {' and '.join(w.tuned_only)}: its only cell benchmarked autotune configs, "
+                "so its ir/ holds every config tried, and no replaying cell of it ran")
     if w.fp.get("baseline") is None or w.fp.get("candidate") is None:
         where = [c for c in ("baseline", "candidate") if w.fp.get(c) is None]
         return f"no comparable IR in {' and '.join(where)}: nothing reached the Triton compiler"
@@ -293,7 +301,8 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
         "class": klass, "reason": reason, "screen": w.screen(),
         "ir": {"stage": ev.manifest.switch.ir_stage, "fingerprints": dict(w.fp), "changed": w.ir_changed(),
                "control_matches": w.control_matches(),
-               "files": {c: (t.ir_files if t else 0) for c, t in w.first.items()}},
+               "files": {c: (t.ir_files if t else 0) for c, t in w.ir_task.items()},
+               "from": {c: (t.task.id if t else None) for c, t in w.ir_task.items()}},
         "topology": {"floor": ev.floor, "cells": dict(w.topo)},
         "correctness": w.correct, "markers": w.markers,
         "rounds": {"planned": rounds, "done": sorted({t.task.round for t in w.done}),

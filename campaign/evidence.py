@@ -35,6 +35,7 @@ class TaskEvidence:
     rows: Optional[tuple[Row, ...]]              # None: not read (caliber refused) or absent
     fallbacks: int                               # AUTOTUNE_REPLAY_FALLBACK, from result or autotune.json
     problems: tuple[str, ...]                    # files present but unreadable
+    tuned: bool = False                          # benchmarked autotune configs: ir/ holds every config's variants
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     fallbacks = max(result.markers.get("AUTOTUNE_REPLAY_FALLBACK", 0) if result else 0,
                     len(autotune.fallbacks) if autotune else 0)
     return TaskEvidence(task, state, result, rc_name, fingerprint, ir_files, topology, index_present, outcomes,
-                        rows_file.rows if rows_file else None, fallbacks, tuple(problems))
+                        rows_file.rows if rows_file else None, fallbacks, tuple(problems),
+                        irevidence.holds_tuning_variants(autotune))
 
 
 def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False) -> RootEvidence:

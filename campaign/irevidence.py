@@ -11,6 +11,12 @@ so the criterion cannot drift between them.
 - Source locations and the switch's own annotations are stripped first, so the
   same code fingerprints the same in every cell and on every machine.
 - No IR file at all is *no comparable IR* (``None``), never "identical".
+- A cell that benchmarked autotune configs (round 1's recording baseline) holds a
+  variant for every config it tried, not only the one its measured calls use: its
+  IR set is comparable to no replaying cell (`holds_tuning_variants`). Measured on
+  the H200: FlagGems mm's recording cell held 162 TTGIR variants, every replaying
+  cell 2, so comparing the two called the control a leak and counted converts of
+  configs no timer ever saw.
 - Topology counts ``ttg.convert_layout`` only over variants launched more than
   the floor; a stage file with no row in the index is *unjoinable*: evidence
   missing, never zero.
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
-from campaign.artifacts import INDEX_COLUMNS, INDEX_FILE
+from campaign.artifacts import AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, AutotuneFile
 
 CONVERT = "ttg.convert_layout"
 
@@ -184,3 +190,16 @@ def topology(ir_dir: Path, floor: int) -> Topology:
         else:
             excluded.append(path.name)
     return Topology(scoped, unscoped, tuple(excluded), tuple(unjoinable), floor)
+
+
+def holds_tuning_variants(autotune: Optional[AutotuneFile]) -> bool:
+    """True when the cell benchmarked configs: its ir/ then holds every config's variants."""
+    return autotune is not None and autotune.policy == "measured" and autotune.tuning_runs > 0
+
+
+def cell_holds_tuning_variants(cell_dir: Path) -> bool:
+    """`holds_tuning_variants` of a cell folder; a cell without autotune.json tuned nothing."""
+    path = Path(cell_dir) / AUTOTUNE_FILE
+    if not path.is_file():
+        return False
+    return holds_tuning_variants(AutotuneFile.model_validate_json(path.read_text(encoding="utf-8")))

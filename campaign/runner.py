@@ -26,7 +26,7 @@ from campaign import canonical, status
 from campaign.artifacts import (AUTOTUNE_FILE, CELLS_DIR, IR_DIR, MANIFEST_FILE, RESULT_FILE, STATUS_FILE,
                                 STDERR_LOG, STDOUT_LOG, TASK_FILE, CellPlan, CellResult, Matrix, Task)
 from campaign.cellproc import Ended, wait_worker
-from campaign.irevidence import fingerprint
+from campaign.irevidence import cell_holds_tuning_variants, fingerprint
 from campaign.manifest import Manifest
 from campaign.status import StatusRow
 from campaign.worker.env import cell_env
@@ -152,8 +152,13 @@ class Runner:
 
     def _ir_verdict(self, workload: str, latest: dict[str, StatusRow]) -> Optional[tuple[str, str]]:
         switch = self.setup.manifest.switch
+        cells = self._comparable_pair(workload)
+        if cells is None:
+            self.events.note(f"{workload}: round 1 baseline benchmarked autotune configs and there is no control: "
+                             "no replaying cell to compare the candidate with; later rounds run")
+            return None
         prints = {}
-        for cell in ("baseline", "candidate"):
+        for cell in cells:
             task_id = f"{workload}/r1/{cell}"
             if task_id not in latest or not latest[task_id].finished:
                 self.events.note(f"{workload}: round 1 {cell} has not finished; later rounds run")
@@ -164,10 +169,20 @@ class Runner:
         if missing:
             return ("NO_COMPARABLE_IR", f"round 1 {' and '.join(missing)} has no *.{switch.ir_stage} file: "
                     "no comparable IR (this does not mean the switch is inert)")
-        if prints["baseline"] == prints["candidate"]:
-            return ("SWITCH_NO_IR_DIFF", f"round 1 baseline and candidate {switch.ir_stage} fingerprints are "
-                    f"equal ({prints['baseline'][:12]}): the switch changed no generated code")
+        first, second = cells
+        if prints[first] == prints[second]:
+            return ("SWITCH_NO_IR_DIFF", f"round 1 {first} and {second} {switch.ir_stage} fingerprints are "
+                    f"equal ({prints[first][:12]}): the switch changed no generated code")
         return None
+
+    def _comparable_pair(self, workload: str) -> Optional[tuple[str, str]]:
+        """The round-1 cells whose IR sets can be compared: baseline and candidate, unless the
+        baseline benchmarked autotune configs (its ir/ then holds every config's variants);
+        then the control, which replays like the candidate and differs from it by the switch."""
+        baseline = self.setup.root / CELLS_DIR / f"{workload}/r1/baseline"
+        if not cell_holds_tuning_variants(baseline):
+            return ("baseline", "candidate")
+        return ("control", "candidate") if "control" in self.setup.matrix.cells else None
 
     def skipped_row(self, task: Task, marker: str, why: str) -> StatusRow:
         return StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,

@@ -47,6 +47,7 @@ class Workload:
     noise: float = 0.002                                            # half-width of per-process jitter
     failing: dict[str, int] = field(default_factory=dict)           # cell -> correctness nodes failing
     fallback_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices direct-timed
+    tuning_configs: int = 0                                         # configs the recording cell benchmarks besides the winner
 
     def cell_kernels(self, cell: str) -> tuple[Kernel, ...]:
         return self.kernels.get(cell, self.kernels["baseline"])
@@ -57,6 +58,7 @@ def mm(name: str = "matmul", effect=0.92, before: int = 12, after: int = 4, **kw
               ((4096, 4096, 4096), "float16", 0.2503), ((8192, 4096, 1024), "float16", 0.1342))
     base = (Kernel("matmul_kernel", before, 400, "mma_v3"), Kernel("randn_kernel", 0, 1, "rng"))
     cand = (Kernel("matmul_kernel", after, 400, "mma_v2"), Kernel("randn_kernel", 0, 1, "rng"))
+    kw.setdefault("tuning_configs", 3)
     return Workload(name, "matmul", shapes, {"baseline": base, "candidate": cand}, effect, **kw)
 
 
@@ -188,6 +190,13 @@ def _write_cell(root: Path, task, w: Workload, options: Options) -> status.Statu
     outcomes = _outcomes(task, w, options)
     canonical.write_json_new(cell / OUTCOMES_FILE, outcomes)
     kernels = w.cell_kernels(task.cell)
+    recording = task.autotune.mode == "record"
+    tunes = recording and task.autotune.policy == "measured" and w.tuning_configs > 0
+    if tunes:
+        # as on the H200: the recording cell compiles and benchmarks every config, so its ir/
+        # holds a variant per config tried, each launched many times by the benchmarker
+        kernels = kernels + tuple(Kernel(kernels[0].name, 10 + i, 40, f"{kernels[0].code}_config{i}")
+                                  for i in range(w.tuning_configs))
     index = ["\t".join(INDEX_COLUMNS)]
     for k in sorted(kernels, key=lambda k: k.name):
         h = _hex(task.cell, task.env, k.name, k.code)
@@ -200,7 +209,7 @@ def _write_cell(root: Path, task, w: Workload, options: Options) -> status.Statu
              "config": {"kwargs": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, "num_warps": 8, "num_stages": 3}}
     canonical.write_json_new(cell / AUTOTUNE_FILE, {
         "schema_version": 1, "mode": task.autotune.mode, "policy": task.autotune.policy, "source": task.autotune.source,
-        "entries": [entry], "fallbacks": [entry] * fallbacks, "tuning_runs": 24 if task.autotune.mode == "record" else fallbacks * 6})
+        "entries": [entry], "fallbacks": [entry] * fallbacks, "tuning_runs": (w.tuning_configs + 1 if tunes else 0) if recording else fallbacks * 6})
     markers = {name: 0 for name in MARKERS}
     markers["AUTOTUNE_REPLAY_FALLBACK"] = fallbacks
     markers["BENCHMARK_DIRECT_NO_CUDAGRAPH"] = len(w.fallback_rows.get(task.cell, ()))

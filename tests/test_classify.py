@@ -89,7 +89,8 @@ def test_timer_mismatch_is_x_and_latencies_are_not_read(tmp_path):
 
 
 def test_missing_reversed_order_round_is_x(tmp_path):
-    w = one(tmp_path, rb.mm(), rb.Options(rounds=1))
+    # a kernel with one config: the recording cell benchmarks nothing, its IR is comparable
+    w = one(tmp_path, rb.mm(tuning_configs=0), rb.Options(rounds=1))
     assert w["class"] == "X"
     assert w["reason"] == "no reversed-order evidence: timed in baseline-first order only (scoped topology 12 -> 4)"
 
@@ -162,3 +163,20 @@ def test_cpu_campaign_shows_topology_but_claims_nothing_timed(tmp_path):
     assert (add["class"], add["reason"]) == ("X", "compile-only: not timed, correctness not executed "
                                                   "(scoped topology 0 -> 0, IR unchanged)")
     assert v["counts"] == {"G": 0, "C": 0, "B": 0, "R": 0, "F": 0, "X": 2}
+
+
+def test_recording_cell_tuning_variants_are_not_ir_evidence(tmp_path):
+    """Measured on the H200: FlagGems mm's recording baseline held 162 TTGIR variants (one per
+    config it benchmarked), every replaying cell 2. Compared as IR, the control looked like a
+    leak (F) and converts of configs no timer saw were counted. IR and topology come from the
+    replaying baseline of round 2 instead."""
+    w = one(tmp_path, rb.mm(tuning_configs=3))
+    assert w["class"] != "F" and w["ir"]["control_matches"] is True
+    assert w["ir"]["from"]["baseline"] == "matmul/r2/baseline"
+    assert w["topology"]["cells"]["baseline"]["scoped"] == 12   # the winner's converts, not 12 + 10 + 11 + 12
+
+
+def test_recording_cell_alone_is_no_comparable_ir(tmp_path):
+    w = one(tmp_path, rb.mm(tuning_configs=3), rb.Options(rounds=1))
+    assert w["class"] == "X"
+    assert w["reason"].startswith("no comparable IR in baseline: its only cell benchmarked autotune configs")
