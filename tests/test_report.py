@@ -88,3 +88,12 @@ def test_cli_report_on_a_sealed_root_matches_its_receipt(tmp_path, cli):
     assert done.returncode == 0 and done.stderr == ""
     assert json.loads(done.stdout) == sealed["verdicts"]
     assert sealed["verdicts"]["counts"] == {"G": 1, "C": 0, "B": 1, "R": 0, "F": 0, "X": 0}
+
+
+def test_class_changes_name_each_workload_whose_verdict_moved():
+    from campaign.commands.report import class_changes
+    sealed = {"workloads": {"mm": {"class": "F", "reason": "control IR differs"}, "add": {"class": "B", "reason": "same"}}}
+    derived = {"workloads": {"mm": {"class": "R", "reason": "slower in both orders"}, "add": {"class": "B", "reason": "same"},
+                             "new": {"class": "X", "reason": "r"}}}
+    assert class_changes(sealed, derived) == ["mm: F -> R (slower in both orders)", "new: - -> X (r)"]
+    assert class_changes(sealed, sealed) == []

@@ -41,12 +41,40 @@ def main(args: argparse.Namespace) -> int:
     check_caliber(root, args.allow_caliber_mismatch)
     verdicts = classify_root(root, allow_caliber_mismatch=args.allow_caliber_mismatch)
     receipt_path = root / RECEIPT_FILE
+    changes: list[str] = []
     if receipt_path.is_file() and not args.allow_caliber_mismatch:
         sealed = read_json(receipt_path).get("verdicts")
-        if sealed is not None and sealed != verdicts:
+        changes = class_changes(sealed, verdicts) if sealed is not None else []
+        if changes:
             print("warning: verdicts re-derived now differ from the receipt's (the classifier changed since the "
-                  "seal); the receipt is the record", file=sys.stderr)
+                  "seal); the receipt is the record: " + "; ".join(changes), file=sys.stderr)
+        elif sealed is not None and sealed != verdicts:
+            print("note: the classifier's output changed since the seal; every class and reason is the sealed one",
+                  file=sys.stderr)
     if args.plot is not None:
         report.forest_plot(verdicts, args.plot)
-    sys.stdout.write(report.json_text(verdicts) if args.format == "json" else report.markdown(verdicts))
+    if args.format == "json":
+        sys.stdout.write(report.json_text(verdicts))
+    else:
+        sys.stdout.write(_changes_note(changes) + report.markdown(verdicts))
     return 0
+
+
+def class_changes(sealed: dict, derived: dict) -> list[str]:
+    """'workload: A -> B (reason)' for every workload whose class or reason is not the sealed one."""
+    out = []
+    old, new = sealed.get("workloads", {}), derived.get("workloads", {})
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name, {}), new.get(name, {})
+        if (a.get("class"), a.get("reason")) != (b.get("class"), b.get("reason")):
+            out.append(f"{name}: {a.get('class', '-')} -> {b.get('class', '-')} ({b.get('reason', 'absent now')})")
+    return out
+
+
+def _changes_note(changes: list[str]) -> str:
+    if not changes:
+        return ""
+    lines = ["> **Re-derived, not sealed.** The classifier changed after this root was sealed; the receipt's",
+             "> verdicts are the record. Classes that differ now (sealed -> re-derived):", ">"]
+    lines += [f"> - {change}" for change in changes]
+    return "\n".join(lines) + "\n\n"
