@@ -35,7 +35,7 @@ from campaign.artifacts import IDENTITY_FILE, Task, cell_dir_name
 from campaign.errors import EXIT_CALIBER, CampaignError
 
 CALIBER_FIELDS = (
-    "backend", "device_name", "device_uuid", "driver", "cuda", "torch", "triton", "flag_gems",
+    "backend", "device_name", "device_uuid", "device_target", "driver", "cuda", "torch", "triton", "flag_gems",
     "timer", "bench_level", "shape_mode", "tuner_cache", "direct_repeat", "autotune_policy",
 )
 TIMER_FIELDS = ("kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush")
