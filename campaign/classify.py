@@ -34,13 +34,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign import stats
+from campaign import screening, stats
 from campaign.artifacts import SCHEMA_VERSION, Outcomes, Targets
 from campaign.evidence import RootEvidence, TaskEvidence, load_root
 
 CLASSES = ("G", "C", "B", "R", "F", "X")
-TIMEOUT_NAMES = ("timed_out", "killed")
-TIMEOUT_RCS = (124, 137)
 CRASH_OK = (0, 1)        # pytest: 0 all passed, 1 some tests failed (judged by outcomes and rows)
 
 
@@ -97,7 +95,29 @@ def _topology(t: Optional[TaskEvidence]) -> Optional[dict]:
 
 
 def _timed_out(t: TaskEvidence) -> bool:
-    return t.rc_name in TIMEOUT_NAMES or (t.result is not None and t.result.rc in TIMEOUT_RCS)
+    return t.rc_name in screening.TIMEOUT_NAMES or (t.result is not None and t.result.rc in screening.TIMEOUT_RCS)
+
+
+def _screen(w: "_Workload") -> str:
+    """What the screen would say of round 1: one definition, `campaign.screening.verdict`."""
+    sides = {}
+    for cell in w.cells:
+        t = next((t for t in w.tasks if t.task.round == 1 and t.task.cell == cell), None)
+        if t is None or t.state == "skipped":
+            continue
+        r, topo = t.result, t.topology
+        sides[cell] = screening.Side(
+            cell=cell, rc=r.rc if r else None, rc_name=t.rc_name, elapsed_s=r.elapsed_s if r else None,
+            rows=(r.rows.ok + r.rows.compiled) if r else None, fingerprint=t.fingerprint, ir_files=t.ir_files,
+            scoped=topo.scoped if topo else None, unscoped=topo.unscoped if topo else None,
+            unjoinable=len(topo.unjoinable) if topo else 0, tuning_variants=t.tuned, timed=bool(r and r.timed))
+    if "baseline" not in sides or "candidate" not in sides:
+        return "MISSING"
+    first = w.tasks[0].task
+    facts = screening.Facts(workload=w.name, op=first.op, backend=w.ev.matrix.backend,
+                            ir_stage=w.ev.manifest.switch.ir_stage, dtypes=first.dtypes, dtypes_own=True,
+                            sides=sides, caliber={})
+    return screening.verdict(facts).name
 
 
 class _Workload:
@@ -148,15 +168,6 @@ class _Workload:
             return None
         return self.fp["control"] == self.fp["baseline"]
 
-    def screen(self) -> str:
-        if any(_timed_out(t) for t in self.tasks):
-            return "TIMEOUT"
-        if self.fp.get("baseline") is None and self.fp.get("candidate") is None:
-            return "NO_TRITON"
-        results = [t.result for t in self.by_cell.get("baseline", []) if t.result]
-        if results and all(r.rows.ok + r.rows.compiled == 0 for r in results):
-            return "NO_ROWS"
-        return "IR_CHANGED" if self.ir_changed() else "NO_IR_DIFF"
 
 
 
@@ -298,7 +309,7 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
     if timing is not None:
         timing["label"] = "noise floor (IR unchanged)" if w.ir_changed() is False else "result"
     return {
-        "class": klass, "reason": reason, "screen": w.screen(),
+        "class": klass, "reason": reason, "screen": _screen(w),
         "ir": {"stage": ev.manifest.switch.ir_stage, "fingerprints": dict(w.fp), "changed": w.ir_changed(),
                "control_matches": w.control_matches(),
                "files": {c: (t.ir_files if t else 0) for c, t in w.ir_task.items()},

@@ -109,6 +109,9 @@ class Timer(Model):
     def _repeat_is_median(self) -> "Timer":
         if self.direct_repeat is not None and self.return_mode != "median":
             raise FieldError(("return_mode",), "direct_repeat takes the median of repeats; return_mode must be median")
+        if self.direct_repeat is not None and self.kind == "event":
+            # only direct-timed rows repeat: kind direct, or graph rows that fell back
+            raise FieldError(("direct_repeat",), "event rows are never direct-timed: direct_repeat needs kind direct or graph")
         return self
 
 
@@ -158,6 +161,8 @@ class Workload(Model):
     dtypes: Optional[tuple[Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+$")], ...]] = None
     shapes: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
     timeout_s: Optional[Annotated[int, Field(ge=1)]] = None
+    # Seconds one screened round took (`campaign screen`): N rounds cost about N times it.
+    weight_s: Optional[Annotated[float, Field(ge=0)]] = None
     canary: StrictBool = False
     reason: Optional[Reason] = None
 

@@ -98,15 +98,19 @@ def device_problems(device: Device, present: list[DeviceInfo]) -> list[str]:
 
 
 def prepared_roots(runs_dir: Path) -> list[Path]:
-    """Prepared, unsealed roots under runs_dir, newest first (prepare time, then name)."""
+    """Prepared, unsealed campaign roots under runs_dir, newest first (prepare time, then name).
+
+    A root another command prepared for itself (``mode`` other than campaign: a screen) is left out."""
     if not runs_dir.is_dir():
         return []
     found = []
     for root in runs_dir.iterdir():
         if (root / PREPARE_FILE).is_file() and not (root / RECEIPT_FILE).exists():
             try:
-                created = str(read_json(root / PREPARE_FILE).get("created_utc", ""))
+                record = read_json(root / PREPARE_FILE)
             except ValueError:
-                created = ""
-            found.append((created, root.name, root))
+                record = {}
+            if record.get("mode", "campaign") != "campaign":
+                continue
+            found.append((str(record.get("created_utc", "")), root.name, root))
     return [root for _, _, root in sorted(found, reverse=True)]

@@ -3,10 +3,11 @@
 Loads with ruamel.yaml's round-trip parser (for line and column of every key),
 refuses duplicate keys and any explicit tag (nothing but plain data is built),
 and turns pydantic errors into ``FILE:LINE:COL: key -> path: message`` lines,
-all of them, not just the first.
+all of them, not just the first. `dump` writes plain data back as block YAML.
 """
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -140,3 +141,15 @@ def errors_to_lines(exc: ValidationError, document: Any, where: str) -> list[str
 def _located(where: str, document: Any, loc: tuple, message: str) -> str:
     line, col = position(document, loc)
     return f"{where}:{line}:{col}: {_keypath(loc)}: {message}"
+
+
+def dump(data: Any, comment: str = "") -> str:
+    """Plain data as block YAML (keys in the order given); ``comment`` lines lead it as ``# ...``."""
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False
+    yaml.width = 4096                    # one line per value: a wrapped string diffs badly in review
+    out = io.StringIO()
+    yaml.dump(data, out)
+    head = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines())
+    return head + out.getvalue()

@@ -103,7 +103,7 @@ class TimingPlugin:
         self.ctx = ctx
         self.timer = ctx.manifest.timer
         self.capabilities = ctx.backend.capabilities
-        timers.check_timer(self.timer.kind, self.timer.direct_repeat, self.capabilities.executes,
+        timers.check_timer(self.timer.kind, self.capabilities.executes,
                            self.capabilities.graph_capture)
         self.device_timers = device_timers or DeviceTimers()
         self.cases: tuple[Case, ...] = ()

@@ -101,8 +101,11 @@ def test_an_unfinished_task_is_x(tmp_path):
 
 
 def test_timeout_is_x_not_a_verdict(tmp_path):
-    w = one(tmp_path, rb.mm(), rb.Options(rc={"matmul/r2/baseline": 124}))
+    w = one(tmp_path / "r2", rb.mm(), rb.Options(rc={"matmul/r2/baseline": 124}))
     assert w["class"] == "X" and w["reason"].startswith("timeout in matmul/r2/baseline")
+    assert w["screen"] == "IR_CHANGED"      # the screen column judges round 1's pair, which finished
+    w = one(tmp_path / "r1", rb.mm(), rb.Options(rc={"matmul/r1/candidate": 124}))
+    assert w["class"] == "X" and w["reason"].startswith("timeout in matmul/r1/candidate")
     assert w["screen"] == "TIMEOUT"
 
 

@@ -135,12 +135,10 @@ def test_recorded_wording_decides_the_row(backend, wording, verdict):
 
 
 def test_check_timer_and_latency():
-    timers.check_timer("graph", 3, executes=True, graph_capture=True)
-    timers.check_timer("event", 3, executes=False, graph_capture=False)     # compile-only: nothing timed
+    timers.check_timer("graph", executes=True, graph_capture=True)
+    timers.check_timer("graph", executes=False, graph_capture=False)     # compile-only: nothing timed
     with pytest.raises(timers.TimerRefused, match="cannot capture"):
-        timers.check_timer("graph", None, executes=True, graph_capture=False)
-    with pytest.raises(timers.TimerRefused, match="direct_repeat=3"):
-        timers.check_timer("event", 3, executes=True, graph_capture=True)
+        timers.check_timer("graph", executes=True, graph_capture=False)
     assert timers.check_latency(0.0125) == 0.0125
     for bad in (0.0, -1.0, float("nan"), float("inf"), None, [0.1]):
         with pytest.raises(timers.TimerRefused):
@@ -405,8 +403,19 @@ def test_event_and_direct_kinds(pytester, tmp_path, kind, timer_name, repeat):
 
 
 def test_refusals_at_construction(tmp_path):
-    with pytest.raises(timers.TimerRefused, match="direct_repeat=2"):
-        timing.make(_context(tmp_path, CudaBackend(), timer={"kind": "event", "direct_repeat": 2}))
+    from campaign.backends.musa import MusaBackend
+    import dataclasses
+    no_graphs = dataclasses.replace(MusaBackend(), capabilities=dataclasses.replace(
+        MusaBackend().capabilities, graph_capture=False))
+    with pytest.raises(timers.TimerRefused, match="cannot capture graphs"):
+        timing.make(_context(tmp_path, no_graphs, timer={"kind": "graph"}))
+
+
+def test_direct_repeat_under_an_event_timer_is_refused_by_the_manifest():
+    from pydantic import ValidationError
+    from campaign.manifest import Timer
+    with pytest.raises(ValidationError, match="event rows are never direct-timed"):
+        Timer(kind="event", direct_repeat=2)
 
 
 def test_compile_only_rows_are_compiled_and_untimed(pytester, tmp_path):

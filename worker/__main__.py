@@ -100,7 +100,14 @@ class Cell:
         self.say(f"benchmark: pytest exit {rc}")
 
         notes = []
-        if backend.capabilities.executes:
+        poisoned = self.log.counts.get("BENCHMARK_CAPTURE_POISONED", 0)
+        if poisoned:
+            # the capture left this process's device context unusable: nothing measured in
+            # it afterwards is evidence, correctness included
+            reason = "not run: a graph capture poisoned this process's device context (BENCHMARK_CAPTURE_POISONED)"
+            importlib.import_module(OUTCOMES).write_not_run(self.cell_dir, reason)
+            correctness = Correctness(state="not_run", reason=reason)
+        elif backend.capabilities.executes:
             args = cell.correctness_args(plan)
             self.say(f"correctness: pytest {' '.join(args)}")
             correctness_rc = int(pytest.main(args, plugins=[importlib.import_module(OUTCOMES).make(ctx)]))

@@ -60,11 +60,12 @@ def claim_root(runs_dir: Path, campaign: str, now: datetime) -> Path:
     raise AssertionError("unreachable")
 
 
-def prepare_record(checked: Checked, project_root: Path, now: datetime) -> dict[str, Any]:
+def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: str = "campaign") -> dict[str, Any]:
     digests = harness.harness_digests(project_root)
     return {
         "schema_version": SCHEMA_VERSION,
         "campaign": checked.manifest.campaign,
+        "mode": mode,                    # "campaign" | "screen" (one round, `campaign screen`)
         "created_utc": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "project_root": str(project_root),
         "manifest_source": str(checked.manifest_path),
@@ -91,10 +92,12 @@ def prepare_record(checked: Checked, project_root: Path, now: datetime) -> dict[
     }
 
 
-def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJECT_ROOT) -> Path:
+def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJECT_ROOT, mode: str = "campaign") -> Path:
+    """A campaign root is named ``<campaign>-<stamp>``, any other mode ``<campaign>-<mode>-<stamp>``."""
     now = datetime.now(timezone.utc)
-    record = prepare_record(checked, project_root, now)
-    root = claim_root(runs_dir, checked.manifest.campaign, now)
+    record = prepare_record(checked, project_root, now, mode)
+    name = checked.manifest.campaign if mode == "campaign" else f"{checked.manifest.campaign}-{mode}"
+    root = claim_root(runs_dir, name, now)
     try:
         shutil.copyfile(checked.manifest_path, root / MANIFEST_FILE)
         canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))

@@ -1,8 +1,10 @@
 """`campaign run [ROOT]`: execute a prepared root's matrix serially, then seal it.
 
-Without ROOT, the newest prepared, unsealed root under --runs-dir. Refusals name
-their check (``RUN_REFUSED check=<name>: ...``, exit 1), in this order:
-prepared, sealed, lock, project_root, harness, versions, device. A failed canary stops the
+Without ROOT, the newest prepared, unsealed campaign root under --runs-dir.
+Refusals name their check (``RUN_REFUSED check=<name>: ...``, exit 1), in this
+order: prepared, mode (a screen root is run only by `campaign screen`), sealed,
+lock, project_root, harness, versions, device. `execute` is the run-and-seal flow
+itself, shared with `campaign screen`. A failed canary stops the
 campaign (``RUN_FAILED check=canary``, exit 1, the root stays unsealed: its
 status rows say why). SIGINT/SIGTERM end the running cell's process group,
 record it as ``interrupted`` and exit 130; `run` again re-runs that cell and
@@ -19,6 +21,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from campaign import canonical, harness, receipt, runchecks, yamlio
 from campaign.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, Matrix
@@ -35,6 +38,11 @@ PREFIX = "RUN_REFUSED"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("root", nargs="?", type=Path, help="the run root (default: newest prepared, unsealed)")
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where roots are looked for (default: runs/)")
+    add_execution_arguments(parser)
+
+
+def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
+    """How cells are executed; shared with `campaign screen`."""
     parser.add_argument("--scratch-dir", type=Path, default=None,
                         help="where per-cell caches are made, outside the root (default: the system temp dir)")
     parser.add_argument("--telemetry-interval", type=float, default=5.0, help="seconds between samples (default 5)")
@@ -47,6 +55,10 @@ def find_root(args: argparse.Namespace) -> Path:
         root = args.root.resolve()
         if not (root / PREPARE_FILE).is_file():
             raise Refused(PREFIX, "prepared", f"{root}: no {PREPARE_FILE}; run `campaign prepare` first")
+        mode = canonical.read_json(root / PREPARE_FILE).get("mode", "campaign")
+        if mode != "campaign":
+            raise Refused(PREFIX, "mode", f"{root} was prepared by `campaign {mode}`, which runs and seals its own "
+                          f"root (its table is written before the seal); start `campaign {mode}` again")
         return root
     roots = runchecks.prepared_roots(args.runs_dir)
     if not roots:
@@ -82,11 +94,19 @@ def _sampler(root: Path, backend, pinned: dict, interval: float) -> Sampler:
 
 
 def main(args: argparse.Namespace) -> int:
+    return execute(find_root(args), args)
+
+
+def execute(root: Path, args: argparse.Namespace,
+            before_seal: Callable[[Path], None] = lambda root: None) -> int:
+    """Run a prepared root's matrix and seal it; ``before_seal(root)`` writes what the seal must hash.
+
+    ``args`` carries the execution arguments (`add_execution_arguments`).
+    """
     from campaign.backends import get_backend
     from campaign.backends.plan import plugin_plan
     from campaign.worker.env import pinned_env
 
-    root = find_root(args)
     prepare = canonical.read_json(root / PREPARE_FILE)
     matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
     manifest = yamlio.validate(Manifest, root / MANIFEST_FILE)
@@ -124,9 +144,12 @@ def main(args: argparse.Namespace) -> int:
             raise CampaignError(f"RUN_FAILED check=canary: {outcome.detail}; the campaign stopped before the "
                                 "rest was measured (the root stays unsealed; fix the cause and prepare anew)")
         if outcome.state != COMPLETED:
-            print(f"RUN_INTERRUPTED: {outcome.detail}; `campaign run {root}` re-runs the interrupted cell "
-                  "and completes the campaign", file=sys.stderr)
+            mode = prepare.get("mode", "campaign")
+            hint = (f"`campaign run {root}` re-runs the interrupted cell and completes the campaign"
+                    if mode == "campaign" else f"the root stays unsealed; start `campaign {mode}` again")
+            print(f"RUN_INTERRUPTED: {outcome.detail}; {hint}", file=sys.stderr)
             return EXIT_INTERRUPTED
+        before_seal(root)
         sealed_receipt = receipt.seal(root, release=lock.release)
         sealed = True
     finally:

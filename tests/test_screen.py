@@ -1,0 +1,224 @@
+"""`campaign screen`: the demo's pinned pairs end to end, rescore, the emitted manifest, and the
+verdict function on the traps (timeouts, nothing ran, nothing reached Triton, a recording
+baseline that holds every autotune config's variants)."""
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import pytest
+
+from campaign import caliber, canonical, screening, yamlio
+from campaign.commands import prepare
+from campaign.manifest import Manifest
+from campaign.screening import Facts, Side
+from campaign.stats import Sample
+from conftest import PROJECT_ROOT, run_cli
+from runroots import fault, manifest
+
+DEMO = PROJECT_ROOT / "manifests" / "demo-cpu.yaml"
+
+
+def _table(root: Path) -> dict[str, dict[str, str]]:
+    return {r["workload"]: r for r in screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
+
+
+@pytest.fixture(scope="module")
+def demo_screen(tmp_path_factory):
+    base = tmp_path_factory.mktemp("screen")
+    emitted = base / "emitted.yaml"
+    start = time.monotonic()
+    done = run_cli("screen", DEMO, "--runs-dir", base / "runs", "--scratch-dir", base, "--grace", "1",
+                   "--emit-manifest", emitted)
+    wall = time.monotonic() - start
+    assert done.returncode == 0, done.stderr
+    table = Path(done.stdout.strip().splitlines()[-1])
+    print(f"\ndemo screen wall time: {wall:.1f}s")
+    return table.parent, done, emitted, wall
+
+
+# -- the demo, as a real CLI subprocess -------------------------------------------------
+
+def test_demo_screen_judges_each_pinned_pair(demo_screen):
+    root, done, _, wall = demo_screen
+    assert wall < 120, f"a screen is the cheap step; this one took {wall:.0f}s"
+    assert root.name.startswith("demo-cpu-screen-") and (root / "receipt.json").is_file()
+    assert canonical.read_json(root / "prepare.json")["mode"] == "screen"
+    assert (root / "manifest.yaml").read_bytes() == DEMO.read_bytes()
+    matrix = canonical.read_json(root / "matrix.json")
+    assert matrix["rounds"] == 1 and len(matrix["tasks"]) == 12
+    assert {t["autotune"]["mode"] for t in matrix["tasks"] if t["cell"] == "baseline"} == {"record"}
+    assert {t["autotune"]["mode"] for t in matrix["tasks"] if t["cell"] != "baseline"} == {"replay"}
+
+    table = _table(root)
+    assert {name: r["verdict"] for name, r in table.items()} == {
+        "add": "NO_IR_DIFF", "softmax": "NO_IR_DIFF", "row_sum": "NO_IR_DIFF", "matmul": "IR_CHANGED"}
+    mm = table["matmul"]
+    # DISABLE_MMA_V3=0 is the plumbing only: the control's code is the baseline's.
+    assert mm["fingerprint_baseline"] == mm["fingerprint_control"] != mm["fingerprint_candidate"]
+    assert "baseline and candidate ttgir differ" in mm["note"]
+    for r in table.values():
+        assert r["range"] == "" and r["range_label"] == "not timed: cpu compiles only, no range"
+        assert r["backend"] == "cpu" and r["device_target"] == "cuda:90" and r["autotune_policy"] == "first-config"
+        assert r["dtypes"] and {r[f"rc_{c}"] for c in ("baseline", "control", "candidate")} == {"0"}
+        elapsed = [float(r[f"elapsed_{c}"]) for c in ("baseline", "control", "candidate")]
+        assert float(r["weight_s"]) == pytest.approx(sum(elapsed), abs=0.002)
+    assert list(table["add"])[list(table["add"]).index("backend"):][:len(caliber.flatten({}))] == list(caliber.flatten({}))
+
+    # Written before the seal: the receipt hashes the table, and the root verifies.
+    assert "screen.tsv" in canonical.read_json(root / "receipt.json")["files"]
+    verified = run_cli("verify", root)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "matmul: IR_CHANGED" in done.stdout and "add: NO_IR_DIFF (not timed" in done.stdout
+
+
+def test_emitted_manifest_holds_the_changed_workloads(demo_screen, tmp_path: Path):
+    root, _, emitted, _ = demo_screen
+    assert run_cli("validate", emitted).returncode == 0
+    loaded = yamlio.validate(Manifest, emitted)
+    source = yamlio.validate(Manifest, DEMO)
+    assert [w.name for w in loaded.workloads] == ["matmul"]
+    assert loaded.workloads[0].weight_s == pytest.approx(float(_table(root)["matmul"]["weight_s"]))
+    assert (loaded.sources, loaded.device, loaded.switch, loaded.timer, loaded.rounds) == \
+        (source.sources, source.device, source.switch, source.timer, source.rounds)
+
+    # Never overwritten, and refused before anything runs.
+    before = emitted.read_bytes()
+    again = run_cli("screen", DEMO, "--runs-dir", tmp_path / "runs", "--emit-manifest", emitted)
+    assert again.returncode == 1 and "SCREEN_REFUSED check=emit_exists" in again.stderr
+    assert emitted.read_bytes() == before and not (tmp_path / "runs").exists()
+
+
+def test_rescore_writes_beside_the_sealed_root(demo_screen):
+    root, _, _, _ = demo_screen
+    original = (root / "screen.tsv").read_bytes()
+    same = run_cli("screen", "--rescore", root)
+    assert same.returncode == 0, same.stderr
+    first = Path(same.stdout.strip().splitlines()[-1]).parent
+    assert first.parent == root.parent and first.name.startswith(f"{root.name}.rescore-")
+    # The same rule on the same evidence gives the same table, byte for byte.
+    assert (first / "screen.tsv").read_bytes() == original == (first / "screen.original.tsv").read_bytes()
+    assert canonical.read_json(first / "rescore.json")["changes"] == []
+
+    # A rule that strips everything leaves only kernel names: matmul's pair becomes equal.
+    erased = run_cli("screen", "--rescore", root, "--strip-annotation", "(?s).*")
+    assert erased.returncode == 0, erased.stderr
+    second = Path(erased.stdout.strip().splitlines()[-1]).parent
+    assert second != first and (second / "screen.original.tsv").read_bytes() == original
+    assert _table(second)["matmul"]["verdict"] == "NO_IR_DIFF"
+    record = canonical.read_json(second / "rescore.json")
+    assert record["rule"]["strip_annotations_added"] == ["(?s).*"]
+    assert record["changes"] == [{"workload": "matmul", "before": "IR_CHANGED", "after": "NO_IR_DIFF"}]
+    assert record["receipt_sha256"] == canonical.sha256_file(root / "receipt.json")
+    assert record["rule"]["code"]["campaign/screening.py"] == canonical.sha256_file(
+        PROJECT_ROOT / "campaign" / "screening.py")
+    assert (root / "screen.tsv").read_bytes() == original and run_cli("verify", root).returncode == 0
+
+    not_a_screen = run_cli("screen", "--rescore", first)
+    assert not_a_screen.returncode == 2 and "check=screen_root" in not_a_screen.stderr
+    bad_regex = run_cli("screen", "--rescore", root, "--strip-annotation", "(")
+    assert bad_regex.returncode == 2 and "does not compile" in bad_regex.stderr
+
+
+def test_a_timeout_and_an_empty_workload_end_to_end(tmp_path: Path):
+    path = manifest(tmp_path, [fault("noop", "test_bench_noop"), fault("hang", "test_bench_hang", timeout_s=3)],
+                    campaign="screen-faults")
+    done = run_cli("screen", path, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, "--grace", "1")
+    assert done.returncode == 0, done.stderr
+    table = _table(Path(done.stdout.strip().splitlines()[-1]).parent)
+    assert table["hang"]["verdict"] == "TIMEOUT" and table["hang"]["rc_candidate"] == "124"
+    assert "a cost problem, not a verdict" in table["hang"]["note"] and table["hang"]["range"] == ""
+    assert table["noop"]["verdict"] == "NO_ROWS" and "usually the dtype" in table["noop"]["note"]
+
+
+def test_run_leaves_screen_roots_to_the_screen(tmp_path: Path):
+    checked = prepare.check(DEMO)
+    root = prepare.freeze(checked, tmp_path / "runs", mode="screen")
+    assert root.name.startswith("demo-cpu-screen-")
+    named = run_cli("run", root)
+    assert named.returncode == 1 and "RUN_REFUSED check=mode" in named.stderr
+    newest = run_cli("run", "--runs-dir", tmp_path / "runs")
+    assert newest.returncode == 1 and "check=prepared" in newest.stderr
+
+
+# -- the verdict function ---------------------------------------------------------------
+
+def _side(cell: str, fp: str | None = "f0", **kw) -> Side:
+    defaults = dict(rc=0, rc_name="ok", elapsed_s=2.0, rows=4, fingerprint=fp, ir_files=0 if fp is None else 2,
+                    scoped=3, unscoped=5)
+    return Side(cell=cell, **{**defaults, **kw})
+
+
+def _facts(*sides: Side, backend: str = "cuda", findings: tuple[str, ...] = ()) -> Facts:
+    return Facts(workload="mm", op="mm", backend=backend, ir_stage="ttgir", dtypes=("float16",), dtypes_own=True,
+                 sides={s.cell: s for s in sides}, caliber={"backend": backend}, caliber_findings=findings)
+
+
+def test_timeout_is_a_cost_not_a_verdict():
+    f = _facts(_side("baseline"), _side("candidate", "f1", rc=124, rc_name="timed_out", rows=0, elapsed_s=600.0))
+    v = screening.verdict(f)
+    assert v.name == "TIMEOUT" and "candidate ended by its timeout (rc 124 timed_out, 600.0s)" in v.note
+    assert screening.verdict(_facts(_side("baseline", rc=137, rc_name="killed", rows=None),
+                                    _side("candidate", rows=0))).name == "TIMEOUT"
+    assert screening.row(f)["range"] == "" and screening.row(f)["weight_s"] == "602.0"
+
+
+def test_no_rows_and_no_triton():
+    empty = screening.verdict(_facts(_side("baseline", None, rows=0), _side("candidate", None, rows=None, rc=None,
+                                                                            rc_name="not_started")))
+    assert empty.name == "NO_ROWS" and "usually the dtype (float16: the op's own set)" in empty.note
+    aten = _facts(_side("baseline", None), _side("candidate", None), _side("control", None))
+    v = screening.verdict(aten)
+    assert v.name == "NO_TRITON" and "aten or a vendor library" in v.note and "own TRITON_CACHE_DIR" in v.note
+    assert screening.shape_range(aten, v) == ("", "")
+
+
+def test_a_recording_baseline_is_compared_through_the_control():
+    # The recording baseline compiled every config it benchmarked: its set differs from any replay's.
+    base = _side("baseline", "every-config", tuning_variants=True, scoped=40)
+    same = screening.verdict(_facts(base, _side("control", "winner"), _side("candidate", "winner")))
+    assert same.name == "NO_IR_DIFF" and same.compared == ("control", "candidate")
+    assert "compared with the control" in same.note
+    changed = screening.verdict(_facts(base, _side("control", "winner"), _side("candidate", "winner-v2")))
+    assert changed.name == "IR_CHANGED" and changed.compared == ("control", "candidate")
+
+    alone = _facts(base, _side("candidate", "winner"))
+    v = screening.verdict(alone)
+    assert v.name == "NO_COMPARABLE_IR" and v.compared is None and "add a control cell" in v.note
+    assert screening.shape_range(alone, v) == ("", "")
+
+
+def test_comparable_ir_and_leaks():
+    one_sided = screening.verdict(_facts(_side("baseline"), _side("candidate", None)))
+    assert one_sided.name == "NO_COMPARABLE_IR" and "candidate has no *.ttgir" in one_sided.note
+    leak = screening.verdict(_facts(_side("baseline", "a"), _side("control", "b"), _side("candidate", "a")))
+    assert leak.name == "NO_IR_DIFF" and "switch leaks" in leak.note
+    broken = screening.verdict(_facts(_side("baseline", "a"), _side("candidate", "b", rows=0, rc=1,
+                                                                    rc_name="tests_failed")))
+    assert broken.name == "IR_CHANGED" and "candidate ran nothing (rc 1 tests_failed)" in broken.note
+
+
+def test_ranges_only_for_judged_pairs():
+    key_a, key_b = ("f", (1,), "float16", 0), ("f", (2,), "float16", 0)
+    timed = dict(timed=True, samples={key_a: Sample(1.0, "graph"), key_b: Sample(2.0, "graph")})
+    faster = dict(timed=True, samples={key_a: Sample(0.9, "graph"), key_b: Sample(2.1, "graph")})
+    changed = _facts(_side("baseline", "a", **timed), _side("candidate", "b", **faster))
+    assert screening.shape_range(changed, screening.verdict(changed)) == (
+        "-10.00%…+5.00%", "candidate/baseline-1 over 2 shapes, one measurement")
+    noise = _facts(_side("baseline", "a", **timed), _side("candidate", "a", **faster))
+    span, label = screening.shape_range(noise, screening.verdict(noise))
+    assert span == "-10.00%…+5.00%" and label.startswith("noise floor of one measurement")
+    cpu = dataclasses.replace(noise, backend="cpu")
+    assert screening.shape_range(cpu, screening.verdict(cpu)) == ("", "not timed: cpu compiles only, no range")
+    mismatch = dataclasses.replace(changed, caliber_findings=("!!! [caliber] timer.kind: graph vs event",))
+    assert screening.shape_range(mismatch, screening.verdict(mismatch))[0] == ""
+    assert "caliber: !!! [caliber] timer.kind" in screening.row(mismatch)["note"]
+
+
+def test_table_round_trips():
+    rows = [screening.row(_facts(_side("baseline", "a"), _side("candidate", "b", elapsed_s=1.5)))]
+    text = screening.render(rows)
+    assert text.splitlines()[0].split("\t") == list(screening.COLUMNS)
+    assert screening.parse(text) == rows
+    assert rows[0]["fingerprint_control"] == "" and rows[0]["weight_s"] == "3.5"
