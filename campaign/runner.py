@@ -256,6 +256,9 @@ class Runner:
                 notes.append(f"result.json says rc {result.rc}, the worker exited {ended.rc}")
             if result.note:
                 notes.append(result.note)
+            if result.rows.compiled:
+                # rows_ok counts timed rows; a compile-only cell's rows are launched for IR, never timed
+                notes.append(f"{result.rows.compiled} rows compiled, not timed (compile-only)")
         preflight = ""
         if result is not None and not result.preflight.ok:
             preflight = result.preflight.failed_check or "unnamed"

@@ -13,6 +13,10 @@ def test_later_rounds_only_where_the_ir_changed(tmp_path: Path):
     found = by_id(root)
     assert len(rows(root)) == len(found) == 12
 
+    # compile-only rows are counted apart from timed ones: the row says what ran and that nothing was timed
+    assert found["add/r1/baseline"].rows_ok == 0
+    assert "4 rows compiled, not timed (compile-only)" in found["add/r1/baseline"].note
+
     # DISABLE_MMA_V3 turns matmul's wgmma into mma v2 on sm_90: round 2 is measured.
     assert {found[f"matmul/r2/{cell}"].rc_name for cell in ("baseline", "candidate")} == {"ok"}
 
