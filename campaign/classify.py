@@ -1,7 +1,9 @@
 """The six campaign classes, one per workload, each with a one-line reason.
 
 `classify` is pure over `campaign.evidence.RootEvidence`; `classify_root` is the
-edge the seal and the report call. Rules, first match wins:
+edge the seal and the report call. The facts each rule reads are gathered in
+`campaign.workload` (IR and topology from cells that did not benchmark autotune
+configs). Rules, first match wins:
 
 1. X  evidence missing: a task that did not finish (skipped adaptive rounds
    excepted), a timeout (a cost problem, not a verdict), a failed preflight, an
@@ -12,7 +14,8 @@ edge the seal and the report call. Rules, first match wins:
 3. F  the control's IR differs from the baseline's: the switch leaks.
 4. X  a caliber mismatch among the workload's own cells (even when released),
    replay fallbacks (configs not pinned), no comparable IR (nothing reached
-   Triton), IR that differs between rounds of one cell, an unjoinable index.
+   Triton, or a cell's only run benchmarked configs), IR that differs between
+   rounds of one cell, an unjoinable index.
 5. R  scoped topology increased (IR evidence alone carries this claim).
 6. X  correctness not executed. On a compile-only backend (cpu) nothing is run
    and nothing is timed, so no claim needing correctness or timing can stand:
@@ -34,141 +37,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign import screening, stats
-from campaign.artifacts import SCHEMA_VERSION, Outcomes, Targets
+from campaign import stats
+from campaign.artifacts import SCHEMA_VERSION
 from campaign.evidence import RootEvidence, TaskEvidence, load_root
+from campaign.workload import WorkloadFacts, screen_verdict, timed_out
 
 CLASSES = ("G", "C", "B", "R", "F", "X")
 CRASH_OK = (0, 1)        # pytest: 0 all passed, 1 some tests failed (judged by outcomes and rows)
-
-
-def scope_outcomes(outcomes: Outcomes, targets: Targets) -> tuple[dict[str, int], int]:
-    """Outcome counts inside the workload's correctness target, and how many fell outside it."""
-    def inside(node: str) -> bool:
-        if targets.correctness_node_ids:
-            return any(node == n or node.endswith("/" + n) or n.endswith("/" + node) for n in targets.correctness_node_ids)
-        if "::" in targets.correctness:
-            function = targets.correctness.split("::", 1)[1]
-            return node.split("::")[-1].split("[")[0] == function
-        return True
-    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
-    outside = 0
-    for item in outcomes.outcomes:
-        if inside(item.node):
-            counts[item.outcome] += 1
-        else:
-            outside += 1
-    return counts, outside
-
-
-def _correctness(tasks: list[TaskEvidence]) -> dict:
-    state, reason, total, outside = "not_run", None, {"passed": 0, "failed": 0, "error": 0, "skipped": 0}, 0
-    for t in tasks:
-        if t.outcomes is None:
-            reason = reason or "no outcomes.json"
-            continue
-        if t.outcomes.state == "not_run":
-            reason = reason or t.outcomes.reason or "not run"
-            continue
-        state = "run"
-        counts, out = scope_outcomes(t.outcomes, t.task.targets)
-        outside += out
-        for k, v in counts.items():
-            total[k] += v
-    return {"state": state, "reason": None if state == "run" else reason, **total, "outside_target": outside}
-
-
-def _cell_summary(tasks: list[TaskEvidence]) -> dict:
-    markers: dict[str, int] = {}
-    for t in tasks:
-        for name, count in (t.result.markers if t.result else {}).items():
-            markers[name] = markers.get(name, 0) + count
-    return markers
-
-
-def _topology(t: Optional[TaskEvidence]) -> Optional[dict]:
-    if t is None or t.topology is None:
-        return None
-    topo = t.topology
-    return {"scoped": topo.scoped, "unscoped": topo.unscoped, "excluded": list(topo.excluded),
-            "unjoinable": list(topo.unjoinable), "task": t.task.id}
-
-
-def _timed_out(t: TaskEvidence) -> bool:
-    return t.rc_name in screening.TIMEOUT_NAMES or (t.result is not None and t.result.rc in screening.TIMEOUT_RCS)
-
-
-def _screen(w: "_Workload") -> str:
-    """What the screen would say of round 1: one definition, `campaign.screening.verdict`."""
-    sides = {}
-    for cell in w.cells:
-        t = next((t for t in w.tasks if t.task.round == 1 and t.task.cell == cell), None)
-        if t is None or t.state == "skipped":
-            continue
-        r, topo = t.result, t.topology
-        sides[cell] = screening.Side(
-            cell=cell, rc=r.rc if r else None, rc_name=t.rc_name, elapsed_s=r.elapsed_s if r else None,
-            rows=(r.rows.ok + r.rows.compiled) if r else None, fingerprint=t.fingerprint, ir_files=t.ir_files,
-            scoped=topo.scoped if topo else None, unscoped=topo.unscoped if topo else None,
-            unjoinable=len(topo.unjoinable) if topo else 0, tuning_variants=t.tuned, timed=bool(r and r.timed))
-    if "baseline" not in sides or "candidate" not in sides:
-        return "MISSING"
-    first = w.tasks[0].task
-    facts = screening.Facts(workload=w.name, op=first.op, backend=w.ev.matrix.backend,
-                            ir_stage=w.ev.manifest.switch.ir_stage, dtypes=first.dtypes, dtypes_own=True,
-                            sides=sides, caliber={})
-    return screening.verdict(facts).name
-
-
-class _Workload:
-    """The facts of one workload, gathered once; `decide` applies the rules."""
-
-    def __init__(self, name: str, tasks: list[TaskEvidence], ev: RootEvidence):
-        self.name, self.ev = name, ev
-        self.tasks = sorted(tasks, key=lambda t: t.task.order)
-        self.cells = ev.matrix.cells
-        self.done = [t for t in self.tasks if t.state == "done"]
-        self.by_cell = {c: [t for t in self.done if t.task.cell == c] for c in self.cells}
-        self.first = {c: (ts[0] if ts else None) for c, ts in self.by_cell.items()}
-        # IR and topology come only from cells that did not benchmark autotune configs: a
-        # recording cell holds every config's variants (irevidence.holds_tuning_variants)
-        comparable = {c: [t for t in ts if not t.tuned] for c, ts in self.by_cell.items()}
-        self.tuned_only = [c for c in self.cells if self.by_cell[c] and not comparable[c]]
-        self.ir_task = {c: (ts[0] if ts else None) for c, ts in comparable.items()}
-        prints = {c: sorted({t.fingerprint or "" for t in ts}) for c, ts in comparable.items()}
-        self.unstable = [c for c, fps in prints.items() if len(fps) > 1]
-        self.fp = {c: (t.fingerprint if t else None) for c, t in self.ir_task.items()}
-        self.topo = {c: _topology(t) for c, t in self.ir_task.items()}
-        self.correct = {c: _correctness(ts) for c, ts in self.by_cell.items()}
-        self.markers = {c: _cell_summary(ts) for c, ts in self.by_cell.items()}
-        self.timing = self._timing()
-
-    def _timing(self) -> Optional[stats.Timing]:
-        per_round: dict[int, dict] = {}
-        orders: dict[int, str] = {}
-        for t in self.done:
-            if t.rows is None:
-                return None
-            per_round.setdefault(t.task.round, {})[t.task.cell] = stats.samples(t.rows)
-        for r, cells in per_round.items():
-            ids = {t.task.cell: t.task.order for t in self.tasks if t.task.round == r}
-            if "baseline" in cells and "candidate" in cells:
-                orders[r] = stats.BASELINE_FIRST if ids["baseline"] < ids["candidate"] else stats.CANDIDATE_FIRST
-        per_round = {r: c for r, c in per_round.items() if r in orders}
-        if not per_round:
-            return None
-        return stats.timing(per_round, orders, "control" in self.cells)
-
-    def ir_changed(self) -> Optional[bool]:
-        b, c = self.fp.get("baseline"), self.fp.get("candidate")
-        return None if b is None or c is None else b != c
-
-    def control_matches(self) -> Optional[bool]:
-        if "control" not in self.cells or self.ir_task.get("control") is None or self.fp.get("baseline") is None:
-            return None
-        return self.fp["control"] == self.fp["baseline"]
-
-
 
 
 def _ids(tasks: list[TaskEvidence]) -> str:
@@ -176,13 +51,13 @@ def _ids(tasks: list[TaskEvidence]) -> str:
     return shown + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
 
 
-def _topo_text(w: _Workload) -> str:
+def _topo_text(w: WorkloadFacts) -> str:
     b, c = w.topo.get("baseline"), w.topo.get("candidate")
     return f"scoped topology {b['scoped']} -> {c['scoped']}" if b and c else "scoped topology unknown"
 
 
-def _evidence_missing(w: _Workload) -> Optional[str]:
-    timeouts = [t for t in w.tasks if _timed_out(t)]
+def _evidence_missing(w: WorkloadFacts) -> Optional[str]:
+    timeouts = [t for t in w.tasks if timed_out(t)]
     if timeouts:
         return f"timeout in {_ids(timeouts)}: a cost problem, not a verdict"
     missing = [t for t in w.tasks if t.state == "missing"]
@@ -201,7 +76,7 @@ def _evidence_missing(w: _Workload) -> Optional[str]:
     return None
 
 
-def _failure(w: _Workload) -> Optional[tuple[str, str]]:
+def _failure(w: WorkloadFacts) -> Optional[tuple[str, str]]:
     base = w.by_cell["baseline"]
     crashed = {c: [t for t in ts if t.result.rc not in CRASH_OK] for c, ts in w.by_cell.items()}
     if crashed["baseline"]:
@@ -229,7 +104,7 @@ def _failure(w: _Workload) -> Optional[tuple[str, str]]:
     return None
 
 
-def _incomparable(w: _Workload) -> Optional[str]:
+def _incomparable(w: WorkloadFacts) -> Optional[str]:
     if w.ev.caliber.workloads.get(w.name):
         released = " (released)" if w.ev.caliber_released else ""
         return f"caliber mismatch{released}: {w.ev.caliber.workloads[w.name][0].split('] ', 1)[-1]}"
@@ -252,7 +127,7 @@ def _incomparable(w: _Workload) -> Optional[str]:
     return None
 
 
-def decide(w: _Workload) -> tuple[str, str]:
+def decide(w: WorkloadFacts) -> tuple[str, str]:
     reason = _evidence_missing(w)
     if reason:
         return "X", reason
@@ -279,7 +154,7 @@ def decide(w: _Workload) -> tuple[str, str]:
     return _timed(w, c < b)
 
 
-def _timed(w: _Workload, reduced: bool) -> tuple[str, str]:
+def _timed(w: WorkloadFacts, reduced: bool) -> tuple[str, str]:
     timing = w.timing.primary if w.timing else None
     if timing is None or not timing.rounds:
         return "X", "IR changed but no timed rows paired: nothing to judge the change by"
@@ -302,14 +177,14 @@ def _timed(w: _Workload, reduced: bool) -> tuple[str, str]:
 
 
 def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> dict:
-    w = _Workload(name, tasks, ev)
+    w = WorkloadFacts(name, tasks, ev)
     klass, reason = decide(w)
     rounds = sorted({t.task.round for t in w.tasks})
     timing = stats.timing_dict(w.timing) if w.timing and w.timing.primary else None
     if timing is not None:
         timing["label"] = "noise floor (IR unchanged)" if w.ir_changed() is False else "result"
     return {
-        "class": klass, "reason": reason, "screen": _screen(w),
+        "class": klass, "reason": reason, "screen": screen_verdict(w),
         "ir": {"stage": ev.manifest.switch.ir_stage, "fingerprints": dict(w.fp), "changed": w.ir_changed(),
                "control_matches": w.control_matches(),
                "files": {c: (t.ir_files if t else 0) for c, t in w.ir_task.items()},

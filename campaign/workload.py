@@ -1,0 +1,142 @@
+"""The facts of one workload, gathered once from its tasks' evidence: what the classifier's
+rules (`campaign.classify`) judge.
+
+IR and topology come only from cells that did not benchmark autotune configs: a recording
+cell holds every config's variants (`campaign.irevidence.holds_tuning_variants`).
+Correctness is scoped to the workload's target; the screen column is the one screen
+verdict (`campaign.screening.verdict`) over round 1's pair.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from campaign import screening, stats
+from campaign.artifacts import Outcomes, Targets
+from campaign.evidence import RootEvidence, TaskEvidence
+
+
+def scope_outcomes(outcomes: Outcomes, targets: Targets) -> tuple[dict[str, int], int]:
+    """Outcome counts inside the workload's correctness target, and how many fell outside it."""
+    def inside(node: str) -> bool:
+        if targets.correctness_node_ids:
+            return any(node == n or node.endswith("/" + n) or n.endswith("/" + node) for n in targets.correctness_node_ids)
+        if "::" in targets.correctness:
+            function = targets.correctness.split("::", 1)[1]
+            return node.split("::")[-1].split("[")[0] == function
+        return True
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    outside = 0
+    for item in outcomes.outcomes:
+        if inside(item.node):
+            counts[item.outcome] += 1
+        else:
+            outside += 1
+    return counts, outside
+
+
+def _correctness(tasks: list[TaskEvidence]) -> dict:
+    state, reason, total, outside = "not_run", None, {"passed": 0, "failed": 0, "error": 0, "skipped": 0}, 0
+    for t in tasks:
+        if t.outcomes is None:
+            reason = reason or "no outcomes.json"
+            continue
+        if t.outcomes.state == "not_run":
+            reason = reason or t.outcomes.reason or "not run"
+            continue
+        state = "run"
+        counts, out = scope_outcomes(t.outcomes, t.task.targets)
+        outside += out
+        for k, v in counts.items():
+            total[k] += v
+    return {"state": state, "reason": None if state == "run" else reason, **total, "outside_target": outside}
+
+
+def _cell_summary(tasks: list[TaskEvidence]) -> dict:
+    markers: dict[str, int] = {}
+    for t in tasks:
+        for name, count in (t.result.markers if t.result else {}).items():
+            markers[name] = markers.get(name, 0) + count
+    return markers
+
+
+def _topology(t: Optional[TaskEvidence]) -> Optional[dict]:
+    if t is None or t.topology is None:
+        return None
+    topo = t.topology
+    return {"scoped": topo.scoped, "unscoped": topo.unscoped, "excluded": list(topo.excluded),
+            "unjoinable": list(topo.unjoinable), "task": t.task.id}
+
+
+def timed_out(t: TaskEvidence) -> bool:
+    return t.rc_name in screening.TIMEOUT_NAMES or (t.result is not None and t.result.rc in screening.TIMEOUT_RCS)
+
+
+def screen_verdict(w: "WorkloadFacts") -> str:
+    """What the screen would say of round 1: one definition, `campaign.screening.verdict`."""
+    sides = {}
+    for cell in w.cells:
+        t = next((t for t in w.tasks if t.task.round == 1 and t.task.cell == cell), None)
+        if t is None or t.state == "skipped":
+            continue
+        r, topo = t.result, t.topology
+        sides[cell] = screening.Side(
+            cell=cell, rc=r.rc if r else None, rc_name=t.rc_name, elapsed_s=r.elapsed_s if r else None,
+            rows=(r.rows.ok + r.rows.compiled) if r else None, fingerprint=t.fingerprint, ir_files=t.ir_files,
+            scoped=topo.scoped if topo else None, unscoped=topo.unscoped if topo else None,
+            unjoinable=len(topo.unjoinable) if topo else 0, tuning_variants=t.tuned, timed=bool(r and r.timed))
+    if "baseline" not in sides or "candidate" not in sides:
+        return "MISSING"
+    first = w.tasks[0].task
+    facts = screening.Facts(workload=w.name, op=first.op, backend=w.ev.matrix.backend,
+                            ir_stage=w.ev.manifest.switch.ir_stage, dtypes=first.dtypes, dtypes_own=True,
+                            sides=sides, caliber={})
+    return screening.verdict(facts).name
+
+
+class WorkloadFacts:
+    """The facts of one workload, gathered once; `decide` applies the rules."""
+
+    def __init__(self, name: str, tasks: list[TaskEvidence], ev: RootEvidence):
+        self.name, self.ev = name, ev
+        self.tasks = sorted(tasks, key=lambda t: t.task.order)
+        self.cells = ev.matrix.cells
+        self.done = [t for t in self.tasks if t.state == "done"]
+        self.by_cell = {c: [t for t in self.done if t.task.cell == c] for c in self.cells}
+        self.first = {c: (ts[0] if ts else None) for c, ts in self.by_cell.items()}
+        # IR and topology come only from cells that did not benchmark autotune configs: a
+        # recording cell holds every config's variants (irevidence.holds_tuning_variants)
+        comparable = {c: [t for t in ts if not t.tuned] for c, ts in self.by_cell.items()}
+        self.tuned_only = [c for c in self.cells if self.by_cell[c] and not comparable[c]]
+        self.ir_task = {c: (ts[0] if ts else None) for c, ts in comparable.items()}
+        prints = {c: sorted({t.fingerprint or "" for t in ts}) for c, ts in comparable.items()}
+        self.unstable = [c for c, fps in prints.items() if len(fps) > 1]
+        self.fp = {c: (t.fingerprint if t else None) for c, t in self.ir_task.items()}
+        self.topo = {c: _topology(t) for c, t in self.ir_task.items()}
+        self.correct = {c: _correctness(ts) for c, ts in self.by_cell.items()}
+        self.markers = {c: _cell_summary(ts) for c, ts in self.by_cell.items()}
+        self.timing = self._timing()
+
+    def _timing(self) -> Optional[stats.Timing]:
+        per_round: dict[int, dict] = {}
+        orders: dict[int, str] = {}
+        for t in self.done:
+            if t.rows is None:
+                return None
+            per_round.setdefault(t.task.round, {})[t.task.cell] = stats.samples(t.rows)
+        for r, cells in per_round.items():
+            ids = {t.task.cell: t.task.order for t in self.tasks if t.task.round == r}
+            if "baseline" in cells and "candidate" in cells:
+                orders[r] = stats.BASELINE_FIRST if ids["baseline"] < ids["candidate"] else stats.CANDIDATE_FIRST
+        per_round = {r: c for r, c in per_round.items() if r in orders}
+        if not per_round:
+            return None
+        return stats.timing(per_round, orders, "control" in self.cells)
+
+    def ir_changed(self) -> Optional[bool]:
+        b, c = self.fp.get("baseline"), self.fp.get("candidate")
+        return None if b is None or c is None else b != c
+
+    def control_matches(self) -> Optional[bool]:
+        if "control" not in self.cells or self.ir_task.get("control") is None or self.fp.get("baseline") is None:
+            return None
+        return self.fp["control"] == self.fp["baseline"]
