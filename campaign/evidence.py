@@ -48,7 +48,8 @@ class RootEvidence:
     caliber_released: bool
 
 
-def _model(path: Path, model, problems: list[str]):
+def read_model(path: Path, model, problems: list[str]):
+    """The artifact at ``path`` as ``model``; None when absent; unreadable is noted in ``problems``."""
     if not path.is_file():
         return None
     try:
@@ -75,7 +76,7 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
               read_rows: bool) -> TaskEvidence:
     cell = Path(root) / cell_dir_name(task.id)
     problems: list[str] = []
-    result = _model(cell / RESULT_FILE, CellResult, problems)
+    result = read_model(cell / RESULT_FILE, CellResult, problems)
     rc_name = row.rc_name if row is not None else ("" if result is None else status.rc_name(result.rc))
     state = "done" if result is not None else ("skipped" if rc_name == status.SKIPPED else "missing")
     ir_dir = cell / IR_DIR
@@ -88,9 +89,9 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     except ValueError as exc:
         problems.append(str(exc))
         topology = None
-    outcomes = _model(cell / OUTCOMES_FILE, Outcomes, problems)
-    rows_file = _model(cell / ROWS_FILE, Rows, problems) if read_rows else None
-    autotune = _model(cell / AUTOTUNE_FILE, AutotuneFile, problems)
+    outcomes = read_model(cell / OUTCOMES_FILE, Outcomes, problems)
+    rows_file = read_model(cell / ROWS_FILE, Rows, problems) if read_rows else None
+    autotune = read_model(cell / AUTOTUNE_FILE, AutotuneFile, problems)
     fallbacks = max(result.markers.get("AUTOTUNE_REPLAY_FALLBACK", 0) if result else 0,
                     len(autotune.fallbacks) if autotune else 0)
     return TaskEvidence(task, state, result, rc_name, fingerprint, ir_files, topology, index_present, outcomes,

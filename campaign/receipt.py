@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 from campaign import __version__, caliber, canonical, harness
 from campaign.artifacts import (CELLS_DIR, IDENTITY_FILE, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE,
                                 RECEIPT_FILE, SCHEMA_VERSION, STATUS_FILE, Matrix)
-from campaign.errors import Refused
+from campaign.errors import EXIT_VERIFY, Refused
 from campaign.lock import LOCK_FILE
 
 # Not recorded at seal: the receipt itself and the live run lock (removed right after).
@@ -185,6 +185,15 @@ def verify_root(root: Path) -> list[Difference]:
                     "changed", rel, f"sha256 {digest[:12]} size {size}, "
                                     f"receipt {str(entry.get('sha256'))[:12]} size {entry.get('size')}"))
     return differences
+
+
+def require_verified(root: Path, prefix: str) -> None:
+    """Refuse (exit 5) to derive anything from a root that does not verify, naming the first differences."""
+    differences = verify_root(root)
+    if differences:
+        shown = "; ".join(d.line() for d in differences[:5])
+        raise Refused(prefix, "verify", f"{root} does not verify ({len(differences)} difference(s): {shown})",
+                      EXIT_VERIFY)
 
 
 def writable_entries(root: Path) -> list[str]:

@@ -8,35 +8,23 @@ Nothing here runs anything.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Optional
-
-from pydantic import BaseModel, ValidationError
+from typing import Optional
 
 from campaign import caliber, canonical, irevidence, screening, stats, status, yamlio
 from campaign.artifacts import (IR_DIR, MANIFEST_FILE, MATRIX_FILE, RESULT_FILE, ROWS_FILE, STATUS_FILE, CellResult,
                                 Matrix, Rows, Task, cell_dir_name)
+from campaign.evidence import read_model
 from campaign.manifest import Manifest
 
 SCREEN_FILE = "screen.tsv"
 
 
-def _read(path: Path, model: type[BaseModel], problems: list[str]) -> Optional[Any]:
-    if not path.is_file():
-        return None
-    try:
-        return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError) as exc:
-        problems.append(f"{path.parent.name}/{path.name} unreadable ({str(exc).splitlines()[0]})")
-        return None
-
-
 def read_side(root: Path, task: Task, row: Optional[status.StatusRow], manifest: Manifest,
               strip: tuple[str, ...], problems: list[str]) -> screening.Side:
     cell = Path(root) / cell_dir_name(task.id)
-    result = _read(cell / RESULT_FILE, CellResult, problems)
-    rows = _read(cell / ROWS_FILE, Rows, problems)
+    result = read_model(cell / RESULT_FILE, CellResult, problems)
+    rows = read_model(cell / ROWS_FILE, Rows, problems)
     ir_dir, stage = cell / IR_DIR, manifest.switch.ir_stage
     topology = None
     try:

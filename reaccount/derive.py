@@ -24,7 +24,7 @@ from campaign import canonical, receipt, report
 from campaign.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
 from campaign.classify import CLASSES, classify
 from campaign.evidence import load_root
-from campaign.errors import EXIT_INPUT, EXIT_VERIFY, InputError, Refused
+from campaign.errors import EXIT_INPUT, InputError, Refused
 
 PREFIX = "REACCOUNT_REFUSED"
 DEMOTIONS = {("G", "C"), ("G", "B"), ("C", "B"), ("R", "B")}
@@ -59,11 +59,7 @@ def check(root: Path, out: Path) -> dict:
     sealed = canonical.read_json(root / RECEIPT_FILE)
     if sealed.get("kind") == "derived":
         raise Refused(PREFIX, "receipt", f"{root}: holds a derived receipt, not a campaign receipt", EXIT_INPUT)
-    differences = receipt.verify_root(root)
-    if differences:
-        shown = "; ".join(d.line() for d in differences[:5])
-        raise Refused(PREFIX, "verify", f"{root} does not verify ({len(differences)} difference(s): {shown})",
-                      EXIT_VERIFY)
+    receipt.require_verified(root, PREFIX)
     if out == root or root in out.parents:
         raise Refused(PREFIX, "out_inside_root", f"{out} is inside the sealed root {root}")
     if (out / RECEIPT_FILE).exists():

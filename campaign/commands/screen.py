@@ -28,7 +28,7 @@ from pathlib import Path
 from campaign import __version__, canonical, harness, receipt, screening, screenroot
 from campaign.artifacts import PREPARE_FILE, RECEIPT_FILE
 from campaign.commands import prepare, run
-from campaign.errors import EXIT_INPUT, EXIT_OK, EXIT_VERIFY, InputError, Refused
+from campaign.errors import EXIT_INPUT, EXIT_OK, InputError, Refused
 from campaign.matrix import expand
 
 PREFIX = "SCREEN_REFUSED"
@@ -98,11 +98,7 @@ def rescore(root: Path, strip: tuple[str, ...]) -> tuple[Path, list[dict[str, st
                       "does not say mode screen)", EXIT_INPUT)
     if not receipt.is_sealed(root):
         raise Refused(PREFIX, "sealed", f"{root}: not sealed; only a sealed screen is rescored", EXIT_INPUT)
-    differences = receipt.verify_root(root)
-    if differences:
-        shown = "; ".join(d.line() for d in differences[:5])
-        raise Refused(PREFIX, "verify", f"{root} does not verify ({len(differences)} difference(s): {shown})",
-                      EXIT_VERIFY)
+    receipt.require_verified(root, PREFIX)
     rows = screenroot.table(root, strip)
     original = (root / screenroot.SCREEN_FILE).read_bytes()
     before = {r["workload"]: r["verdict"] for r in screening.parse(original.decode("utf-8"))}
