@@ -1,8 +1,11 @@
 """Benchmarks of FlagGems random ops: dropout (p=0.5, training) and rand.
 
-Both read the device generator's seed and offset on every call, which a graph capture
-refuses: under timer graph every row of these falls back to direct timing and is marked
-BENCHMARK_DIRECT_NO_CUDAGRAPH. Deny-list keys: ``bench_dropout``, ``bench_rand``.
+Both draw a philox seed and offset from the device generator on every call. Measured on
+the H200 (torch 2.11): that goes through torch's graph-safe generator, so the capture
+succeeds and the rows are graph-timed (tests/gpu/test_timing_gpu.py pins it); on a
+runtime whose generator refuses capture (MUSA in the seeds) every row falls back to
+direct timing, marked BENCHMARK_DIRECT_NO_CUDAGRAPH. Deny-list keys: ``bench_dropout``,
+``bench_rand``.
 """
 import torch
 
