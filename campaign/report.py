@@ -165,27 +165,46 @@ def markdown(verdicts: dict) -> str:
     return "\n".join(out)
 
 
+def forest_points(verdicts: dict) -> list[dict]:
+    """One entry per timed workload: geomean Δ, its interval (None with a single round),
+    the A/A floor and whether the range is the noise floor (IR unchanged)."""
+    out = []
+    for name, w in verdicts["workloads"].items():
+        p = _timing(w)
+        if p is None or p["point"] is None:
+            continue
+        iv = p["interval"]
+        out.append({"workload": name, "class": w["class"], "point": p["point"],
+                    "low": iv["low"] if iv else None, "high": iv["high"] if iv else None,
+                    "floor": p["floor"], "noise_floor": w["timing"].get("label", "").startswith("noise")})
+    return out
+
+
 def forest_plot(verdicts: dict, path: Path) -> None:
-    """Geomean Δ and interval per timed workload; needs the optional ``plot`` extra."""
+    """Per timed workload: geomean Δ with its interval (a hollow point: one round, no
+    interval) over the grey A/A floor; needs the optional ``plot`` extra."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         raise CampaignError("--plot needs matplotlib: install the optional extra, pip install 'campaign[plot]'") from None
-    points = [(n, _timing(w)) for n, w in verdicts["workloads"].items()]
-    points = [(n, p) for n, p in points if p is not None and p["interval"] is not None]
-    fig, ax = plt.subplots(figsize=(7, 0.5 + 0.4 * max(1, len(points))))
-    for y, (name, p) in enumerate(points):
-        iv = p["interval"]
-        ax.plot([iv["low"] * 100, iv["high"] * 100], [y, y], color="black")
-        ax.plot([p["point"] * 100], [y], "o", color="black")
+    points = forest_points(verdicts)
+    if not points:
+        raise CampaignError("--plot: no workload has timed rows to plot (nothing was timed, or nothing reached Triton)")
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.45 * len(points)))
+    for y, p in enumerate(reversed(points)):
         if p["floor"] is not None:
-            ax.axvspan(-p["floor"] * 100, p["floor"] * 100, ymin=(y + 0.1) / len(points),
-                       ymax=(y + 0.9) / len(points), color="0.85")
+            ax.fill_betweenx([y - 0.35, y + 0.35], -p["floor"] * 100, p["floor"] * 100, color="0.85", linewidth=0)
+        if p["low"] is not None:
+            ax.plot([p["low"] * 100, p["high"] * 100], [y, y], color="black", linewidth=1.5)
+        ax.plot([p["point"] * 100], [y], "o", color="black", markerfacecolor="black" if p["low"] is not None else "white")
     ax.axvline(0, color="0.5", linewidth=0.8)
-    ax.set_yticks(range(len(points)), [n for n, _ in points])
-    ax.set_xlabel("candidate vs baseline, geomean Δ % (grey: A/A floor)")
+    labels = [f"{p['workload']} ({p['class']}{', noise floor' if p['noise_floor'] else ''})" for p in reversed(points)]
+    ax.set_yticks(range(len(points)), labels)
+    ax.set_ylim(-0.6, len(points) - 0.4)
+    ax.set_xlabel("geomean Δ % vs baseline   (grey: A/A floor; hollow: one round, no interval)", fontsize=9)
+    ax.set_title(f"{verdicts['campaign']}: {verdicts['switch']} on {verdicts['backend']}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -74,6 +74,25 @@ def test_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
     assert not (tmp_path / "forest.png").exists()
 
 
+def test_forest_plot_draws_every_timed_workload(tmp_path, cli):
+    root = rb.build(tmp_path, [rb.mm(), rb.pointwise()])
+    points = report.forest_points(classify_root(root))
+    assert [(p["workload"], p["class"], p["noise_floor"]) for p in points] == [("matmul", "G", False), ("add", "B", True)]
+    matmul = points[0]
+    assert matmul["low"] <= matmul["point"] <= matmul["high"] and matmul["floor"] is not None
+    done = cli("report", root, "--plot", tmp_path / "forest.png")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "forest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_forest_plot_refuses_when_nothing_was_timed(tmp_path):
+    verdicts = classify_root(rb.build(tmp_path, [rb.mm()], rb.Options(backend="cpu", floor=0)))
+    assert report.forest_points(verdicts) == []
+    with pytest.raises(CampaignError, match="no workload has timed rows"):
+        report.forest_plot(verdicts, tmp_path / "forest.png")
+    assert not (tmp_path / "forest.png").exists()
+
+
 def test_cpu_report_says_nothing_was_timed(tmp_path):
     text = report.markdown(classify_root(rb.build(tmp_path, [rb.mm()], rb.Options(backend="cpu", floor=0))))
     assert "| matmul | X | IR_CHANGED | 12 → 4 | 12 → 4 | — | — | — | — | none |" in text
