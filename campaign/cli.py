@@ -9,41 +9,31 @@ from typing import Optional, Sequence
 from campaign import __version__
 from campaign.errors import EXIT_INTERRUPTED, CampaignError
 
-# subcommand -> (module under campaign.commands, one-line help)
+# subcommand (a module of campaign.commands) -> one-line help
 COMMANDS = {
-    "validate": ("validate", "check a manifest as prepare would, writing nothing"),
-    "prepare": ("prepare", "validate a manifest and freeze it into a run root"),
-    "run": ("run", "execute a prepared root's matrix, then seal it"),
-    "verify": ("verify", "re-hash a sealed root and name every difference"),
-    "report": ("report", "verdicts of a sealed root as markdown or JSON"),
-    "reaccount": ("reaccount", "re-derive verdicts from a sealed root under a new launch floor"),
-    "screen": ("screen", "one pinned pair per workload: decide what deserves rounds"),
-    "schema": ("schema", "regenerate the JSON Schemas under schemas/"),
+    "validate": "check a manifest as prepare would, writing nothing",
+    "prepare": "validate a manifest and freeze it into a run root",
+    "run": "execute a prepared root's matrix, then seal it",
+    "verify": "re-hash a sealed root and name every difference",
+    "report": "verdicts of a sealed root as markdown or JSON",
+    "reaccount": "re-derive verdicts from a sealed root under a new launch floor",
+    "screen": "one pinned pair per workload: decide what deserves rounds",
+    "schema": "regenerate the JSON Schemas under schemas/",
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="campaign", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="campaign", description="Sealed, reviewable A/B campaigns of Triton compiler switches over FlagGems operators.")
     parser.add_argument("--version", action="version", version=f"campaign {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, (module, help_text) in COMMANDS.items():
-        command = _command_module(module)
-        if command is None:
-            continue
+    for name, help_text in COMMANDS.items():
+        command = importlib.import_module(f"campaign.commands.{name}")
         sp = sub.add_parser(name, help=help_text, description=help_text)
         command.add_arguments(sp)
         sp.set_defaults(_module=command)
     return parser
-
-
-def _command_module(module: str):
-    try:
-        return importlib.import_module(f"campaign.commands.{module}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"campaign.commands.{module}":
-            return None  # not built yet
-        raise
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
