@@ -23,6 +23,14 @@ def test_pinned_env_sets_every_caliber_setting_explicitly():
         "PYTHONHASHSEED": "0"}
 
 
+def test_flaggems_vendor_is_named_on_accelerators_never_probed():
+    cuda = manifest_data(device={"backend": "cuda", "name": "NVIDIA H200", "target": "cuda:90"})
+    musa = manifest_data(device={"backend": "musa", "name": "MTT S5000", "target": "musa:31"})
+    assert pinned_env(Manifest.model_validate(cuda))["GEMS_VENDOR"] == "nvidia"
+    assert pinned_env(Manifest.model_validate(musa))["GEMS_VENDOR"] == "mthreads"
+    assert "GEMS_VENDOR" not in pinned_env(Manifest.model_validate(manifest_data()))   # cpu: no FlagGems
+
+
 def test_flagtree_flavor_pins_nothing_invented():
     flagtree = manifest_data(sources={"triton": {"version": "3.6.0"}, "triton_flavor": "flagtree"})
     env = pinned_env(Manifest.model_validate(flagtree))

@@ -28,6 +28,11 @@ INHERITED = (
 # The cell's caches: isolation is the point of them, so no switch may name them.
 CACHE_VARIABLES = ("TRITON_CACHE_DIR", "FLAGGEMS_CACHE_DIR")
 
+# FlagGems picks its vendor from GEMS_VENDOR first; without it, it probes by running
+# vendor tools in subprocesses with no timeout, which can hang an import (seeds) --
+# and which vendor it dispatches to is part of what a number means.
+GEMS_VENDOR = {"cuda": "nvidia", "musa": "mthreads"}
+
 PINNED = {
     # Triton 3.9 warns when unset and 3.10 flips its default: never leave it implicit.
     "TRITON_DEFAULT_FP_FUSION": "1",
@@ -52,8 +57,11 @@ def pinned_env(manifest: Manifest) -> dict[str, str]:
     and because `cell_env` inherits no FLAGTREE_* variable from the parent, a
     FlagTree switch reaches a cell only through the manifest's switch cells.
     """
-    del manifest  # identical for both flavors today; kept so the caller never has to change
-    return dict(PINNED)
+    pinned = dict(PINNED)
+    vendor = GEMS_VENDOR.get(manifest.device.backend)
+    if vendor is not None:
+        pinned["GEMS_VENDOR"] = vendor
+    return pinned
 
 
 def cell_env(parent_env: Mapping[str, str], plan: CellPlan) -> dict[str, str]:
