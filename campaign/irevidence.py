@@ -197,6 +197,16 @@ def holds_tuning_variants(autotune: Optional[AutotuneFile]) -> bool:
     return autotune is not None and autotune.policy == "measured" and autotune.tuning_runs > 0
 
 
+def comparable_pair(baseline_tuned: bool, cells: Iterable[str]) -> Optional[tuple[str, str]]:
+    """The round-1 cells whose IR sets can be compared for "did the switch change code":
+    baseline and candidate, unless the baseline benchmarked configs; then the control,
+    which replays like the candidate and differs from it only by the switch. None: no
+    comparable pair (a tuning baseline and no control)."""
+    if not baseline_tuned:
+        return ("baseline", "candidate")
+    return ("control", "candidate") if "control" in cells else None
+
+
 def cell_holds_tuning_variants(cell_dir: Path) -> bool:
     """`holds_tuning_variants` of a cell folder; a cell without autotune.json tuned nothing."""
     path = Path(cell_dir) / AUTOTUNE_FILE

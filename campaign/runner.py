@@ -26,7 +26,7 @@ from campaign import canonical, status
 from campaign.artifacts import (AUTOTUNE_FILE, CELLS_DIR, IR_DIR, MANIFEST_FILE, RESULT_FILE, STATUS_FILE,
                                 STDERR_LOG, STDOUT_LOG, TASK_FILE, CellPlan, CellResult, Matrix, Task)
 from campaign.cellproc import Ended, wait_worker
-from campaign.irevidence import cell_holds_tuning_variants, fingerprint
+from campaign.irevidence import cell_holds_tuning_variants, comparable_pair, fingerprint
 from campaign.manifest import Manifest
 from campaign.status import StatusRow
 from campaign.worker.env import cell_env
@@ -176,13 +176,8 @@ class Runner:
         return None
 
     def _comparable_pair(self, workload: str) -> Optional[tuple[str, str]]:
-        """The round-1 cells whose IR sets can be compared: baseline and candidate, unless the
-        baseline benchmarked autotune configs (its ir/ then holds every config's variants);
-        then the control, which replays like the candidate and differs from it by the switch."""
         baseline = self.setup.root / CELLS_DIR / f"{workload}/r1/baseline"
-        if not cell_holds_tuning_variants(baseline):
-            return ("baseline", "candidate")
-        return ("control", "candidate") if "control" in self.setup.matrix.cells else None
+        return comparable_pair(cell_holds_tuning_variants(baseline), self.setup.matrix.cells)
 
     def skipped_row(self, task: Task, marker: str, why: str) -> StatusRow:
         return StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from campaign import caliber
+from campaign import caliber, irevidence
 from campaign.manifest import CELL_NAMES
 from campaign.stats import Sample
 
@@ -101,11 +101,11 @@ def verdict(f: Facts) -> Verdict:
             f"rows but no *.{f.ir_stage} in any cell: nothing reached the Triton compiler (the operator ran through "
             "aten or a vendor library); not a warm cache, each cell had its own TRITON_CACHE_DIR"]))
     base = sides["baseline"]
-    if base.tuning_variants and "control" not in sides:
+    pair = irevidence.comparable_pair(base.tuning_variants, sides)
+    if pair is None:
         return Verdict(NO_COMPARABLE_IR, "; ".join(notes + [
             "baseline benchmarked autotune configs, so its IR holds every config's variants and is comparable to no "
             "replaying cell, and there is no control: add a control cell to the manifest and screen again"]))
-    pair = ("control", "candidate") if base.tuning_variants else ("baseline", "candidate")
     if base.tuning_variants:
         notes.append("baseline benchmarked autotune configs: the candidate is compared with the control")
     elif "control" in sides and sides["control"].fingerprint not in (None, base.fingerprint) and base.fingerprint:
