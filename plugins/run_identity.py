@@ -8,6 +8,9 @@ Keys (all always present; a value that does not apply is null)::
                                                              cache-invalidating variables, as Triton
                                                              normalises them for its cache key
     bench_level, shape_mode, tuner_cache,
+    tuner_cache_at_start {files, bytes}                      what the tuner cache dir held when this
+                                                             process began: empty in an isolated cell,
+                                                             warm in a shared one after the first
     autotune_mode, autotune_source, autotune_policy,
     env, pinned_env, harness_digest,
     timer {kind, warmup_ms, rep_ms, return_mode, direct_repeat, l2_flush}, direct_repeat
@@ -94,6 +97,7 @@ def identity(ctx) -> dict:
         "bench_level": manifest.defaults.bench_level,
         "shape_mode": manifest.defaults.shape_mode,
         "tuner_cache": plan.tuner_cache,
+        "tuner_cache_at_start": _folder_size(Path(plan.tuner_cache_dir)),
         "autotune_mode": task.autotune.mode,
         "autotune_source": task.autotune.source,
         "autotune_policy": task.autotune.policy,
@@ -105,6 +109,11 @@ def identity(ctx) -> dict:
         # direct-timed number is, even where the timer kind is the same).
         "direct_repeat": manifest.timer.direct_repeat if executes else None,
     }
+
+
+def _folder_size(folder: Path) -> dict[str, int]:
+    files = [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+    return {"files": len(files), "bytes": sum(p.stat().st_size for p in files)}
 
 
 class RunIdentityPlugin:

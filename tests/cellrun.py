@@ -69,8 +69,11 @@ def kernel_test(body: str) -> str:
 def plan_cell(base: Path, name: str, *, env: Optional[dict] = None, mode: str = "record",
               policy: str = "first-config", replay_file: Optional[Path] = None,
               plugins: tuple[str, ...] = CPU_PLUGINS, manifest: Optional[dict] = None,
-              cell: str = "baseline") -> CellPlan:
-    """Write <base>/<name>/{task.json, manifest.yaml} and return the plan."""
+              cell: str = "baseline", shared_tuner_cache: Optional[Path] = None) -> CellPlan:
+    """Write <base>/<name>/{task.json, manifest.yaml} and return the plan.
+
+    ``shared_tuner_cache``: the cell's FlagGems tuner cache is that folder, shared with
+    the cells given the same one (mode "shared"), instead of a fresh one of its own."""
     cell_dir = base / name
     cell_dir.mkdir(parents=True)
     manifest_file = cell_dir / "manifest.yaml"
@@ -87,8 +90,9 @@ def plan_cell(base: Path, name: str, *, env: Optional[dict] = None, mode: str = 
     plan = CellPlan.model_validate({
         "task": task, "project_root": str(PROJECT_ROOT), "root": str(base), "cell_dir": str(cell_dir),
         "replay_file": str(replay_file) if replay_file else None,
-        "triton_cache_dir": str(cell_dir / "triton-cache"), "tuner_cache_dir": str(cell_dir / "tuner-cache"),
-        "tuner_cache": "isolated", "pinned_env": {"TRITON_DEFAULT_FP_FUSION": "1"},
+        "triton_cache_dir": str(cell_dir / "triton-cache"),
+        "tuner_cache_dir": str(shared_tuner_cache or cell_dir / "tuner-cache"),
+        "tuner_cache": "isolated" if shared_tuner_cache is None else "shared", "pinned_env": {"TRITON_DEFAULT_FP_FUSION": "1"},
         "plugins": plugins, "manifest_file": str(manifest_file), "harness_digest": "0" * 64,
     })
     (cell_dir / TASK_FILE).write_text(plan.model_dump_json(), encoding="utf-8")

@@ -20,7 +20,7 @@ from cellrun import manifest_data, plan_cell, run_cell
 KEYS = {
     "schema_version", "task_id", "backend", "device_name", "device_uuid", "device_target", "driver", "cuda",
     "torch", "triton", "triton_env", "flag_gems", "python", "platform", "bench_level", "shape_mode",
-    "tuner_cache", "autotune_mode", "autotune_source", "autotune_policy", "env", "pinned_env",
+    "tuner_cache", "tuner_cache_at_start", "autotune_mode", "autotune_source", "autotune_policy", "env", "pinned_env",
     "harness_digest", "timer", "direct_repeat",
 }
 TIMER_KEYS = {"kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush"}
@@ -47,6 +47,7 @@ def test_cpu_cell_identity_is_complete_and_read_at_run_time(tmp_path):
     assert (base["torch"], base["triton"], base["python"]) == (torch.__version__, triton.__version__,
                                                               platform.python_version())
     assert base["flag_gems"] is None, "a builtin workload does not need flag_gems"
+    assert base["tuner_cache"] == "isolated" and base["tuner_cache_at_start"] == {"files": 0, "bytes": 0}
     assert base["pinned_env"] == {"TRITON_DEFAULT_FP_FUSION": "1"} and base["harness_digest"] == "0" * 64
     # The switch reaches Triton's cache key in the candidate only, normalised as Triton does.
     assert base["triton_env"] == {"TRITON_DEFAULT_FP_FUSION": "true"}
@@ -89,3 +90,15 @@ def test_executing_backend_reports_the_current_device_as_the_backend_enumerates_
         "NVIDIA H200", "GPU-bbbb", "cuda:90", "570.124.06")
     assert identity["cuda"] == torch.version.cuda
     assert identity["timer"]["kind"] == "graph" and identity["timer"]["l2_flush"] is False
+
+
+def test_a_shared_tuner_cache_is_named_and_its_warm_start_counted(tmp_path):
+    shared = tmp_path / "tuner-shared"
+    (shared / "sub").mkdir(parents=True)
+    (shared / "TunedConfig.db").write_bytes(b"x" * 100)
+    (shared / "sub" / "more.db").write_bytes(b"y" * 20)
+    plan = plan_cell(tmp_path, "warm", plugins=("campaign.plugins.run_identity",), shared_tuner_cache=shared)
+    run_cell(plan, EMPTY_TEST)
+    identity = _identity(plan)
+    assert (identity["tuner_cache"], identity["tuner_cache_at_start"]) == ("shared", {"files": 2, "bytes": 120})
+    assert "tuner_cache_at_start" not in run_identity.CALIBER_FIELDS, "a warm start is news, not a caliber"

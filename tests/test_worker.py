@@ -249,3 +249,13 @@ def test_a_crash_is_still_a_failure_result(tmp_path):
     assert result.correctness.reason == "worker crashed: RuntimeError"
     assert result.note == "worker crashed: RuntimeError: plugin exploded"
     assert "worker crashed: RuntimeError: plugin exploded" in (Path(plan.cell_dir) / "run.log").read_text()
+
+
+def test_correctness_is_not_run_after_a_poisoned_capture_on_any_backend():
+    clean = {"AUTOTUNE_REPLAY_FALLBACK": 2, "BENCHMARK_DIRECT_NO_CUDAGRAPH": 3, "BENCHMARK_CAPTURE_POISONED": 0}
+    assert cell.correctness_not_run(clean, executes=True) is None, "fallbacks are rows, not a dead context"
+    assert cell.correctness_not_run(clean, executes=False) == cell.NOT_EXECUTED
+    poisoned = clean | {"BENCHMARK_CAPTURE_POISONED": 1}
+    for executes in (True, False):
+        reason = cell.correctness_not_run(poisoned, executes)
+        assert reason == cell.POISONED and "BENCHMARK_CAPTURE_POISONED" in reason

@@ -100,14 +100,11 @@ class Cell:
         self.say(f"benchmark: pytest exit {rc}")
 
         notes = []
-        poisoned = self.log.counts.get("BENCHMARK_CAPTURE_POISONED", 0)
-        if poisoned:
-            # the capture left this process's device context unusable: nothing measured in
-            # it afterwards is evidence, correctness included
-            reason = "not run: a graph capture poisoned this process's device context (BENCHMARK_CAPTURE_POISONED)"
-            importlib.import_module(OUTCOMES).write_not_run(self.cell_dir, reason)
-            correctness = Correctness(state="not_run", reason=reason)
-        elif backend.capabilities.executes:
+        skipped = cell.correctness_not_run(self.log.counts, backend.capabilities.executes)
+        if skipped is not None:
+            importlib.import_module(OUTCOMES).write_not_run(self.cell_dir, skipped)
+            correctness = Correctness(state="not_run", reason=skipped)
+        else:
             args = cell.correctness_args(plan)
             self.say(f"correctness: pytest {' '.join(args)}")
             correctness_rc = int(pytest.main(args, plugins=[importlib.import_module(OUTCOMES).make(ctx)]))
@@ -115,9 +112,6 @@ class Cell:
             correctness = cell.read_correctness(self.cell_dir, correctness_rc)
             if correctness_rc not in (0, 1):
                 notes.append(f"correctness session exit {correctness_rc}")
-        else:
-            importlib.import_module(OUTCOMES).write_not_run(self.cell_dir, cell.NOT_EXECUTED)
-            correctness = Correctness(state="not_run", reason=cell.NOT_EXECUTED)
         return self.result(rc, correctness, notes)
 
     def crashed(self, exc: BaseException) -> CellResult:

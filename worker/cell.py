@@ -15,6 +15,19 @@ from campaign.canonical import read_json
 
 PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q")
 NOT_EXECUTED = "compile-only backend: launches are not executed"
+POISONED = "not run: a graph capture poisoned this process's device context (BENCHMARK_CAPTURE_POISONED)"
+
+
+def correctness_not_run(markers: dict[str, int], executes: bool) -> Optional[str]:
+    """Why the correctness session must not run after the benchmark session, or None.
+
+    A poisoned capture leaves the process's device context unusable: nothing measured
+    in it afterwards is evidence, correctness included, whatever the backend."""
+    if markers.get("BENCHMARK_CAPTURE_POISONED", 0):
+        return POISONED
+    if not executes:
+        return NOT_EXECUTED
+    return None
 
 
 def pytest_args(nodes: list[str], plan: CellPlan) -> list[str]:

@@ -111,25 +111,47 @@ def test_offline_compile_gives_the_devices_ttgir(recorded, replayed, tmp_path):
     assert fingerprint(Path(offline.cell_dir) / "ir") == fingerprint(Path(replayed.cell_dir) / "ir")
 
 
-def test_libtuner_records_from_a_warm_sqlite_and_replays_without_tuning(tmp_path):
-    body = kernel_test("""
-        import flag_gems
-        a = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
-        with flag_gems.use_gems():
-            c = torch.mm(a, a)
-        torch.testing.assert_close(c.float(), a.float() @ a.float(), rtol=2e-2, atol=1.0)
-    """)
-    manifest = cuda_manifest()
-    first = plan_cell(tmp_path, "first", policy="measured", plugins=CUDA_PLUGINS, manifest=manifest)
-    run_cell(first, body)
-    # Same tuner cache, now warm: LibTuner finds its keys in sqlite and writes nothing.
-    second = plan_cell(tmp_path, "second", policy="measured", plugins=CUDA_PLUGINS, manifest=manifest)
-    run_cell(second, body, extra_env={"FLAGGEMS_CACHE_DIR": first.tuner_cache_dir})
-    libtuned = [e for e in autotune(first)["entries"] if e["tuner"] == "libtuner"]
+MM_BODY = """
+    import flag_gems
+    a = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
+    with flag_gems.use_gems():
+        c = torch.mm(a, a)
+    torch.testing.assert_close(c.float(), a.float() @ a.float(), rtol=2e-2, atol=1.0)
+"""
+
+
+def _identity(plan) -> dict:
+    return json.loads((Path(plan.cell_dir) / "run_identity.json").read_text())
+
+
+def test_shared_tuner_cache_compiles_less_in_the_second_process_and_isolated_does_not(tmp_path):
+    """The trap a shared FlagGems tuner cache sets: the second process finds LibTuner's
+    keys in sqlite, benchmarks nothing and compiles only the chosen config, so its IR is not
+    the first's. Two processes on one shared cache against two isolated ones, the same
+    workload; the identities tell the modes (and the warm start) apart. A warm sqlite still
+    records the call's own key, and a replay of the recording tunes nothing."""
+    body, manifest = kernel_test(MM_BODY), cuda_manifest()
+    shared = tmp_path / "tuner-shared"
+    cells = {}
+    for name, cache in (("shared-1", shared), ("shared-2", shared), ("isolated-1", None), ("isolated-2", None)):
+        cells[name] = plan_cell(tmp_path, name, policy="measured", plugins=CUDA_PLUGINS, manifest=manifest,
+                                shared_tuner_cache=cache)
+        run_cell(cells[name], body)
+    variants = {name: len(read_index(plan.cell_dir)) for name, plan in cells.items()}
+    tuning = {name: autotune(plan)["tuning_runs"] for name, plan in cells.items()}
+    print(f"variants compiled {variants}; tuning runs {tuning}")
+    assert variants["shared-1"] == variants["isolated-1"] == variants["isolated-2"] > 2
+    assert variants["shared-2"] < variants["shared-1"] and tuning["shared-2"] == 0
+    assert tuning["shared-1"] == tuning["isolated-1"] == tuning["isolated-2"] > 0
+    identities = {name: _identity(plan) for name, plan in cells.items()}
+    assert [identities[n]["tuner_cache"] for n in cells] == ["shared", "shared", "isolated", "isolated"]
+    at_start = {name: identity["tuner_cache_at_start"]["files"] for name, identity in identities.items()}
+    assert at_start["shared-2"] > 0 and at_start["shared-1"] == at_start["isolated-1"] == at_start["isolated-2"] == 0
+    libtuned = [e for e in autotune(cells["shared-1"])["entries"] if e["tuner"] == "libtuner"]
     assert libtuned, "flag_gems' mm went through no LibTuner"
-    assert autotune(second)["tuning_runs"] == 0
-    assert [e for e in autotune(second)["entries"] if e["tuner"] == "libtuner"] == libtuned
-    replay = plan_cell(tmp_path, "replay", mode="replay", policy="measured", plugins=CUDA_PLUGINS,
-                       replay_file=Path(first.cell_dir) / "autotune.json", manifest=manifest, cell="candidate")
+    assert [e for e in autotune(cells["shared-2"])["entries"] if e["tuner"] == "libtuner"] == libtuned
+    replay = plan_cell(tmp_path, "replay", mode="replay", policy="measured", plugins=CUDA_PLUGINS, manifest=manifest,
+                       replay_file=Path(cells["isolated-2"].cell_dir) / "autotune.json", cell="candidate")
     run_cell(replay, body)
     assert (autotune(replay)["tuning_runs"], autotune(replay)["fallbacks"]) == (0, [])
+    assert len(read_index(replay.cell_dir)) < variants["isolated-2"]

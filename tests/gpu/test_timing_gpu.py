@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign import timers
+from campaign import inventory, shapes, timers
 from campaign.artifacts import ROWS_FILE, Autotune, CellPlan, Rows, Targets, Task
 from campaign.backends.cuda import CudaBackend
 from campaign.manifest import Manifest
@@ -81,6 +81,37 @@ def test_event_and_graph_both_time_add_and_mm(pytester, tmp_path, kind, op, file
         # physically plausible for these shapes on any current GPU: 1 us .. 50 ms
         assert 1e-3 < row.latency_ms < 50, row
     assert sum(ctx.log.counts.values()) == 0
+
+
+FLAGGEMS = sorted((e for e in inventory.load(PROJECT_ROOT / "ops").entries.values() if e.provider == "flaggems"),
+                  key=lambda e: e.op)
+CORE = shapes.load_shapes(shapes.shape_file(PROJECT_ROOT, "flaggems", "core"))
+BLAS = {"mm", "bmm", "addmm"}
+
+
+@pytest.mark.parametrize("entry", FLAGGEMS, ids=lambda e: e.op)
+def test_every_flaggems_workload_gives_rows_under_event_and_graph(pytester, tmp_path, entry):
+    """Every inventory workload, its own dtypes and core shapes, once per timer. A graph row
+    either was captured (timer graph, unmarked) or fell back marked with its phase; none is lost.
+    BLAS: the first core shape in fp16 only (their fp32 sweeps compile for minutes per shape)."""
+    core = tuple(shapes.format_shape(s) for s in CORE[entry.op])
+    shape_set, dtypes = (core[:1], ("float16",)) if entry.op in BLAS else (core, entry.dtypes)
+    for kind in ("event", "graph"):
+        (tmp_path / kind).mkdir()
+        ctx = _context(tmp_path / kind, CudaBackend(), {"kind": kind, **FAST}, entry.op, shape_set, dtypes)
+        result, rows, _ = _session(pytester, ctx, PROJECT_ROOT / entry.benchmark)
+        assert result.ret == 0, "\n".join(result.outlines[-30:])
+        assert len(rows) == len(shape_set) * len(dtypes), "no row lost"
+        assert all(r.status == "ok" and 0 < r.latency_ms < 1000 for r in rows), rows
+        fell_back = [r for r in rows if r.timer != kind]
+        if kind == "event":
+            assert not fell_back and all(r.markers == () for r in rows)
+        else:
+            assert all(r.markers == () for r in rows if r.timer == "graph")
+            assert all((r.timer, r.markers) == ("direct", (timers.FALLBACK_MARKER,)) and r.fallback_phase
+                       for r in fell_back), fell_back
+        assert ctx.log.counts[timers.FALLBACK_MARKER] == len(fell_back)
+        assert ctx.log.counts[timers.POISONED_MARKER] == 0
 
 
 def _generator_still_advances(torch):

@@ -1,0 +1,39 @@
+"""The sealed roots committed under receipts/ verify, and the copies beside them are theirs.
+
+A reviewer reads ``receipts/<root>/status.tsv`` or ``screen.tsv`` without unpacking
+anything; this pins that those copies are byte for byte the files the receipt hashes,
+and that every committed root still verifies as the CLI verifies it.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+RECEIPTS = Path(__file__).resolve().parent.parent / "receipts"
+SEALED = sorted(p.parent for p in RECEIPTS.glob("*/root.tar.gz"))
+COPIES = ("receipt.json", "manifest.yaml", "status.tsv", "telemetry.tsv", "screen.tsv")
+
+
+def test_receipts_hold_sealed_roots():
+    assert len(SEALED) >= 4, f"expected the committed H200 roots under {RECEIPTS}, found {SEALED}"
+
+
+@pytest.mark.parametrize("folder", SEALED, ids=lambda p: p.name)
+def test_a_committed_root_verifies_and_its_copies_are_its_own(folder, tmp_path):
+    with tarfile.open(folder / "root.tar.gz") as archive:
+        names = {member.name.split("/")[0] for member in archive.getmembers()}
+        assert names == {folder.name}, f"{folder}/root.tar.gz holds {names}, not the root {folder.name}"
+        archive.extractall(tmp_path, filter="data")
+    root = tmp_path / folder.name
+    proc = subprocess.run([sys.executable, "-m", "campaign", "verify", str(root)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verify against receipt.json" in proc.stdout
+    copies = [name for name in COPIES if (folder / name).exists()]
+    assert {"receipt.json", "manifest.yaml", "status.tsv"} <= set(copies)
+    for name in copies:
+        assert (folder / name).read_bytes() == (root / name).read_bytes(), f"{folder / name} is not the root's"
