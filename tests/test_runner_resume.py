@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from campaign import canonical
-from runroots import by_id, demo, fault, prepare, rows, run, start_run
+from campaign import canonical, screening
+from conftest import PROJECT_ROOT, run_cli
+from runroots import by_id, demo, fault, manifest, prepare, rows, run, start_run
 
 WAIT_CELL = ("slow", "r1", "candidate")
 
@@ -115,3 +118,47 @@ def test_sigint_records_interrupted_and_run_again_reruns_it(tmp_path: Path, star
     assert history == [("slow/r1/baseline", "ok"), ("slow/r1/candidate", "interrupted"),
                        ("slow/r1/candidate", "ok")]
     assert (root / "cells" / "slow" / "r1" / "candidate.interrupted-1" / "stdout.log").is_file()
+
+
+def test_an_interrupted_screen_is_resumed_by_the_screen_and_sealed_with_its_table(tmp_path: Path, started):
+    path = manifest(tmp_path, [demo("add", canary=True), fault("slow", "test_bench_wait")], campaign="screen-resume")
+    proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--runs-dir", str(tmp_path / "runs"),
+                             "--grace", "1", "--scratch-dir", str(tmp_path)],
+                            cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started[0].append(proc)
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "runs").glob("screen-resume-screen-*")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    root = next((tmp_path / "runs").glob("screen-resume-screen-*"))
+    _wait_for(root / "cells" / Path(*WAIT_CELL) / "task.json", proc)
+    time.sleep(1.0)
+    started[1].append(_worker_pgid(root))
+    finished = _digests(root / "cells" / "add")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"`campaign screen --resume {root}` re-runs the interrupted cell" in err
+    assert not (root / "screen.tsv").exists() and not (root / "receipt.json").exists()
+
+    refused = run(root)
+    assert refused.returncode == 1 and "RUN_REFUSED check=mode" in refused.stderr
+    assert f"campaign screen --resume {root}" in refused.stderr
+    both = run_cli("screen", path, "--resume", root)
+    assert both.returncode == 2 and "give one of" in both.stderr and "MANIFEST and --resume" in both.stderr
+
+    resumed = run_cli("screen", "--resume", root, "--grace", "1", "--scratch-dir", tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip().splitlines()[-1] == str(root / "screen.tsv")
+    assert _digests(root / "cells" / "add") == finished, "finished cells are kept as they were"
+    assert (root / "cells" / "slow" / "r1" / "candidate.interrupted-1" / "task.json").is_file()
+    table = {r["workload"]: r for r in screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
+    assert set(table) == {"add", "slow"} and table["slow"]["rc_candidate"] == "0"
+    assert run_cli("verify", root).returncode == 0
+
+    again = run_cli("screen", "--resume", root)
+    assert again.returncode == 2 and "SCREEN_REFUSED check=sealed" in again.stderr
+    campaign_root = prepare(tmp_path, [demo("add")], campaign="plain")
+    wrong = run_cli("screen", "--resume", campaign_root)
+    assert wrong.returncode == 2 and "SCREEN_REFUSED check=screen_root" in wrong.stderr
+    assert "`campaign run ROOT`" in wrong.stderr

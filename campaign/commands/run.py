@@ -2,7 +2,8 @@
 
 Without ROOT, the newest prepared, unsealed campaign root under --runs-dir.
 Refusals name their check (``RUN_REFUSED check=<name>: ...``, exit 1), in this
-order: prepared, mode (a screen root is run only by `campaign screen`), sealed,
+order: prepared, mode (a screen root is run only by `campaign screen`, which
+also resumes it), sealed,
 lock, project_root, harness, versions, device. `execute` is the run-and-seal flow
 itself, shared with `campaign screen`. A failed canary stops the
 campaign (``RUN_FAILED check=canary``, exit 1, the root stays unsealed: its
@@ -58,7 +59,8 @@ def find_root(args: argparse.Namespace) -> Path:
         mode = canonical.read_json(root / PREPARE_FILE).get("mode", "campaign")
         if mode != "campaign":
             raise Refused(PREFIX, "mode", f"{root} was prepared by `campaign {mode}`, which runs and seals its own "
-                          f"root (its table is written before the seal); start `campaign {mode}` again")
+                          f"root (its table is written before the seal); `campaign {mode} --resume {root}` "
+                          "completes it")
         return root
     roots = runchecks.prepared_roots(args.runs_dir)
     if not roots:
@@ -146,7 +148,8 @@ def execute(root: Path, args: argparse.Namespace,
         if outcome.state != COMPLETED:
             mode = prepare.get("mode", "campaign")
             hint = (f"`campaign run {root}` re-runs the interrupted cell and completes the campaign"
-                    if mode == "campaign" else f"the root stays unsealed; start `campaign {mode}` again")
+                    if mode == "campaign" else
+                    f"`campaign {mode} --resume {root}` re-runs the interrupted cell and completes the {mode}")
             print(f"RUN_INTERRUPTED: {outcome.detail}; {hint}", file=sys.stderr)
             return EXIT_INTERRUPTED
         before_seal(root)

@@ -8,6 +8,11 @@ cells run through `campaign run`'s own flow -- same worker, plugins, caliber and
 timeouts -- and ``screen.tsv`` (`campaign.screening`) is written before the seal,
 so the receipt hashes it. The last stdout line is the table's path.
 
+``--resume ROOT`` completes a screen root that was stopped before its seal (an
+interrupted or killed screen): finished cells are kept, the unfinished one is set
+aside and run again, exactly as `campaign run` resumes a campaign; then the table
+is written and the root sealed.
+
 ``--rescore ROOT`` re-judges a sealed screen root under the current fingerprint
 rule (plus any ``--strip-annotation``) without running anything: the sealed root
 is never written; ``<root>.rescore-<n>/`` gets the new screen.tsv, the original
@@ -40,6 +45,8 @@ RULE_FILES = ("campaign/irevidence.py", "campaign/screening.py")   # the rule a 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", type=Path, nargs="?", help="the manifest to screen (YAML)")
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the screen root is made (default: runs/)")
+    parser.add_argument("--resume", type=Path, metavar="ROOT",
+                        help="complete an unsealed screen root that was stopped (finished cells are kept)")
     parser.add_argument("--rescore", type=Path, metavar="ROOT", help="re-judge a sealed screen root; runs nothing")
     parser.add_argument("--strip-annotation", action="append", default=[], metavar="REGEX",
                         help="with --rescore: also strip this pattern before fingerprinting (repeatable)")
@@ -49,14 +56,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if (args.manifest is None) == (args.rescore is None):
-        raise InputError("give a MANIFEST to screen, or --rescore ROOT (not both)")
+    given = [what for what, value in (("MANIFEST", args.manifest), ("--resume", args.resume),
+                                      ("--rescore", args.rescore)) if value is not None]
+    if len(given) != 1:
+        raise InputError("give one of: a MANIFEST to screen, --resume ROOT, --rescore ROOT"
+                         + (f" (got {' and '.join(given)})" if given else ""))
     if args.strip_annotation and args.rescore is None:
         raise InputError("--strip-annotation applies to --rescore only (a fresh screen uses the manifest's patterns)")
     if args.emit_manifest is not None and args.emit_manifest.exists():
         raise Refused(PREFIX, "emit_exists", f"{args.emit_manifest} exists: an emitted manifest never overwrites one")
     if args.rescore is not None:
         code, out, rows = EXIT_OK, *rescore(args.rescore, tuple(args.strip_annotation))
+    elif args.resume is not None:
+        code, out, rows = resume(args)
     else:
         code, out, rows = screen(args)
     if code != EXIT_OK:
@@ -76,6 +88,24 @@ def screen(args: argparse.Namespace) -> tuple[int, Path, list[dict[str, str]]]:
     root = prepare.freeze(dataclasses.replace(checked, matrix=expand(one, checked.resolved)), args.runs_dir,
                           mode="screen")
     print(f"screen {checked.manifest.campaign}: {len(checked.resolved)} workloads, one pinned pair each -> {root}")
+    return _execute(root, args)
+
+
+def resume(args: argparse.Namespace) -> tuple[int, Path, list[dict[str, str]]]:
+    root = args.resume.resolve()
+    record = canonical.read_json(root / PREPARE_FILE) if (root / PREPARE_FILE).is_file() else {}
+    if record.get("mode") != "screen":
+        raise Refused(PREFIX, "screen_root", f"{root}: not a screen root (prepare.json does not say mode screen); "
+                      "a campaign root is resumed by `campaign run ROOT`", EXIT_INPUT)
+    if receipt.is_sealed(root):
+        raise Refused(PREFIX, "sealed", f"{root} is sealed: its screen is complete (`--rescore` re-judges it)",
+                      EXIT_INPUT)
+    print(f"screen: resuming {root}")
+    return _execute(root, args)
+
+
+def _execute(root: Path, args: argparse.Namespace) -> tuple[int, Path, list[dict[str, str]]]:
+    """Run the root's cells through `campaign run`'s flow; the table is written before the seal."""
     rows: list[dict[str, str]] = []
 
     def write_table(root: Path) -> None:
