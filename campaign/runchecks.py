@@ -97,6 +97,14 @@ def device_problems(device: Device, present: list[DeviceInfo]) -> list[str]:
     return [f"device {first.index}: {problem}" for problem in problems]
 
 
+def root_mode(root: Path) -> Optional[str]:
+    """The command a root was prepared for (prepare.json ``mode``, "campaign" when unnamed);
+    None when the folder holds no prepare.json."""
+    if not (root / PREPARE_FILE).is_file():
+        return None
+    return read_json(root / PREPARE_FILE).get("mode", "campaign")
+
+
 def prepared_roots(runs_dir: Path) -> list[Path]:
     """Prepared, unsealed campaign roots under runs_dir, newest first (prepare time, then name).
 

@@ -12,10 +12,11 @@ from typing import Optional
 from campaign.artifacts import (AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, IR_DIR, OUTCOMES_FILE, ROWS_FILE,
                                 AutotuneFile, AutotuneSummary, CellPlan, Correctness, Outcomes, Rows, RowCounts)
 from campaign.canonical import read_json
+from campaign.timers import POISONED_MARKER
 
 PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q")
 NOT_EXECUTED = "compile-only backend: launches are not executed"
-POISONED = "not run: a graph capture poisoned this process's device context (BENCHMARK_CAPTURE_POISONED)"
+POISONED = f"not run: a graph capture poisoned this process's device context ({POISONED_MARKER})"
 
 
 def correctness_not_run(markers: dict[str, int], executes: bool) -> Optional[str]:
@@ -23,7 +24,7 @@ def correctness_not_run(markers: dict[str, int], executes: bool) -> Optional[str
 
     A poisoned capture leaves the process's device context unusable: nothing measured
     in it afterwards is evidence, correctness included, whatever the backend."""
-    if markers.get("BENCHMARK_CAPTURE_POISONED", 0):
+    if markers.get(POISONED_MARKER, 0):
         return POISONED
     if not executes:
         return NOT_EXECUTED

@@ -54,9 +54,9 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
 def find_root(args: argparse.Namespace) -> Path:
     if args.root is not None:
         root = args.root.resolve()
-        if not (root / PREPARE_FILE).is_file():
+        mode = runchecks.root_mode(root)
+        if mode is None:
             raise Refused(PREFIX, "prepared", f"{root}: no {PREPARE_FILE}; run `campaign prepare` first")
-        mode = canonical.read_json(root / PREPARE_FILE).get("mode", "campaign")
         if mode != "campaign":
             raise Refused(PREFIX, "mode", f"{root} was prepared by `campaign {mode}`, which runs and seals its own "
                           f"root (its table is written before the seal); `campaign {mode} --resume {root}` "

@@ -30,8 +30,8 @@ import itertools
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from campaign import __version__, canonical, harness, receipt, screening, screenroot
-from campaign.artifacts import PREPARE_FILE, RECEIPT_FILE
+from campaign import __version__, canonical, harness, receipt, runchecks, screening, screenroot
+from campaign.artifacts import RECEIPT_FILE
 from campaign.commands import prepare, run
 from campaign.errors import EXIT_INPUT, EXIT_OK, InputError, Refused
 from campaign.matrix import expand
@@ -93,8 +93,7 @@ def screen(args: argparse.Namespace) -> tuple[int, Path, list[dict[str, str]]]:
 
 def resume(args: argparse.Namespace) -> tuple[int, Path, list[dict[str, str]]]:
     root = args.resume.resolve()
-    record = canonical.read_json(root / PREPARE_FILE) if (root / PREPARE_FILE).is_file() else {}
-    if record.get("mode") != "screen":
+    if runchecks.root_mode(root) != "screen":
         raise Refused(PREFIX, "screen_root", f"{root}: not a screen root (prepare.json does not say mode screen); "
                       "a campaign root is resumed by `campaign run ROOT`", EXIT_INPUT)
     if receipt.is_sealed(root):
@@ -122,8 +121,7 @@ def rescore(root: Path, strip: tuple[str, ...]) -> tuple[Path, list[dict[str, st
             re.compile(pattern)
         except re.error as exc:
             raise InputError(f"--strip-annotation {pattern!r} does not compile: {exc}") from None
-    record = canonical.read_json(root / PREPARE_FILE) if (root / PREPARE_FILE).is_file() else {}
-    if record.get("mode") != "screen" or not (root / screenroot.SCREEN_FILE).is_file():
+    if runchecks.root_mode(root) != "screen" or not (root / screenroot.SCREEN_FILE).is_file():
         raise Refused(PREFIX, "screen_root", f"{root}: not a screen root (no screen.tsv, or prepare.json "
                       "does not say mode screen)", EXIT_INPUT)
     if not receipt.is_sealed(root):
