@@ -7,7 +7,7 @@ Root layout::
     <root>/matrix.json            `Matrix`: every task, frozen at prepare
     <root>/prepare.json           prepare receipt (digests taken before anything runs)
     <root>/status.tsv             one row per finished cell, append-only
-    <root>/telemetry.tsv          device samples beside the run (evidence, not a gate)
+    <root>/telemetry.tsv          device samples beside the run, joined to rows' timing windows
     <root>/cells/<workload>/r<k>/<cell>/   one folder per task (the task id is this path)
         task.json                 `CellPlan`, written by the runner before the worker starts
         result.json               `CellResult`, the one file the worker writes for the parent
@@ -17,6 +17,7 @@ Root layout::
         rows.json                 `Rows`: one row per benchmark case
         outcomes.json             `Outcomes`: pytest outcome per correctness node
         autotune.json             `AutotuneFile`: what was recorded / replayed
+        phases.json               `Phases`: where the cell's seconds went (`campaign.worker.phases`)
         ir/<hash>-<kernel>.<stage> every compiled variant's stages
         ir/index.tsv              `INDEX_COLUMNS`: variant -> launch count
     <root>/receipt.json           written at seal; the root is read-only afterwards
@@ -49,9 +50,16 @@ RUN_LOG = "run.log"
 STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
 IDENTITY_FILE = "run_identity.json"
+# Inherited variables that decide which code a cell runs (modules, libraries, tools): each
+# cell records the values it got, and the report shows them (an inherited PYTHONPATH runs
+# its code in every worker).
+CODE_PATH_VARIABLES = ("PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CUDA_HOME", "CUDA_PATH",
+                       "MUSA_HOME", "MUSA_PATH", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH",
+                       "TRITON_NVDISASM_PATH")
 ROWS_FILE = "rows.json"
 OUTCOMES_FILE = "outcomes.json"
 AUTOTUNE_FILE = "autotune.json"
+PHASES_FILE = "phases.json"
 IR_DIR = "ir"
 INDEX_FILE = "index.tsv"
 
@@ -180,6 +188,11 @@ class Row(Record):
     repeat: Optional[int] = None
     l2_flush: Optional[bool] = None
     error: Optional[str] = None
+    # Wall-clock span (time.time()) of what the timer measured, first call's compile excluded:
+    # the telemetry samples inside it judge the row's clocks (`campaign.throttle`). None: not timed,
+    # or written before windows were recorded.
+    window_start_unix: Optional[float] = None
+    window_end_unix: Optional[float] = None
 
 
 class Rows(Record):
@@ -223,6 +236,23 @@ class AutotuneFile(Record):
     entries: tuple[AutotuneEntry, ...]   # record: what was chosen; replay: what was injected
     fallbacks: tuple[AutotuneEntry, ...] = ()   # replay: keys tuned because the recording lacked them
     tuning_runs: int = 0
+
+
+# Where a cell's seconds go, in the order they are spent; `campaign.worker.phases` says
+# what each one includes. A cell written before phases existed has no phases.json.
+PHASE_NAMES = ("start", "imports", "preflight", "compile", "tuning", "timing", "correctness", "write-out")
+
+
+class Phase(Record):
+    name: Literal[PHASE_NAMES]
+    seconds: Optional[float] = None      # None: could not be measured here (the label says why)
+    label: str                           # what the phase includes where its boundary is not exact
+
+
+class Phases(Record):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    task_id: str
+    phases: tuple[Phase, ...]
 
 
 def cell_dir_name(task_id: str) -> str:

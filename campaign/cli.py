@@ -15,9 +15,11 @@ COMMANDS = {
     "prepare": "validate a manifest and freeze it into a run root",
     "run": "execute a prepared root's matrix, then seal it",
     "verify": "re-hash a sealed root and name every difference",
+    "attest": "an in-toto provenance statement for a sealed root",
     "report": "verdicts of a sealed root as markdown or JSON",
     "reaccount": "re-derive verdicts from a sealed root under a new launch floor",
     "screen": "one pinned pair per workload: decide what deserves rounds",
+    "cost": "where a root's seconds went, per workload and phase",
     "schema": "regenerate the JSON Schemas under schemas/",
 }
 

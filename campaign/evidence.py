@@ -7,16 +7,16 @@ latency read at all unless the mismatch was released.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
 from pydantic import ValidationError
 
-from campaign import caliber, irevidence, status, yamlio
+from campaign import caliber, irevidence, status, telemetry, throttle, yamlio
 from campaign.artifacts import (AUTOTUNE_FILE, IR_DIR, MANIFEST_FILE, MATRIX_FILE, OUTCOMES_FILE, RESULT_FILE,
-                                ROWS_FILE, STATUS_FILE, AutotuneFile, CellResult, Matrix, Outcomes, Row, Rows,
-                                Task, cell_dir_name)
+                                ROWS_FILE, STATUS_FILE, TELEMETRY_FILE, AutotuneFile, CellResult, Matrix, Outcomes,
+                                Row, Rows, Task, cell_dir_name)
 from campaign.errors import InputError
 from campaign.manifest import Manifest
 
@@ -36,6 +36,9 @@ class TaskEvidence:
     fallbacks: int                               # AUTOTUNE_REPLAY_FALLBACK, from result or autotune.json
     problems: tuple[str, ...]                    # files present but unreadable
     tuned: bool = False                          # benchmarked autotune configs: ir/ holds every config's variants
+    variants: tuple[str, ...] = ()               # irevidence.variant_digests of the IR stage
+    identity: Optional[dict] = None              # run_identity.json as the cell wrote it
+    throttle: Optional[throttle.TaskThrottle] = None   # timed rows vs telemetry; None: no telemetry.tsv or no rows
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class RootEvidence:
     tasks: dict[str, TaskEvidence]
     caliber: caliber.CaliberCheck
     caliber_released: bool
+    harness_drift: tuple[str, ...] = ()          # harness files changed since prepare, as the seal found them
 
 
 def read_model(path: Path, model, problems: list[str]):
@@ -73,7 +77,7 @@ def load_frame(root: Path) -> tuple[Manifest, Matrix]:
 
 
 def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optional[status.StatusRow],
-              read_rows: bool) -> TaskEvidence:
+              read_rows: bool, identity: Optional[dict] = None) -> TaskEvidence:
     cell = Path(root) / cell_dir_name(task.id)
     problems: list[str] = []
     result = read_model(cell / RESULT_FILE, CellResult, problems)
@@ -81,8 +85,9 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     state = "done" if result is not None else ("skipped" if rc_name == status.SKIPPED else "missing")
     ir_dir = cell / IR_DIR
     stage = manifest.switch.ir_stage
-    fingerprint = irevidence.fingerprint(ir_dir, stage, manifest.switch.strip_annotations)
-    ir_files = len(irevidence.stage_files(ir_dir, stage))
+    variants = irevidence.variant_digests(ir_dir, stage, manifest.switch.strip_annotations)
+    fingerprint = irevidence.fingerprint_of(variants)
+    ir_files = len(variants)
     index_present = (ir_dir / "index.tsv").is_file()
     try:
         topology = irevidence.topology(ir_dir, floor) if ir_dir.is_dir() else None
@@ -96,10 +101,11 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
                     len(autotune.fallbacks) if autotune else 0)
     return TaskEvidence(task, state, result, rc_name, fingerprint, ir_files, topology, index_present, outcomes,
                         rows_file.rows if rows_file else None, fallbacks, tuple(problems),
-                        irevidence.holds_tuning_variants(autotune))
+                        irevidence.holds_tuning_variants(autotune), variants, identity)
 
 
-def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False) -> RootEvidence:
+def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,
+              harness_drift: tuple[str, ...] = ()) -> RootEvidence:
     """Everything the classifier needs; ``floor`` overrides the manifest's measured_launch_floor."""
     root = Path(root)
     manifest, matrix = load_frame(root)
@@ -107,9 +113,15 @@ def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: b
     rows, _ = status.read(root / STATUS_FILE)
     latest = status.latest(rows)
     ran = [t for t in matrix.tasks if (root / cell_dir_name(t.id) / RESULT_FILE).is_file()]
-    check = caliber.compare(matrix.tasks, caliber.load_identities(root, ran))
+    identities = caliber.load_identities(root, ran)
+    check = caliber.compare(matrix.tasks, identities)
     tasks = {}
     for task in matrix.tasks:
         refused = bool(check.workloads.get(task.workload)) and not allow_caliber_mismatch
-        tasks[task.id] = load_task(root, task, manifest, floor, latest.get(task.id), read_rows=not refused)
-    return RootEvidence(manifest, matrix, floor, tasks, check, allow_caliber_mismatch)
+        tasks[task.id] = load_task(root, task, manifest, floor, latest.get(task.id), read_rows=not refused,
+                                   identity=identities.get(task.id))
+    samples = telemetry.read_samples(root / TELEMETRY_FILE)
+    if samples is not None:
+        judged = throttle.judge(samples, {task_id: t.rows for task_id, t in tasks.items()})
+        tasks = {task_id: replace(t, throttle=judged.get(task_id)) for task_id, t in tasks.items()}
+    return RootEvidence(manifest, matrix, floor, tasks, check, allow_caliber_mismatch, tuple(harness_drift))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
+from campaign import stripregex
 from campaign.artifacts import AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, AutotuneFile
 
 CONVERT = "ttg.convert_layout"
@@ -38,6 +39,16 @@ _LOC_DEF = re.compile(r"^#loc[\w.]*\s*=\s*loc\(.*$")
 _LLIR_DEBUG_LINE = re.compile(r"^(!\d+ = (distinct )?!DI|!llvm\.dbg\.|!llvm\.module\.flags|source_filename|; ModuleID)")
 _LLIR_DBG_REF = re.compile(r",\s*!dbg !\d+")
 _PTX_DEBUG_LINE = re.compile(r"^\s*\.(loc|file)\s")
+# nvdisasm prints every ELF section of a cubin under a banner: //----- .text.add_kernel -----
+_SASS_BANNER = re.compile(r"^//-+\s+(\S+)\s+-+\s*$")
+# Sections that hold no machine code and differ for identical code: .debug_line names
+# the kernel's source file (generated kernels live in the cell's own cache folder) and
+# .nv_debug_ptx_txt embeds the PTX text, which TRITON_DEFAULT_FP_FUSION=0 changes
+# (add.f16x2 -> add.rn.f16x2) while the instructions stay the same (measured, sm_90).
+_SASS_DEBUG_SECTION = re.compile(r"^\.(nv_)?debug")
+# An offset within its section (/*01c0*/): equal for equal code, shifted by any insertion.
+# Instruction encodings (/* 0x000fe20000000800 */) are kept: they carry the scheduling bits.
+_SASS_OFFSET = re.compile(r"/\*[0-9a-f]{4,}\*/")
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,20 @@ def _strip_inline_locs(line: str) -> str:
         i = k + 1
 
 
+def sass_code(text: str) -> str:
+    """nvdisasm's output without its debug sections: the code, .nv.info attributes
+    (register count, stack size) and symbols. The capture writes this, and the
+    fingerprint drops debug sections again in case a file holds them."""
+    kept, debug = [], False
+    for line in text.splitlines():
+        banner = _SASS_BANNER.match(line)
+        if banner:
+            debug = bool(_SASS_DEBUG_SECTION.match(banner.group(1)))
+        if not debug:
+            kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
 def normalize(text: str, stage: str, strip_patterns: Iterable[str] = ()) -> str:
     """The text a fingerprint is taken over: locations and the switch's annotations removed."""
     if stage in ("ttir", "ttgir"):
@@ -123,8 +148,9 @@ def normalize(text: str, stage: str, strip_patterns: Iterable[str] = ()) -> str:
             if not _PTX_DEBUG_LINE.match(line):
                 kept.append(line)
         text = "\n".join(kept)
-    for pattern in strip_patterns:
-        text = re.sub(pattern, "", text)
+    elif stage == "sass":
+        text = _SASS_OFFSET.sub("", sass_code(text))
+    text = stripregex.strip(text, strip_patterns)  # under a time limit: a backtracking pattern is an error, not a hang
     return "\n".join(line.rstrip() for line in text.splitlines() if line.strip()) + "\n"
 
 
@@ -141,17 +167,27 @@ def stage_files(ir_dir: Path, stage: str) -> list[Path]:
     return sorted(p for p in ir_dir.iterdir() if p.is_file() and p.suffix == f".{stage}")
 
 
-def fingerprint(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> Optional[str]:
-    """SHA-256 over (kernel name, normalized content) of every variant; None: no comparable IR."""
+def variant_digests(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> tuple[str, ...]:
+    """``kernel<TAB>sha256(normalized content)`` of every variant: what a fingerprint is taken over,
+    sorted, so one cell's variants can be looked up among another's (a recording cell holds
+    every config's variants; a replaying cell's must be among them)."""
     patterns = tuple(strip_patterns)
     items = []
     for path in stage_files(Path(ir_dir), stage):
         _, kernel, _ = split_name(path)
         content = normalize(path.read_text(encoding="utf-8", errors="replace"), stage, patterns)
         items.append(f"{kernel}\t{hashlib.sha256(content.encode()).hexdigest()}")
-    if not items:
-        return None
-    return hashlib.sha256("\n".join(sorted(items)).encode()).hexdigest()
+    return tuple(sorted(items))
+
+
+def fingerprint_of(variants: Iterable[str]) -> Optional[str]:
+    items = sorted(variants)
+    return hashlib.sha256("\n".join(items).encode()).hexdigest() if items else None
+
+
+def fingerprint(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> Optional[str]:
+    """SHA-256 over (kernel name, normalized content) of every variant; None: no comparable IR."""
+    return fingerprint_of(variant_digests(ir_dir, stage, strip_patterns))
 
 
 def read_index(ir_dir: Path) -> Index:

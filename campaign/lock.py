@@ -5,8 +5,10 @@ while a cell runs -- the worker's process group and task id, so that a runner
 that takes over a stale lock can end a worker orphaned by a killed runner
 before re-running its cell. A lock whose pid is dead on this host is stale: it
 is reported, then taken over. A lock from another host cannot be judged from
-here and is refused. The lock is not an artifact: the receipt leaves it out
-and it is removed before the root is made read-only.
+here and is refused. The lock is not an artifact: the receipt leaves it out.
+The seal removes it only after the receipt is in place and every file and
+folder is read-only, so a lock found beside receipt.json marks a seal a crash
+stopped, which `campaign run` takes over and finishes (`campaign.receipt.complete`).
 """
 from __future__ import annotations
 

@@ -6,12 +6,51 @@ Models only: reading YAML and mapping errors to file positions lives in
 """
 from __future__ import annotations
 
-import re
+import difflib
 from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, model_validator
+
+from campaign import cellenv_rules, stripregex
 
 SCHEMA_VERSION = 1
+
+# Numbers are strict (YAML's true or "600" is not an integer; .inf is not a time) and
+# bounded, so a typo cannot expand into a million-round matrix or a year-long timeout.
+MAX_TIMEOUT_S = 86_400                  # one cell, one day
+MAX_ROUNDS = 100
+MAX_MS = 60_000                         # timer windows, per measurement
+Count = Annotated[int, Field(strict=True, ge=1)]
+Seconds = Annotated[int, Field(strict=True, ge=1, le=MAX_TIMEOUT_S)]
+Millis = Annotated[float, Field(strict=True, gt=0, le=MAX_MS, allow_inf_nan=False)]
+
+# torch dtype names (the timing plugin looks them up on torch); one spelling each,
+# because the name is recorded in every row and compared across cells.
+DTYPES = ("bfloat16", "bool", "complex128", "complex64", "float16", "float32", "float64",
+          "int16", "int32", "int64", "int8", "uint8")
+_DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "f16": "float16", "bf16": "bfloat16",
+                  "fp32": "float32", "float": "float32", "f32": "float32", "fp64": "float64",
+                  "double": "float64", "f64": "float64", "int": "int32", "long": "int64"}
+
+
+def _known_dtype(name: str) -> str:
+    if name in DTYPES:
+        return name
+    key = name.lower()
+    guess = key if key in DTYPES else _DTYPE_ALIASES.get(key) or next(iter(difflib.get_close_matches(key, DTYPES, n=1)), None)
+    hint = f": did you mean {guess}?" if guess else f"; known: {', '.join(DTYPES)}"
+    raise ValueError(f"unknown dtype {name!r}{hint}")
+
+
+def _integer(value: object) -> object:
+    # a Literal compares with ==, so true and 1.0 would pass as 1; pydantic has no strict Literal
+    if type(value) is not int:
+        raise ValueError(f"Input should be an integer, not {type(value).__name__}")
+    return value
+
+
+DType = Annotated[str, AfterValidator(_known_dtype),
+                  Field(json_schema_extra={"enum": list(DTYPES)})]
 
 CampaignId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
 WorkloadName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=80)]
@@ -28,12 +67,19 @@ class FieldError(ValueError):
     """A cross-field rule's failure, carrying the path below the validated model.
 
     pydantic keeps the raised exception in the error's ``ctx``; `campaign.yamlio`
-    appends ``loc`` so the message points at the offending key, not the section.
+    appends ``loc`` so the message points at the offending key, not the section,
+    and reports every one of ``problems`` (more than one when a rule finds several).
     """
 
-    def __init__(self, loc: tuple, message: str):
+    def __init__(self, loc: tuple, message: str, problems: tuple[tuple[tuple, str], ...] = ()):
         super().__init__(message)
         self.loc = loc
+        self.problems = problems or ((loc, message),)
+
+    @classmethod
+    def every(cls, problems: list[tuple[tuple, str]]) -> "FieldError":
+        loc, message = problems[0]
+        return cls(loc, message, tuple(problems))
 
 
 class Model(BaseModel):
@@ -83,15 +129,17 @@ class Switch(Model):
     @model_validator(mode="after")
     def _cells_differ(self) -> "Switch":
         cells = self.cells
+        refused = cellenv_rules.problems(self.name, {name: getattr(cells, name) for name in self.cell_names()})
+        if refused:
+            raise FieldError.every(refused)
         if cells.baseline == cells.candidate:
             raise FieldError(("cells", "candidate"), "baseline and candidate have the same env: nothing would be compared")
         if cells.control is not None and cells.control == cells.baseline:
             raise FieldError(("cells", "control"), "control has the same env as baseline: it must turn the switch's plumbing on")
-        for index, pattern in enumerate(self.strip_annotations):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise FieldError(("strip_annotations", index), f"regex {pattern!r} does not compile: {exc}") from None
+        bad = [(("strip_annotations", index), why) for index, pattern in enumerate(self.strip_annotations)
+               if (why := stripregex.problem(pattern)) is not None]
+        if bad:
+            raise FieldError.every(bad)
         return self
 
     def cell_names(self) -> tuple[str, ...]:
@@ -100,10 +148,10 @@ class Switch(Model):
 
 class Timer(Model):
     kind: Literal["event", "graph", "direct"] = "graph"
-    warmup_ms: Annotated[float, Field(gt=0)] = 25.0
-    rep_ms: Annotated[float, Field(gt=0)] = 100.0
+    warmup_ms: Millis = 25.0
+    rep_ms: Millis = 100.0
     return_mode: Literal["median", "mean", "min", "max"] = "median"
-    direct_repeat: Optional[Annotated[int, Field(ge=1)]] = None
+    direct_repeat: Optional[Annotated[Count, Field(le=1000)]] = None
 
     @model_validator(mode="after")
     def _repeat_is_median(self) -> "Timer":
@@ -116,13 +164,13 @@ class Timer(Model):
 
 
 class Rounds(Model):
-    count: Annotated[int, Field(ge=1)] = 2
+    count: Annotated[Count, Field(le=MAX_ROUNDS)] = 2
     alternate_order: StrictBool = True
     later_only_if_ir_changed: StrictBool = True
 
 
 class Defaults(Model):
-    timeout_s: Annotated[int, Field(ge=1)] = 2400
+    timeout_s: Seconds = 2400
     bench_level: Literal["core", "comprehensive"] = "core"
     shape_mode: Literal["project", "subset"] = "project"
     tuner_cache: Literal["isolated", "shared"] = "isolated"
@@ -158,11 +206,12 @@ class Workload(Model):
     provider: Literal["builtin", "flaggems"] = "builtin"
     benchmark: Optional[Target] = None
     correctness: Optional[Correctness] = None
-    dtypes: Optional[tuple[Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+$")], ...]] = None
+    dtypes: Optional[tuple[DType, ...]] = None
     shapes: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
-    timeout_s: Optional[Annotated[int, Field(ge=1)]] = None
+    timeout_s: Optional[Seconds] = None
     # Seconds one screened round took (`campaign screen`): N rounds cost about N times it.
-    weight_s: Optional[Annotated[float, Field(ge=0)]] = None
+    # A round is at most three cells, each under the timeout cap.
+    weight_s: Optional[Annotated[float, Field(strict=True, ge=0, le=3 * MAX_TIMEOUT_S, allow_inf_nan=False)]] = None
     canary: StrictBool = False
     reason: Optional[Reason] = None
 
@@ -173,10 +222,12 @@ class Workload(Model):
             ("correctness -k", self.correctness is not None and self.correctness.k is not None),
             ("a shape subset", self.shapes is not None),
         ) if present]
-        if narrowed and self.reason is None:
-            raise FieldError(("reason",), f"narrowing ({', '.join(narrowed)}) requires a reason")
         if self.dtypes is not None and not self.dtypes:
             raise FieldError(("dtypes",), "dtypes is empty: leave it out to use the op's own set")
+        if self.shapes is not None and not self.shapes:
+            raise FieldError(("shapes",), "shapes is empty: a subset of no shapes measures nothing; leave it out to use them all")
+        if narrowed and self.reason is None:
+            raise FieldError(("reason",), f"narrowing ({', '.join(narrowed)}) requires a reason")
         return self
 
     def narrowings(self) -> tuple[str, ...]:
@@ -189,7 +240,7 @@ class Workload(Model):
 
 
 class Manifest(Model):
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Annotated[Literal[1], BeforeValidator(_integer)] = SCHEMA_VERSION
     campaign: CampaignId
     description: Annotated[str, StringConstraints(min_length=1)]
     sources: Sources
@@ -197,7 +248,7 @@ class Manifest(Model):
     switch: Switch
     timer: Timer = Timer()
     rounds: Rounds = Rounds()
-    measured_launch_floor: Annotated[int, Field(ge=0)] = 1
+    measured_launch_floor: Annotated[int, Field(strict=True, ge=0, le=1_000_000)] = 1
     production_default_policy: Literal["unchanged-off", "unchanged-on", "proposed-on", "proposed-off"] = "unchanged-off"
     defaults: Defaults = Defaults()
     workloads: tuple[Workload, ...] = Field(min_length=1)
@@ -212,8 +263,9 @@ class Manifest(Model):
         if self.device.backend == "cpu" and self.timer.kind == "graph":
             # Nothing is timed on cpu; graph would be a label with nothing behind it.
             raise FieldError(("timer", "kind"), "graph needs an accelerator; a cpu campaign times nothing: use event")
-        if self.switch.ir_stage == "sass" and self.device.backend == "cpu":
-            raise FieldError(("switch", "ir_stage"), "sass needs the device's disassembler; cpu compiles up to ptx only")
+        if self.switch.ir_stage == "sass" and self.device.backend == "cpu" and not self.device.target.startswith("cuda:"):
+            # offline sass is nvdisasm over the cubin Triton builds for a cuda target (ptxas and nvdisasm ship in its wheel)
+            raise FieldError(("switch", "ir_stage"), f"sass on cpu disassembles a cuda cubin; target {self.device.target} has none")
         return self
 
     def timeout_for(self, workload: Workload) -> int:

@@ -52,12 +52,15 @@ class Tally:
     def begin(self, task: Task) -> None:
         self.current, self.current_since = task, self.clock()
 
-    def end(self, row: StatusRow) -> None:
+    def end(self, row: StatusRow, settled: bool = True) -> int:
+        """Count a row; the position to show for it: its start's, whether it settled its task or not."""
         self.current = None
-        if row.finished:
+        counted = settled and row.finished
+        if counted:
             self.done += 1
-        if row.elapsed_s is not None and row.rc_name != SKIPPED and row.finished:
+        if row.elapsed_s is not None and row.rc_name != SKIPPED and counted:
             self.measured.append(row.elapsed_s)
+        return self.done if counted else self.done + 1
 
     def eta_s(self) -> Optional[float]:
         """Mean elapsed of measured cells times the cells left (skips make it pessimistic)."""
@@ -89,9 +92,9 @@ class PlainProgress:
         self.tally.begin(task)
         self._print(f"[{self.tally.done + 1}/{self.tally.total}] start {task.id} (timeout {task.timeout_s}s)")
 
-    def cell_ended(self, task: Task, row: StatusRow) -> None:
-        self.tally.end(row)
-        self._print(f"[{self.tally.done}/{self.tally.total}] end {end_line(row)} "
+    def cell_ended(self, task: Task, row: StatusRow, settled: bool = True) -> None:
+        position = self.tally.end(row, settled)
+        self._print(f"[{position}/{self.tally.total}] end {end_line(row)} "
                     f"(eta {_clock_text(self.tally.eta_s())})")
 
     def note(self, text: str) -> None:

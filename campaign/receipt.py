@@ -1,66 +1,63 @@
 """Sealing a finished root and verifying a sealed one: functions any command can call.
 
-receipt.json (canonical JSON) records the SHA-256 and size of every file under
-the root except itself, the digests of the manifest and prepare.json, the
-harness digests taken at prepare (and any harness file that changed since),
-the run identity, and the verdicts from `campaign.classify.classify_root` --
-or ``null`` with a note when no classifier is importable: verdicts are never
-invented here. After the receipt is written, files become 0444 and folders
-0555. `verify_root` re-hashes and names every changed, missing and extra file.
+receipt.json (canonical JSON, `campaign.receiptmodel.Receipt`) records the
+SHA-256, size and mode of every file under the root except itself, every folder
+with its mode, the digests of the manifest and prepare.json, the harness digests
+taken at prepare (and any harness file that changed since), the run identity,
+the verdicts from `campaign.classify.classify_root` -- or ``null`` with a note
+when no classifier is importable: verdicts are never invented here -- and the
+SHA-256 of its own content.
+
+The seal is crash-safe. In order: the receipt goes to receipt.json.partial, is
+fsync'd and renamed into place; files become 0444 and folders 0555; run.lock is
+removed; the root itself becomes 0555. A crash before the rename leaves no
+receipt (a resume seals again); after it, run.lock is still there, and
+`complete` (called by `campaign run` under the lock) finishes that seal.
+Verifying is `campaign.verification`.
 """
 from __future__ import annotations
 
 import importlib
+import json
 import os
-import stat
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from campaign import __version__, caliber, canonical, harness
+from campaign import __version__, caliber, canonical, harness, rootfiles, status
 from campaign.artifacts import (CELLS_DIR, IDENTITY_FILE, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE,
-                                RECEIPT_FILE, SCHEMA_VERSION, STATUS_FILE, Matrix)
+                                RECEIPT_FILE, STATUS_FILE, Matrix, cell_dir_name)
 from campaign.errors import EXIT_VERIFY, Refused
 from campaign.lock import LOCK_FILE
+from campaign.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt, content_digest
+from campaign.rootfiles import SEALED_FILE_MODE, SEALED_FOLDER_MODE, mode_text
+from campaign.verification import (UNRECORDED, UNVERIFIED, Difference, Verification,  # noqa: F401 (re-exported)
+                                   check, require_verified, verify_root, writable_entries)
 
-# Not recorded at seal: the receipt itself and the live run lock (removed right after).
-# Verify leaves out only the receipt: a lock found in a sealed root is an extra file.
-UNRECORDED = frozenset({RECEIPT_FILE, LOCK_FILE})
-UNVERIFIED = frozenset({RECEIPT_FILE})
-
-
-@dataclass(frozen=True)
-class Difference:
-    kind: str                            # "changed" | "missing" | "extra"
-    path: str
-    detail: str = ""
-
-    def line(self) -> str:
-        return f"{self.kind}: {self.path}" + (f" ({self.detail})" if self.detail else "")
+PARTIAL_FILE = RECEIPT_FILE + ".partial"
+PREFIX = "SEAL_REFUSED"
 
 
 def is_sealed(root: Path) -> bool:
-    return (Path(root) / RECEIPT_FILE).exists()
+    """receipt.json is there (whole or not): nothing measures in this root again."""
+    return os.path.lexists(Path(root) / RECEIPT_FILE)
 
 
-def walk_files(root: Path, leave_out: frozenset[str] = UNRECORDED) -> dict[str, Path]:
-    """Relative POSIX path -> path of every file under root, sorted, ``leave_out`` names left out."""
-    root = Path(root)
-    found: dict[str, Path] = {}
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(folder) / name
-            rel = path.relative_to(root).as_posix()
-            if rel not in leave_out:
-                found[rel] = path
-    return found
+def seal_interrupted(root: Path) -> bool:
+    """A receipt with run.lock still beside it: the seal stopped before its last steps."""
+    return is_sealed(root) and os.path.lexists(Path(root) / LOCK_FILE)
 
 
-def file_digests(root: Path) -> dict[str, dict[str, Any]]:
-    return {rel: {"sha256": canonical.sha256_file(path), "size": path.stat().st_size}
-            for rel, path in walk_files(root).items()}
+def missing_cell_folders(root: Path) -> list[str]:
+    """Task ids whose last status row says finished but whose cell folder is gone.
+
+    A skipped task (adaptive rounds) never had a folder; every other finished row
+    is evidence the verdicts read, so its folder must exist for the seal to claim it.
+    """
+    rows, _ = status.read(Path(root) / STATUS_FILE)
+    return sorted(task_id for task_id, row in status.latest(rows).items()
+                  if row.finished and row.rc_name != status.SKIPPED
+                  and not (Path(root) / cell_dir_name(task_id)).is_dir())
 
 
 def run_identities(root: Path, matrix: Matrix) -> tuple[Optional[dict], list[dict]]:
@@ -82,7 +79,7 @@ def run_identities(root: Path, matrix: Matrix) -> tuple[Optional[dict], list[dic
     return first, (entries if len(entries) > 1 else [])
 
 
-def classify(root: Path) -> tuple[Optional[dict], Optional[str]]:
+def classify(root: Path, harness_drift: tuple[str, ...] = ()) -> tuple[Optional[dict], Optional[str]]:
     """Verdicts from the classifier hook, or (None, why there are none)."""
     try:
         module = importlib.import_module("campaign.classify")
@@ -94,21 +91,30 @@ def classify(root: Path) -> tuple[Optional[dict], Optional[str]]:
     if hook is None:
         return None, "campaign.classify has no classify_root(root): verdicts not derived"
     try:
-        return hook(Path(root)), None
+        return hook(Path(root), harness_drift=harness_drift), None
     except Exception as exc:  # the seal records the failure; the evidence is still sealed
         return None, f"campaign.classify.classify_root failed: {type(exc).__name__}: {exc}"
 
 
 def build_receipt(root: Path, now: datetime) -> dict[str, Any]:
     root = Path(root)
+    tree = rootfiles.scan(root, UNRECORDED)
+    if tree.refused:
+        raise Refused(PREFIX, "files", "a sealed root holds regular files and folders only: "
+                      + "; ".join(f"{rel}: {what}" for rel, what in tree.refused.items()))
     prepare = canonical.read_json(root / PREPARE_FILE)
     matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
     identity, distinct = run_identities(root, matrix)
-    verdicts, verdicts_note = classify(root)
     recorded = prepare.get("harness", {})
-    drift = harness.changed_files(recorded, harness.harness_digests(Path(prepare["project_root"])))
-    return {
-        "schema_version": SCHEMA_VERSION,
+    drift = harness.changed_files(recorded, harness.harness_digests(Path(prepare["project_root"]),
+                                                                    harness.prepared_targets(prepare)))
+    verdicts, verdicts_note = classify(root, tuple(drift))  # drift: no G or R stands on a changed harness
+    files = {}
+    for rel, path in tree.files.items():
+        digest, size = rootfiles.sha256_regular(path)
+        files[rel] = {"sha256": digest, "size": size, "mode": mode_text(SEALED_FILE_MODE)}
+    data = {
+        "schema_version": RECEIPT_VERSION,
         "campaign": matrix.campaign,
         "sealed_utc": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "tool_version": __version__,
@@ -122,86 +128,95 @@ def build_receipt(root: Path, now: datetime) -> dict[str, Any]:
         "distinct_run_identities": distinct,
         "verdicts": verdicts,
         "verdicts_note": verdicts_note,
-        "files": file_digests(root),
+        "files": files,
+        "folders": {rel: mode_text(SEALED_FOLDER_MODE) for rel in tree.folders},
     }
+    data[SELF_DIGEST] = content_digest(data)
+    Receipt.model_validate(data)  # never write a receipt that verify would reject
+    return data
 
 
-def make_read_only(root: Path) -> None:
-    root = Path(root)
-    for folder, dirs, files in os.walk(root, topdown=False):
-        for name in files:
-            path = Path(folder) / name
-            if not path.is_symlink():
-                os.chmod(path, 0o444)
-        for name in dirs:
-            path = Path(folder) / name
-            if not path.is_symlink():
-                os.chmod(path, 0o555)
-    os.chmod(root, 0o555)
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """A crash leaves no file at ``path`` or the whole text, never a torn one."""
+    partial = path.with_name(PARTIAL_FILE)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SEALED_FILE_MODE)
+    try:
+        data = memoryview(text.encode("utf-8"))
+        while data:   # a write may be short (a file size limit, a signal)
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(partial, path)
+    _fsync_folder(path.parent)
+
+
+def _finish(root: Path, release: Callable[[], None]) -> None:
+    """Modes, then the lock, then the root: while run.lock exists, `complete` can redo every step."""
+    tree = rootfiles.scan(root, frozenset({RECEIPT_FILE, LOCK_FILE}))
+    for path in tree.files.values():
+        os.chmod(path, SEALED_FILE_MODE)
+    for path in reversed(tree.folders.values()):
+        os.chmod(path, SEALED_FOLDER_MODE)
+    release()
+    _fsync_folder(root)
+    os.chmod(root, SEALED_FOLDER_MODE)
 
 
 def seal(root: Path, release: Callable[[], None] = lambda: None,
          now: Optional[datetime] = None) -> dict[str, Any]:
-    """Write receipt.json, call ``release`` (drop the run lock), make the root read-only."""
+    """Write receipt.json, make the root read-only, call ``release`` (drop the run lock)."""
     root = Path(root)
     if is_sealed(root):
-        raise Refused("SEAL_REFUSED", "sealed", f"{root / RECEIPT_FILE} exists: the root is already sealed")
-    receipt = build_receipt(root, now or datetime.now(timezone.utc))
-    canonical.write_json_new(root / RECEIPT_FILE, receipt)
-    release()
-    make_read_only(root)
-    return receipt
-
-
-def load_receipt(root: Path) -> dict[str, Any]:
-    path = Path(root) / RECEIPT_FILE
-    if not path.is_file():
-        raise Refused("VERIFY_REFUSED", "receipt", f"{path}: no receipt: the root is not sealed")
+        raise Refused(PREFIX, "sealed", f"{root / RECEIPT_FILE} exists: the root is already sealed")
+    missing = missing_cell_folders(root)
+    if missing:
+        raise Refused(PREFIX, "cell_folder", f"{root}: status.tsv says finished but the cell folder is missing: "
+                      + ", ".join(f"{CELLS_DIR}/{task_id}" for task_id in missing) + "; nothing was sealed")
+    # Left by a seal that stopped before its rename; the caller holds the lock, so it is nobody's.
+    (root / PARTIAL_FILE).unlink(missing_ok=True)
+    data = build_receipt(root, now or datetime.now(timezone.utc))
     try:
-        receipt = canonical.read_json(path)
-    except ValueError as exc:
-        raise Refused("VERIFY_REFUSED", "receipt", f"{path}: not JSON: {exc}") from None
-    if not isinstance(receipt, dict) or not isinstance(receipt.get("files"), dict):
-        raise Refused("VERIFY_REFUSED", "receipt", f"{path}: no files table")
-    return receipt
+        _write_whole(root / RECEIPT_FILE, canonical.dumps(data))
+    except OSError as exc:   # disk full, a size limit: no receipt.json was made, so nothing is sealed
+        (root / PARTIAL_FILE).unlink(missing_ok=True)
+        raise Refused(PREFIX, "write", f"{root / RECEIPT_FILE}: {exc.strerror or exc}: nothing was sealed; "
+                      f"`campaign run {root}` seals it once the cause is fixed") from None
+    _finish(root, release)
+    return data
 
 
-def verify_root(root: Path) -> list[Difference]:
-    """Every difference between a sealed root and its receipt; empty when it verifies."""
+def complete(root: Path, release: Callable[[], None]) -> Optional[dict[str, Any]]:
+    """Finish a seal that a crash interrupted; the caller holds the run lock.
+
+    A receipt that is not JSON was never finished (an empty file from an older,
+    in-place seal): it is removed and None is returned, so the caller seals again.
+    A whole receipt is finished only when the root still matches it -- file
+    modes aside, which are what finishing sets.
+    """
     root = Path(root)
-    recorded: dict[str, dict] = load_receipt(root)["files"]
-    present = walk_files(root, UNVERIFIED)
-    differences = []
-    for rel in sorted(set(recorded) | set(present)):
-        if rel not in present:
-            differences.append(Difference("missing", rel))
-        elif rel not in recorded:
-            differences.append(Difference("extra", rel, "not in the receipt"))
-        else:
-            path, entry = present[rel], recorded[rel]
-            size, digest = path.stat().st_size, canonical.sha256_file(path)
-            if digest != entry.get("sha256") or size != entry.get("size"):
-                differences.append(Difference(
-                    "changed", rel, f"sha256 {digest[:12]} size {size}, "
-                                    f"receipt {str(entry.get('sha256'))[:12]} size {entry.get('size')}"))
-    return differences
-
-
-def require_verified(root: Path, prefix: str) -> None:
-    """Refuse (exit 5) to derive anything from a root that does not verify, naming the first differences."""
-    differences = verify_root(root)
+    path = root / RECEIPT_FILE
+    try:
+        data = json.loads(rootfiles.read_regular(path).decode("utf-8"))
+    except ValueError:
+        path.unlink()
+        (root / PARTIAL_FILE).unlink(missing_ok=True)
+        return None
+    except rootfiles.NotRegular as exc:
+        raise Refused("RUN_REFUSED", "seal_interrupted", f"{path}: {exc.strerror}", EXIT_VERIFY) from None
+    differences = [d for d in check(root, UNRECORDED).differences if d.kind != "mode"]
     if differences:
         shown = "; ".join(d.line() for d in differences[:5])
-        raise Refused(prefix, "verify", f"{root} does not verify ({len(differences)} difference(s): {shown})",
-                      EXIT_VERIFY)
-
-
-def writable_entries(root: Path) -> list[str]:
-    """Paths under a sealed root that are writable again (reported, not a digest failure)."""
-    out = []
-    for folder, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = Path(folder) / name
-            if not path.is_symlink() and path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-                out.append(path.relative_to(root).as_posix())
-    return sorted(out)
+        raise Refused("RUN_REFUSED", "seal_interrupted",
+                      f"{root}: the interrupted seal's receipt.json does not match the root "
+                      f"({len(differences)} difference(s): {shown}); the seal is not finished", EXIT_VERIFY)
+    _finish(root, release)
+    return data

@@ -25,6 +25,10 @@ def pct(value: Optional[float], signed: bool = True) -> str:
     return f"{value * 100:+.2f}%" if signed else f"{abs(value) * 100:.2f}%"
 
 
+def _mhz(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{value:.0f} MHz"
+
+
 def json_text(verdicts: dict) -> str:
     return canonical.dumps(verdicts)
 
@@ -37,7 +41,7 @@ def interval_text(iv: Optional[dict]) -> str:
 
 def _topology(w: dict, key: str) -> str:
     cells = w["topology"]["cells"]
-    b, c = cells.get("baseline"), cells.get("candidate")
+    b, c = cells.get(w["ir"].get("reference", "baseline")), cells.get("candidate")
     return f"{b[key]} → {c[key]}" if b and c else "n/a"
 
 
@@ -75,7 +79,16 @@ def _details(name: str, w: dict) -> list[str]:
     fps = {c: (fp[:12] if fp else "none") for c, fp in ir["fingerprints"].items()}
     control = {True: "control IR equals baseline", False: "control IR DIFFERS from baseline (leak)",
                None: "control not compared"}[ir["control_matches"]]
+    if ir.get("reference", "baseline") != "baseline":
+        control = ("the baseline only recorded (its ir/ holds every config tried): the control stands in for it"
+                   + ("; every control variant is among the recording cell's" if ir["control_matches"] else ""))
     out.append(f"- IR ({ir['stage']}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"; {control}")
+    for taint in w.get("taints", []):
+        out.append(f"- **not isolated**: {taint}")
+    failed = {c: keys for c, keys in w.get("rows_failed", {}).items() if keys}
+    if failed:
+        out.append("- rows failed (per shape): " + "; ".join(
+            f"{c} {len(keys)} ({', '.join(keys[:3])}{' …' if len(keys) > 3 else ''})" for c, keys in failed.items()))
     cells = w["topology"]["cells"]
     excluded = sorted({f for c in cells.values() if c for f in c["excluded"]})
     unjoinable = sorted({f for c in cells.values() if c for f in c["unjoinable"]})
@@ -97,10 +110,21 @@ def _details(name: str, w: dict) -> list[str]:
                    + ("" if w.get("timing") else ", nothing timed") + ")")
     else:
         label = w["timing"].get("label", "result")
-        orders = ", ".join(f"{o} {pct(d)} ({p['order_verdicts'][o]})" for o, d in p["by_order"].items())
+        per_order = p.get("rounds_per_order", {})
+        orders = ", ".join(f"{o} {pct(d)} over {per_order.get(o, '?')} round(s) ({p['order_verdicts'][o]})"
+                           for o, d in p["by_order"].items())
         floor = pct(p["floor"], signed=False) if p["floor"] is not None else "unknown (no control)"
+        shape_floor = (f", per-shape floors up to {pct(p['shape_floor_max'], False)}"
+                       if p.get("shape_floor_max") is not None else "")
+        p_text = f"; pooled t-test p = {p['p_value']:.2g} ({p['df']} df)" if p.get("p_value") is not None else ""
         out.append(f"- timing [{p['regime']}, {label}]: geomean {pct(p['point'])}, {interval_text(p['interval'])}; "
-                   f"A/A floor {floor}; {orders}; {p['verdict']}: {p['reason']}")
+                   f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p['verdict']}: {p['reason']}")
+        refs = w["timing"].get("references") or {}
+        if refs:
+            out.append("- rounds taken against the control (their baseline benchmarked configs, so its timings are "
+                       "not comparable): " + ", ".join(f"round {r}" for r in refs))
+        if w["timing"].get("coverage") is not None and w["timing"]["coverage"] < 1:
+            out.append(f"- coverage: {pct(w['timing']['coverage'], False)} of the timed shapes paired in every round")
         k = p["counts"]
         out.append(f"- shapes: {k['faster']} faster, {k['slower']} slower, {k['neutral']} neutral, "
                    f"{k['sign_flipping']} sign-flipping" + (f" ({', '.join(p['sign_flips'])})" if p["sign_flips"] else ""))
@@ -114,6 +138,13 @@ def _details(name: str, w: dict) -> list[str]:
                        f"{interval_text(other['interval'])}, {len(other['shapes'])} shape(s)")
         if w["timing"]["mixed_pairs"]:
             out.append(f"- {w['timing']['mixed_pairs']} pair(s) dropped: the two sides were timed differently")
+    clocks = w.get("clocks") or {}
+    if clocks:
+        out.append("- SM clock inside the timing windows, per side: " + "; ".join(
+            f"{c} median {_mhz(k['sm_clock_median_mhz'])}, min {_mhz(k['sm_clock_min_mhz'])}, "
+            f"{k['throttled_rows']} throttled / {k['unsampled_rows']} unsampled of {k['rows']} row(s)"
+            + (f" ({', '.join(f'{r} {n}' for r, n in k['reasons'].items())})" if k["reasons"] else "")
+            for c, k in clocks.items()))
     out.append(f"- markers: {_markers(w)}")
     if w["rounds"]["skipped"]:
         out.append(f"- skipped by adaptive rounds: {len(w['rounds']['skipped'])} task(s)")
@@ -143,7 +174,17 @@ def markdown(verdicts: dict) -> str:
     cal = verdicts["caliber"]
     out = [f"# Campaign `{verdicts['campaign']}`: `{verdicts['switch']}` on {verdicts['backend']}", "",
            f"Cells: {', '.join(verdicts['cells'])}. Launch floor {rule['measured_launch_floor']}, IR stage "
-           f"{rule['ir_stage']}. Intervals: {rule['interval']}. Significance: {rule['significance']}.", "",
+           f"{rule['ir_stage']}. Intervals: {rule['interval']}. Timing rule: {rule['significance']}.", ""]
+    env = verdicts.get("environment") or {}
+    if env.get("switch_overrides_pin"):
+        pin = env["switch_overrides_pin"]
+        out += [f"The switch `{pin['name']}` is a variable the harness pins (to {', '.join(pin['pinned'])} in "
+                "every cell that does not set it): each cell's own value is the one it ran with.", ""]
+    if env.get("inherited"):
+        out += ["Inherited by the cells (code paths, not caliber): " + ", ".join(f"`{v}`" for v in env["inherited"]), ""]
+    if verdicts.get("harness_drift"):
+        out += [f"**Harness changed during the run:** {', '.join(verdicts['harness_drift'])}: no G or R stands.", ""]
+    out += [
            "## Caliber", "", "| field | value |", "| --- | --- |"]
     out += [f"| {field} | {value} |" for field, value in cal["fields"].items()]
     if cal["findings"] or cal["warnings"]:

@@ -25,6 +25,7 @@ class Resolved:
     dtypes: tuple[str, ...]
     shapes: Optional[tuple[str, ...]]
     family: Optional[str]
+    notes: tuple[str, ...] = ()     # what could not be checked statically, said rather than claimed
 
 
 @dataclass
@@ -65,12 +66,15 @@ def resolve(manifest: Manifest, inventory: Inventory, project_root: Path,
         correctness = entry.correctness if entry else None
         node_ids = workload.correctness.node_ids if workload.correctness else None
         k = workload.correctness.k if workload.correctness else None
+        notes: list[str] = []
         if node_ids:
             correctness = correctness or targets.split(node_ids[0])[0]
             for n, node in enumerate(node_ids):
-                missing = targets.problem(project_root, node)
+                missing, note = targets.node_problem(project_root, node)
                 if missing:
                     problems.add("correctness_target", loc + ("correctness", "node_ids", n), missing)
+                if note:
+                    notes.append(note)
         if correctness is None:
             problems.add("correctness_target", loc,
                          "no correctness target: not in the inventory; give correctness node_ids")
@@ -106,6 +110,7 @@ def resolve(manifest: Manifest, inventory: Inventory, project_root: Path,
             dtypes=tuple(dtypes),
             shapes=workload.shapes,
             family=entry.family if entry else None,
+            notes=tuple(notes),
         )
     if problems.lines:
         raise CampaignError(problems.lines, EXIT_INPUT)

@@ -7,10 +7,12 @@ result.json, append one status row. Everything else -- refusals, the lock,
 telemetry start, progress display, sealing -- is the command's; progress is
 reported through `Events` callbacks so the loop never draws anything.
 
-Resume: a task is finished when its last status row is not ``interrupted``.
-Unfinished tasks whose cell folder exists (a killed runner, an interrupted
-cell) have it moved aside to ``<cell>.interrupted-<n>`` -- kept, never deleted
--- and are run again. Adaptive rounds: see `Runner.ir_skip`.
+Resume: a task is finished when its rows settle it (`status.settled`: the last
+is not ``interrupted``, nor the task's first death by a signal -- that one is
+run once more, at once). Unfinished tasks whose cell folder exists (a killed
+runner, an interrupted or killed cell) have it moved aside to
+``<cell>.interrupted-<n>`` -- kept, never deleted -- and are run again.
+Adaptive rounds: see `Runner.ir_skip`.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Protocol
 
-from campaign import canonical, status
+from campaign import canonical, faults, status
 from campaign.artifacts import (AUTOTUNE_FILE, CELLS_DIR, IR_DIR, MANIFEST_FILE, RESULT_FILE, STATUS_FILE,
                                 STDERR_LOG, STDOUT_LOG, TASK_FILE, CellPlan, CellResult, Matrix, Task)
 from campaign.cellproc import Ended, wait_worker
@@ -37,13 +39,13 @@ COMPLETED, CANARY_FAILED, INTERRUPTED = "completed", "canary_failed", "interrupt
 class Events(Protocol):
     def started(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow]) -> None: ...
     def cell_started(self, task: Task) -> None: ...
-    def cell_ended(self, task: Task, row: StatusRow) -> None: ...
+    def cell_ended(self, task: Task, row: StatusRow, settled: bool = True) -> None: ...
     def note(self, text: str) -> None: ...
 
 
 class Telemetry(Protocol):
     def mark(self) -> None: ...
-    def window(self, start: float, end: float): ...
+    def window(self, start: float, end: float, cell_dir: Path): ...
 
 
 @dataclass
@@ -106,30 +108,30 @@ class Runner:
         rows, bad = status.read(self.status_path)
         for line in bad:
             self.events.note(f"status.tsv: ignored a line that is not a row: {line}")
-        latest = status.latest(rows)
+        latest = status.settled(rows)
         tasks = tuple(sorted(self.setup.matrix.tasks, key=lambda t: t.order))
         self.events.started(tasks, latest)
         for task in tasks:
-            done = latest.get(task.id)
-            if done is not None and done.finished:
-                if task.canary and done.failed:
-                    return Outcome(CANARY_FAILED, _canary_reason(done))
-                continue
-            if self.stop.is_set():
-                return Outcome(INTERRUPTED, self.stop_reason)
-            folder = cell_path(self.setup.root, task)
-            if folder.exists():
-                moved = set_aside(folder)
-                self.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
-            skip = self.ir_skip(task, latest)
-            row = self.skipped_row(task, *skip) if skip else self.run_cell(task)
-            status.append(self.status_path, row)
-            latest[task.id] = row
-            self.events.cell_ended(task, row)
-            if row.rc_name == status.INTERRUPTED:
-                return Outcome(INTERRUPTED, self.stop_reason)
-            if task.canary and row.failed:
-                return Outcome(CANARY_FAILED, _canary_reason(row))
+            # Until its row settles it: a first death by a signal is run again at once, so a
+            # recording cell's retry comes before every cell that replays its recording.
+            while task.id not in latest:
+                if self.stop.is_set():
+                    return Outcome(INTERRUPTED, self.stop_reason)
+                folder = cell_path(self.setup.root, task)
+                if folder.exists():
+                    moved = set_aside(folder)
+                    self.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
+                skip = self.ir_skip(task, latest)
+                row = self.skipped_row(task, *skip) if skip else self.run_cell(task)
+                row = status.noted(row, rows)
+                status.append(self.status_path, row)
+                rows.append(row)
+                latest = status.settled(rows)
+                self.events.cell_ended(task, row, task.id in latest)
+                if row.rc_name == status.INTERRUPTED:
+                    return Outcome(INTERRUPTED, self.stop_reason)
+            if task.canary and latest[task.id].failed:
+                return Outcome(CANARY_FAILED, _canary_reason(latest[task.id]))
         return Outcome(COMPLETED)
 
     # -- adaptive rounds -------------------------------------------------------------
@@ -160,7 +162,7 @@ class Runner:
         prints = {}
         for cell in cells:
             task_id = f"{workload}/r1/{cell}"
-            if task_id not in latest or not latest[task_id].finished:
+            if task_id not in latest:
                 self.events.note(f"{workload}: round 1 {cell} has not finished; later rounds run")
                 return None
             ir_dir = self.setup.root / CELLS_DIR / task_id / IR_DIR
@@ -206,7 +208,8 @@ class Runner:
         cell_dir = cell_path(setup.root, task)
         cell_dir.mkdir(parents=True)
         plan = self.plan(task, cell_dir)
-        canonical.write_json_new(cell_dir / TASK_FILE, plan.model_dump(mode="json"))
+        with faults.naming(cell_dir / TASK_FILE):   # a full disk fails the write, which names no path
+            canonical.write_json_new(cell_dir / TASK_FILE, plan.model_dump(mode="json"))
         argv = [setup.python, "-m", "campaign.worker", str(cell_dir / TASK_FILE), str(cell_dir / RESULT_FILE)]
         self.events.cell_started(task)
         self.telemetry.mark()
@@ -230,7 +233,7 @@ class Runner:
             self._drop_caches(plan)
         elapsed = time.monotonic() - start
         self.telemetry.mark()
-        window = self.telemetry.window(wall_start, time.time())
+        window = self.telemetry.window(wall_start, time.time(), cell_dir)
         return self._row(task, cell_dir, ended, elapsed, window)
 
     def _drop_caches(self, plan: CellPlan) -> None:

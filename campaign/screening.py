@@ -13,14 +13,24 @@ other cell replays them -- and decides what deserves rounds:
 - ``NO_IR_DIFF`` they are equal: skip it; its timing range is the noise floor.
 
 Only IR_CHANGED and NO_IR_DIFF print a range (candidate/baseline - 1 over the
-shapes timed on both sides); anything else would read like a finding.
+shapes timed on both sides); anything else would read like a finding. The range
+keeps timing regimes apart, as `campaign.stats` does: it is drawn from one regime
+(the primary: graph, then event, then direct; fallback rows only when nothing
+else) and ``range_regime``/``range_left_out`` say which and how many paired shapes
+of other regimes, or timed differently on the two sides, stayed out of it.
+
+When the baseline benchmarked autotune configs (the recording cell) its timings
+are not comparable with replaying cells (FlagGems mm on the H200: a replaying
+control with identical code measured -11.4 % against it), so the range is
+candidate/control - 1, both replaying (``range_vs``). The control's own A/A
+(control/baseline - 1, same regime) is shown beside any range (``aa_range``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from campaign import caliber, irevidence
+from campaign import caliber, irevidence, stats
 from campaign.manifest import CELL_NAMES
 from campaign.stats import Sample
 
@@ -32,7 +42,9 @@ TIMEOUT_NAMES = ("timed_out", "killed")
 PER_SIDE = ("fingerprint", "scoped", "unscoped", "elapsed", "rc")
 COLUMNS = (("workload", "op", "verdict", "dtypes")
            + tuple(f"{what}_{cell}" for what in PER_SIDE for cell in CELL_NAMES)
-           + tuple(caliber.flatten({})) + ("range", "range_label", "weight_s", "note"))
+           + tuple(caliber.flatten({})) + ("range", "range_label", "range_vs", "range_regime", "range_left_out",
+                                            "aa_range", "aa_label", "weight_s", "note"))
+NOT_COMPARABLE = "range vs recording baseline (not comparable: baseline tuned)"
 
 
 @dataclass(frozen=True)
@@ -127,23 +139,86 @@ def verdict(f: Facts) -> Verdict:
                    pair)
 
 
-def shape_range(f: Facts, v: Verdict) -> tuple[str, str]:
-    """(range, label): candidate/baseline - 1 over the shapes timed on both sides, min…max."""
-    if v.name not in (IR_CHANGED, NO_IR_DIFF):
+@dataclass(frozen=True)
+class Range:
+    """The screen's timing columns: a span and what it is relative to, and the control's A/A beside it."""
+
+    span: str = ""
+    label: str = ""
+    vs: str = ""                         # the cell the candidate is divided by: baseline, or control
+    regime: str = ""
+    left_out: Optional[int] = None       # paired shapes of other regimes or timed differently on the two sides
+    aa: str = ""
+    aa_label: str = ""
+
+
+def _paired(first: Side, second: Side) -> tuple[dict[str, list[float]], int]:
+    """second/first - 1 per shape, by regime; a shape the two sides timed differently is counted, never paired."""
+    by_regime: dict[str, list[float]] = {}
+    mixed = 0
+    for key, s in first.samples.items():
+        other = second.samples.get(key)
+        if other is None:
+            continue
+        if other.regime != s.regime:
+            mixed += 1
+            continue
+        by_regime.setdefault(s.regime, []).append(other.latency_ms / s.latency_ms - 1)
+    return by_regime, mixed
+
+
+def _span(deltas: list[float]) -> str:
+    return f"{min(deltas) * 100:+.2f}%…{max(deltas) * 100:+.2f}%"
+
+
+def _aa(f: Facts, regime: str) -> tuple[str, str]:
+    base, ctrl = f.sides["baseline"], f.sides.get("control")
+    if ctrl is None:
         return "", ""
-    base, cand = f.sides["baseline"], f.sides["candidate"]
-    if f.backend == "cpu" or not (base.timed and cand.timed):
-        return "", f"not timed: {'cpu compiles only' if f.backend == 'cpu' else 'a side ran untimed'}, no range"
-    if f.caliber_findings:
-        return "", "no range: the cells differ in caliber (see note)"
-    deltas = [cand.samples[k].latency_ms / s.latency_ms - 1 for k, s in base.samples.items()
-              if k in cand.samples and cand.samples[k].regime == s.regime]
+    if not (base.timed and ctrl.timed):
+        return "", "no A/A: the control or the baseline ran untimed"
+    deltas = _paired(base, ctrl)[0].get(regime)
     if not deltas:
-        return "", "no range: no shape timed alike on both sides"
-    span = f"{min(deltas) * 100:+.2f}%…{max(deltas) * 100:+.2f}%"
-    if v.name == NO_IR_DIFF:
-        return span, f"noise floor of one measurement (IR unchanged), {len(deltas)} shapes"
-    return span, f"candidate/baseline-1 over {len(deltas)} shapes, one measurement"
+        return "", f"no A/A: no {regime} shape timed alike in control and baseline"
+    label = f"control/baseline-1 (A/A) over {len(deltas)} {regime} shapes"
+    if base.tuning_variants:
+        label += ": against the recording baseline, so it holds the recording cell's offset, not only noise"
+    return _span(deltas), label
+
+
+def shape_range(f: Facts, v: Verdict) -> Range:
+    """candidate/baseline - 1 (candidate/control - 1 when the baseline tuned) over one regime's shapes, min…max."""
+    base = f.sides["baseline"]
+    if v.name == NO_COMPARABLE_IR and base.tuning_variants and "control" not in f.sides:
+        return Range(label=f"{NOT_COMPARABLE}: not printed; there is no control to time the candidate against")
+    if v.name not in (IR_CHANGED, NO_IR_DIFF):
+        return Range()
+    vs = "control" if base.tuning_variants else "baseline"
+    ref, cand = f.sides.get(vs), f.sides["candidate"]
+    if f.backend == "cpu":
+        return Range(label="not timed: cpu compiles only, no range")
+    if ref is None or not (ref.timed and cand.timed):
+        missing = "" if vs == "baseline" else f"; {NOT_COMPARABLE}: not printed"
+        return Range(label=f"not timed: a side ran untimed, no range{missing}")
+    if f.caliber_findings:
+        return Range(label="no range: the cells differ in caliber (see note)")
+    by_regime, mixed = _paired(ref, cand)
+    regime = stats.primary_regime(list(by_regime))    # the regime a campaign verdict would rest on
+    if regime is None:
+        return Range(label="no range: no shape timed alike on both sides"
+                     + (f" ({mixed} timed differently)" if mixed else ""))
+    deltas = by_regime[regime]
+    others = {r: len(d) for r, d in sorted(by_regime.items()) if r != regime}
+    left = [f"{n} {r}" for r, n in others.items()] + ([f"{mixed} timed differently on the two sides"] if mixed else [])
+    what = f"candidate/{vs}-1 over {len(deltas)} {regime} shapes"
+    if vs == "control":
+        what += " (baseline tuned: both sides replay)"
+    label = (f"noise floor of one measurement (IR unchanged), {what}" if v.name == NO_IR_DIFF
+             else f"{what}, one measurement")
+    if left:
+        label += f"; left out: {', '.join(left)}"
+    aa, aa_label = _aa(f, regime)
+    return Range(_span(deltas), label, vs, regime, sum(others.values()) + mixed, aa, aa_label)
 
 
 def weight(f: Facts) -> Optional[float]:
@@ -154,7 +229,7 @@ def weight(f: Facts) -> Optional[float]:
 
 def row(f: Facts) -> dict[str, str]:
     v = verdict(f)
-    span, label = shape_range(f, v)
+    timing = shape_range(f, v)
     out = {"workload": f.workload, "op": f.op, "verdict": v.name, "dtypes": ",".join(f.dtypes)}
     for cell in CELL_NAMES:
         side = f.sides.get(cell)
@@ -162,7 +237,9 @@ def row(f: Facts) -> dict[str, str]:
         out.update({f"{what}_{cell}": _text(value) for what, value in zip(PER_SIDE, values)})
     out.update({name: _text(f.caliber.get(name)) for name in caliber.flatten({})})
     notes = [v.note, *(f"caliber: {line}" for line in f.caliber_findings), *f.problems]
-    out.update({"range": span, "range_label": label, "weight_s": _text(weight(f)), "note": "; ".join(notes)})
+    out.update({"range": timing.span, "range_label": timing.label, "range_vs": timing.vs,
+                "range_regime": timing.regime, "range_left_out": _text(timing.left_out), "aa_range": timing.aa,
+                "aa_label": timing.aa_label, "weight_s": _text(weight(f)), "note": "; ".join(notes)})
     return out
 
 

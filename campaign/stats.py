@@ -15,24 +15,30 @@ Intervals say how they were made:
 - ≥ 5 rounds: a 95 % Student-t interval over log ratios, "95% t-interval of N
   rounds (log ratios)".
 
-A shape (or a workload) is faster/slower only when its interval clears the A/A
-floor on one side, i.e. lies wholly outside [−floor, +floor] (which implies it
-excludes zero). The floor is the largest |A/A delta| over rounds; without a
-control it is unknown and the verdict is neutral, saying so. Shapes whose
-per-round deltas take both signs are counted and named.
+A shape is faster/slower only when its interval clears its own A/A floor, i.e. lies
+wholly outside [−floor, +floor] (which implies it excludes zero). A shape's floor is
+the largest |A/A delta| of that shape over rounds: per-shape noise is never averaged
+into a workload floor. Without a control the floor is unknown and the verdict is
+neutral, saying so. Shapes whose per-round deltas take both signs are counted and named.
+
+A round whose baseline benchmarked autotune configs (round 1's recording cell) is not
+comparable with replaying cells: the caller names the control as that round's reference
+(``references``), the candidate is compared with it, and the round has no A/A.
 
 Timing regimes are never pooled: a row's regime is its timer plus ``+fallback``
 when it carries BENCHMARK_DIRECT_NO_CUDAGRAPH (captured run, direct-timed row).
 Pairs are formed only within one regime (fallback to fallback); a pair whose
-sides were timed differently is dropped and counted. Repeated keys (the
-comprehensive BLAS level yields each shape twice) get an occurrence number.
+sides were timed differently is dropped and counted (the classifier makes that X),
+and `Timing.coverage` says what share of the timed shapes was paired in every round.
+Repeated keys (the comprehensive BLAS level yields each shape twice) get an
+occurrence number.
 
 The workload aggregate is, per round, the geometric mean of the ratios over the
-shapes paired in every round; its interval is made as above, and each run
-order (baseline-first, candidate-first) is judged on its own, so a claim can
-require the effect in both orders. An aggregate direction also needs its
-shapes: more shapes resolved in that direction than against it, else neutral
-(a geomean of shapes that flip sign is not a finding).
+shapes paired in every round; its floor is the largest |A/A| of the same aggregate.
+A workload direction follows `campaign.significance`: at least two rounds in each
+run order, the interval beyond the floor overall and in each order, a pooled t-test
+at 0.1 %, and more shapes resolved in that direction than against it (a geomean of
+shapes that flip sign is not a finding). `leaning` keeps what the interval alone said.
 """
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional
 
+from campaign import significance
 from campaign.artifacts import Row
 
 FALLBACK_MARKER = "BENCHMARK_DIRECT_NO_CUDAGRAPH"
@@ -100,6 +107,11 @@ class RegimeTiming:
     counts: dict[str, int]
     sign_flips: tuple[str, ...]
     dropped_shapes: int                          # paired in some rounds only: left out of the aggregate
+    p_value: Optional[float] = None              # pooled t-test of the per-round log ratios (significance.pooled_t)
+    df: Optional[int] = None
+    rounds_per_order: dict[str, int] = field(default_factory=dict)
+    leaning: str = NEUTRAL                       # the interval against the floor alone, before orders and p
+    shape_floor_max: Optional[float] = None      # the largest per-shape A/A floor (per-shape noise, never averaged)
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,14 @@ class Timing:
     unpaired: int                                # rows with no partner in their round
     rounds: tuple[int, ...]
     orders: dict[int, str]
+    references: dict[int, str] = field(default_factory=dict)   # round -> the cell a delta is taken against
+    timed_keys: frozenset = frozenset()          # every key timed on either side in any round
+    covered_keys: frozenset = frozenset()        # keys paired in every round, in one consistent regime
+
+    def coverage(self, also_expected: Iterable[Key] = ()) -> Optional[float]:
+        """Share of the keys (timed, plus ``also_expected``: e.g. rows the baseline failed) paired in every round."""
+        universe = self.timed_keys | set(also_expected)
+        return len(self.covered_keys) / len(universe) if universe else None
 
 
 def key_name(key: Key) -> str:
@@ -184,12 +204,32 @@ def _spread(values: list[float]) -> Optional[float]:
     return (ordered[-1] - ordered[0]) / middle
 
 
+def row_states(rows: Iterable[Row]) -> dict[Key, str]:
+    """Every row's status keyed like `samples` (ok, failed or compiled): failures are compared per shape."""
+    out: dict[Key, str] = {}
+    seen: dict[tuple, int] = {}
+    for row in rows:
+        base = (row.function, tuple(row.shape), row.dtype)
+        occurrence = seen.get(base, 0)
+        seen[base] = occurrence + 1
+        out[base + (occurrence,)] = row.status
+    return out
+
+
+def _floor(aa: list[float], needed: int, has_control: bool) -> Optional[float]:
+    """The largest |A/A| over the rounds that have one; unknown unless every round taken against
+    the baseline has its control (rounds taken against the control carry no A/A by construction)."""
+    if not has_control or not aa or len(aa) < needed:
+        return None
+    return max(abs(d) for d in aa)
+
+
 def _shape(key: Key, regime: str, paired: dict[int, tuple[float, float, Optional[float]]],
-           has_control: bool) -> ShapeStat:
+           has_control: bool, references: Mapping[int, str]) -> ShapeStat:
     rounds = sorted(paired)
     ratios = [paired[r][1] / paired[r][0] for r in rounds]
     aa = [(r, paired[r][2] / paired[r][0] - 1) for r in rounds if paired[r][2] is not None]
-    floor = max(abs(d) for _, d in aa) if has_control and len(aa) == len(rounds) else None
+    floor = _floor([d for _, d in aa], sum(references.get(r, "baseline") == "baseline" for r in rounds), has_control)
     iv = interval(ratios)
     verdict, reason = judge(iv, floor, has_control)
     deltas = tuple((r, x - 1) for r, x in zip(rounds, ratios))
@@ -201,19 +241,59 @@ def _shape(key: Key, regime: str, paired: dict[int, tuple[float, float, Optional
                      (max(ratios) - min(ratios)) if len(ratios) > 1 else None, flip, verdict, reason)
 
 
-def _orders_verdict(by_order: dict[str, float], floor: Optional[float]) -> dict[str, str]:
-    if floor is None:
-        return {order: NEUTRAL for order in by_order}
-    return {order: FASTER if d < -floor else SLOWER if d > floor else NEUTRAL for order, d in by_order.items()}
+def _orders_verdict(per_round: list[tuple[int, str, float]], floor: Optional[float],
+                    has_control: bool) -> tuple[dict[str, float], dict[str, str], dict[str, int]]:
+    """Per run order: geomean delta, verdict (its own interval against the floor, needing at least
+    `significance.MIN_ROUNDS_PER_ORDER` rounds) and how many rounds it has."""
+    by_order, verdicts, counts = {}, {}, {}
+    for o in ORDERS:
+        ratios = [x for _, order, x in per_round if order == o]
+        if not ratios:
+            continue
+        by_order[o], counts[o] = geomean(ratios) - 1, len(ratios)
+        if len(ratios) < significance.MIN_ROUNDS_PER_ORDER:
+            verdicts[o] = NEUTRAL
+        else:
+            verdicts[o] = judge(interval(ratios), floor, has_control)[0]
+    return by_order, verdicts, counts
+
+
+def _direction(leaning: str, reason: str, order_verdicts: dict[str, str], counts: dict[str, int],
+               p: Optional[float], shape_counts: dict[str, int]) -> tuple[str, str]:
+    """The rule of `campaign.significance`, applied in order; the reason names the part that held it back."""
+    if leaning == NEUTRAL:
+        return NEUTRAL, reason
+    short = [o for o in ORDERS if counts.get(o, 0) < significance.MIN_ROUNDS_PER_ORDER]
+    if short:
+        have = ", ".join(f"{counts.get(o, 0)} {o}" for o in ORDERS)
+        return NEUTRAL, (f"{reason}; direction not established: {have} round(s), a direction needs "
+                         f">= {significance.MIN_ROUNDS_PER_ORDER} in each order")
+    against = [o for o in ORDERS if order_verdicts.get(o) != leaning]
+    if against:
+        return NEUTRAL, f"{reason}; not {leaning} in " + ", ".join(f"{o} ({order_verdicts.get(o)})" for o in against)
+    if p is None or p >= significance.WORKLOAD_ALPHA:
+        return NEUTRAL, f"{reason}; pooled t-test p = {_p(p)} >= {_p(significance.WORKLOAD_ALPHA)}"
+    opposite = SLOWER if leaning == FASTER else FASTER
+    if shape_counts[leaning] <= shape_counts[opposite]:
+        # An aggregate is not a finding when no shape carries it (topk: shapes flipping sign).
+        return NEUTRAL, (f"{reason}, but {shape_counts[leaning]} shape(s) resolved {leaning} against "
+                         f"{shape_counts[opposite]} {opposite} ({shape_counts['sign_flipping']} sign-flipping)")
+    return leaning, f"{reason}, in both orders; pooled t-test p = {_p(p)}"
+
+
+def _p(p: Optional[float]) -> str:
+    return "n/a" if p is None else f"{p:.2g}"
 
 
 def _regime(regime: str, shapes: list[ShapeStat], orders: Mapping[int, str], has_control: bool,
-            paired: dict[Key, dict[int, tuple[float, float, Optional[float]]]]) -> RegimeTiming:
+            paired: dict[Key, dict[int, tuple[float, float, Optional[float]]]],
+            references: Mapping[int, str]) -> RegimeTiming:
     counts = {FASTER: 0, SLOWER: 0, NEUTRAL: 0, "sign_flipping": 0}
     for s in shapes:
         counts[s.verdict] += 1
         counts["sign_flipping"] += s.sign_flip
     flips = tuple(key_name(s.key) for s in shapes if s.sign_flip)
+    shape_floors = [s.floor for s in shapes if s.floor is not None]
     all_rounds = sorted({r for s in shapes for r, _ in s.deltas})
     common = [s.key for s in shapes if len(s.deltas) == len(all_rounds)]
     per_round, aa_round = [], []
@@ -224,35 +304,34 @@ def _regime(regime: str, shapes: list[ShapeStat], orders: Mapping[int, str], has
     if not per_round:
         return RegimeTiming(regime, tuple(shapes), (), None, None, None, {}, {}, NEUTRAL,
                             "no shape paired in every round", counts, flips, len(shapes))
-    floor = max(abs(d) for d in aa_round) if has_control and len(aa_round) == len(per_round) else None
+    floor = _floor(aa_round, sum(references.get(r, "baseline") == "baseline" for r, _, _ in per_round), has_control)
     iv = interval([x for _, _, x in per_round])
-    verdict, reason = judge(iv, floor, has_control)
-    against = SLOWER if verdict == FASTER else FASTER
-    if verdict != NEUTRAL and counts[verdict] <= counts[against]:
-        # An aggregate is not a finding when no shape carries it (topk: shapes flipping sign).
-        verdict, reason = NEUTRAL, (f"{reason}, but {counts[verdict]} shape(s) resolved {verdict} against "
-                                    f"{counts[against]} {against} ({counts['sign_flipping']} sign-flipping)")
-    by_order = {o: geomean(x for _, order, x in per_round if order == o) - 1
-                for o in ORDERS if any(order == o for _, order, _ in per_round)}
-    order_verdicts = _orders_verdict(by_order, floor)
-    if verdict != NEUTRAL:
-        if len(by_order) < 2:
-            reason += f"; measured in {next(iter(by_order))} order only"
-        elif any(v != verdict for v in order_verdicts.values()):
-            reason += "; not " + verdict + " in " + ", ".join(o for o, v in order_verdicts.items() if v != verdict)
+    leaning, reason = judge(iv, floor, has_control)
+    p, df = significance.pooled_t([math.log(x) for _, _, x in per_round], [math.log1p(a) for a in aa_round])
+    by_order, order_verdicts, per_order = _orders_verdict(per_round, floor, has_control)
+    verdict, reason = _direction(leaning, reason, order_verdicts, per_order, p, counts)
     rounds = tuple((r, o, x - 1) for r, o, x in per_round)
     return RegimeTiming(regime, tuple(shapes), rounds, geomean(x for _, _, x in per_round) - 1, iv, floor,
-                        by_order, order_verdicts, verdict, reason, counts, flips, len(shapes) - len(common))
+                        by_order, order_verdicts, verdict, reason, counts, flips, len(shapes) - len(common),
+                        p, df, per_order, leaning, max(shape_floors) if shape_floors else None)
 
 
 def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: Mapping[int, str],
-           has_control: bool) -> Timing:
-    """``per_round``: round -> cell name -> samples. ``orders``: round -> BASELINE_FIRST/CANDIDATE_FIRST."""
+           has_control: bool, references: Optional[Mapping[int, str]] = None) -> Timing:
+    """``per_round``: round -> cell name -> samples. ``orders``: round -> BASELINE_FIRST/CANDIDATE_FIRST.
+    ``references``: round -> the cell the candidate is compared with ("baseline" unless named;
+    "control" where the round's baseline benchmarked autotune configs, so its timings are not
+    comparable with replaying cells). A round taken against the control has no A/A."""
+    references = dict(references or {})
     paired: dict[tuple[str, Key], dict[int, tuple[float, float, Optional[float]]]] = {}
     mixed = unpaired = 0
+    timed_keys: set = set()
     for r in sorted(per_round):
         cells = per_round[r]
-        base, cand, ctrl = cells.get("baseline", {}), cells.get("candidate", {}), cells.get("control", {})
+        ref = references.get(r, "baseline")
+        base, cand = cells.get(ref, {}), cells.get("candidate", {})
+        ctrl = cells.get("control", {}) if ref == "baseline" else {}
+        timed_keys |= set(base) | set(cand)
         unpaired += len(set(base) ^ set(cand))
         for key in sorted(set(base) & set(cand), key=repr):
             b, c = base[key], cand[key]
@@ -264,48 +343,22 @@ def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: 
             paired.setdefault((b.regime, key), {})[r] = (b.latency_ms, c.latency_ms, aa)
     regimes: dict[str, list[ShapeStat]] = {}
     for (regime, key), rounds in sorted(paired.items(), key=lambda item: repr(item[0])):
-        regimes.setdefault(regime, []).append(_shape(key, regime, rounds, has_control))
+        regimes.setdefault(regime, []).append(_shape(key, regime, rounds, has_control, references))
     by_regime = {reg: _regime(reg, shapes, orders, has_control,
-                              {k: v for (g, k), v in paired.items() if g == reg}) for reg, shapes in regimes.items()}
-    primary_name = _primary(list(by_regime))
+                              {k: v for (g, k), v in paired.items() if g == reg}, references)
+                 for reg, shapes in regimes.items()}
+    primary_name = primary_regime(list(by_regime))
     primary = by_regime.get(primary_name) if primary_name else None
     others = tuple(by_regime[name] for name in sorted(by_regime) if name != primary_name)
-    return Timing(primary, others, mixed, unpaired, tuple(sorted(per_round)), dict(orders))
+    every = len(per_round)
+    covered = frozenset(k for (_, k), rounds in paired.items() if len(rounds) == every)
+    return Timing(primary, others, mixed, unpaired, tuple(sorted(per_round)), dict(orders),
+                  {r: ref for r, ref in references.items() if ref != "baseline"}, frozenset(timed_keys), covered)
 
 
-def _primary(regimes: list[str]) -> Optional[str]:
+def primary_regime(regimes: list[str]) -> Optional[str]:
     """The regime a verdict rests on: graph, then event, then direct; fallback rows only when nothing else."""
     rank = {"graph": 0, "event": 1, "direct": 2}
     clean = [r for r in regimes if "+fallback" not in r]
     pool = clean or regimes
     return min(pool, key=lambda r: (rank.get(r.split("+")[0], 9), r)) if pool else None
-
-
-def _r(value: Optional[float]) -> Optional[float]:
-    return None if value is None else round(value, 6)
-
-
-def _iv(iv: Optional[Interval]) -> Optional[dict]:
-    return None if iv is None else {"low": _r(iv.low), "high": _r(iv.high), "method": iv.method}
-
-
-def shape_dict(s: ShapeStat) -> dict:
-    return {"key": key_name(s.key), "regime": s.regime, "deltas": [[r, _r(d)] for r, d in s.deltas],
-            "aa": [[r, _r(d)] for r, d in s.aa], "point": _r(s.point), "interval": _iv(s.interval),
-            "floor": _r(s.floor), "side_spread": {k: _r(v) for k, v in s.side_spread.items()},
-            "delta_spread": _r(s.delta_spread), "sign_flip": s.sign_flip, "verdict": s.verdict, "reason": s.reason}
-
-
-def regime_dict(t: RegimeTiming) -> dict:
-    return {"regime": t.regime, "fallback": "+fallback" in t.regime, "point": _r(t.point), "interval": _iv(t.interval),
-            "floor": _r(t.floor), "by_order": {k: _r(v) for k, v in t.by_order.items()},
-            "order_verdicts": dict(t.order_verdicts), "verdict": t.verdict, "reason": t.reason,
-            "counts": dict(t.counts), "sign_flips": list(t.sign_flips), "dropped_shapes": t.dropped_shapes,
-            "rounds": [[r, o, _r(d)] for r, o, d in t.rounds], "shapes": [shape_dict(s) for s in t.shapes]}
-
-
-def timing_dict(t: Timing) -> dict:
-    """The JSON form a receipt and a report carry (deltas as fractions, 6 decimals)."""
-    return {"primary": regime_dict(t.primary) if t.primary else None,
-            "others": [regime_dict(o) for o in t.others], "mixed_pairs": t.mixed_pairs, "unpaired": t.unpaired,
-            "rounds": list(t.rounds), "orders": {str(r): o for r, o in sorted(t.orders.items())}}

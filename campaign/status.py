@@ -19,15 +19,21 @@ Columns (tab-separated, header first)::
 - A task may have several rows: an ``interrupted`` row is history, not a
   finish; `run` re-runs that cell on resume and appends its new row. The row
   that counts for a task is its last one (`latest`).
+- A worker killed by a signal (``signal_<NAME>``: the OOM killer, a person's
+  ``kill -9``) may have died of something outside the cell, so its first such
+  row does not settle the task: it is run once more (`settled`). A second
+  death by a signal does: the same failure twice is deterministic, and its
+  row says so (`noted`).
 """
 from __future__ import annotations
 
 import os
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional
 
+from campaign import faults
 from campaign.artifacts import MARKERS
 
 COLUMNS = ("task_id", "round", "workload", "cell", "rc", "rc_name", "elapsed_s", "rows_ok", "rows_failed",
@@ -63,7 +69,8 @@ class StatusRow:
 
     @property
     def finished(self) -> bool:
-        """A finished task is never re-run; an interrupted one is."""
+        """Not interrupted; whether the row also settles its task (a first death by a signal does not) is
+        for its history to say (`settled`)."""
         return self.rc_name != INTERRUPTED
 
     @property
@@ -120,20 +127,21 @@ def append(path: Path, row: StatusRow) -> None:
     the new row starts its own line; `parse` reports the torn one.
     """
     line = format_row(row)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            line = header() + line
-        else:
-            with open(path, "rb") as handle:
-                handle.seek(size - 1)
-                if handle.read(1) != b"\n":
-                    line = "\n" + line
-        os.write(fd, line.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with faults.naming(path):   # os.write and fsync report no path; a full disk must name this file
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size == 0:
+                line = header() + line
+            else:
+                with open(path, "rb") as handle:
+                    handle.seek(size - 1)
+                    if handle.read(1) != b"\n":
+                        line = "\n" + line
+            os.write(fd, line.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _opt(text: str, kind: type):
@@ -185,6 +193,44 @@ def latest(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
     return out
 
 
+def killed_by_signal(row: StatusRow) -> bool:
+    return row.rc_name.startswith("signal_")
+
+
+def settled(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
+    """Task id -> the row that settles it; a task absent here is run (again).
+
+    Not settled: a last row ``interrupted``, or a last row of the task's first
+    death by a signal (retried once). A later row of the task replaces both.
+    """
+    out: dict[str, StatusRow] = {}
+    died: set[str] = set()
+    for row in rows:
+        retry = killed_by_signal(row) and row.task_id not in died
+        if killed_by_signal(row):
+            died.add(row.task_id)
+        if row.finished and not retry:
+            out[row.task_id] = row
+        else:
+            out.pop(row.task_id, None)
+    return out
+
+
+def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
+    """``row`` with its note saying what a death by a signal means, given the task's ``earlier`` rows."""
+    if not killed_by_signal(row):
+        return row
+    first = next((r for r in earlier if r.task_id == row.task_id and killed_by_signal(r)), None)
+    signal_name = row.rc_name[len("signal_"):]
+    if first is None:
+        why = f"killed by {signal_name}: run once more (a kill may come from outside the cell)"
+    elif first.rc_name == row.rc_name:
+        why = f"killed by {signal_name} again: the same failure twice is deterministic; not retried again"
+    else:
+        why = f"killed by {first.rc_name[len('signal_'):]}, then by {signal_name}: not retried again"
+    return replace(row, note="; ".join(part for part in (row.note, why) if part))
+
+
 def finished_ids(rows: Iterable[StatusRow]) -> set[str]:
-    return {task_id for task_id, row in latest(rows).items() if row.finished}
+    return set(settled(rows))
 

@@ -2,7 +2,10 @@
 
 Clock throttling and thermal drift move latency far more than the noise a
 multi-round A/B reports, and leave no trace in a cell's own logs. A background
-thread samples every few seconds into <root>/telemetry.tsv (`COLUMNS`); cuda
+thread samples every `INTERVAL_S` into <root>/telemetry.tsv (`COLUMNS`), often
+enough that a row's timing window holds samples; `campaign.throttle` judges the
+samples inside each window, and a cell's status row summarises clocks over them
+only (its start and its compile time read the idle clock). cuda
 reads NVML (``pynvml``, optional), musa parses ``mthreads-gmi -q --json``,
 whose values carry their units ("36C", "1888MHz", "477.68W") and whose power
 key is "Power Draw " with a trailing space -- keys are matched stripped. The
@@ -12,6 +15,7 @@ reason to telemetry.err and the campaign runs unchanged.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import statistics
@@ -23,7 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
-from campaign.artifacts import TELEMETRY_FILE
+from campaign.artifacts import ROWS_FILE, TELEMETRY_FILE, Rows
+from campaign.errors import InputError
 
 ERR_FILE = "telemetry.err"
 COLUMNS = ("time_utc", "t_unix", "device", "sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w",
@@ -34,6 +39,11 @@ THROTTLE_BITS = ((0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, 
                  (0x8, "hw_slowdown"), (0x10, "sync_boost"), (0x20, "sw_thermal_slowdown"),
                  (0x40, "hw_thermal_slowdown"), (0x80, "hw_power_brake_slowdown"),
                  (0x100, "display_clock_setting"))
+
+# The shortest timing window is an event row's, >= warmup_ms + rep_ms (125 ms under the H200
+# manifests): 0.1 s puts a sample in it. A read is a few NVML queries from the parent process;
+# the table grows ~3 MB an hour per sampled device.
+INTERVAL_S = 0.1
 
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
@@ -155,6 +165,46 @@ def format_sample(sample: Sample) -> str:
     return "\t".join("" if v is None else (f"{v:g}" if isinstance(v, float) else str(v)) for v in values) + "\n"
 
 
+def _number(text: str) -> Optional[float]:
+    return None if text == "" else float(text)
+
+
+def read_samples(path: Path) -> Optional[list[Sample]]:
+    """telemetry.tsv read back (`format_sample`'s inverse); None when the file is absent.
+
+    A last line without its newline is a write cut short by a killed runner and is left
+    out; any other line that does not parse is an InputError naming the file and line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8").split("\n")
+    samples = []
+    for number, line in enumerate(lines[:-1], start=1):     # lines[-1]: "" or a cut-short write
+        fields = tuple(line.split("\t"))
+        if fields == COLUMNS:
+            continue
+        try:
+            if len(fields) != len(COLUMNS):
+                raise ValueError(f"{len(fields)} fields for {len(COLUMNS)} columns")
+            _, t, device, sm, mem, temp, power, util, reasons = fields
+            samples.append(Sample(float(t), device, _number(sm), _number(mem), _number(temp), _number(power),
+                                  _number(util), reasons))
+        except ValueError as exc:
+            raise InputError(f"{path}:{number}: not a telemetry sample: {exc}") from None
+    return samples
+
+
+def timing_windows(cell_dir: Path) -> list[tuple[float, float]]:
+    """The windows of a cell's timed rows (rows.json); none when it is absent or unreadable."""
+    try:
+        rows = Rows.model_validate(json.loads((Path(cell_dir) / ROWS_FILE).read_text(encoding="utf-8"))).rows
+    except (OSError, ValueError):
+        return []
+    return [(r.window_start_unix, r.window_end_unix) for r in rows
+            if r.status == "ok" and r.window_start_unix is not None and r.window_end_unix is not None]
+
+
 class GmiSource:
     def __init__(self, devices: Optional[list[str]], run: Callable[..., Any] = subprocess.run):
         self.argv = gmi_argv(devices)
@@ -229,7 +279,7 @@ class Sampler:
     Errors after a good start are written to telemetry.err once each, never raised.
     """
 
-    def __init__(self, root: Path, make: Callable[[], Source], interval_s: float = 5.0,
+    def __init__(self, root: Path, make: Callable[[], Source], interval_s: float = INTERVAL_S,
                  clock: Callable[[], float] = time.time):
         self.tsv = Path(root) / TELEMETRY_FILE
         self.err = Path(root) / ERR_FILE
@@ -237,6 +287,7 @@ class Sampler:
         self.interval_s = interval_s
         self.clock = clock
         self.samples: list[Sample] = []
+        self._times: list[float] = []       # the samples' t, for bisect: a run holds ~36,000 an hour
         self.source: Optional[Source] = None
         self.reason: Optional[str] = None
         self._errors: set[str] = set()
@@ -276,6 +327,7 @@ class Sampler:
             return
         with self._lock:
             self.samples.extend(taken)
+            self._times.extend(s.t for s in taken)
             with open(self.tsv, "a", encoding="utf-8") as handle:
                 handle.write("".join(format_sample(s) for s in taken))
 
@@ -283,10 +335,14 @@ class Sampler:
         while not self._stop.wait(self.interval_s):
             self.mark()
 
-    def window(self, start: float, end: float) -> Summary:
+    def window(self, start: float, end: float, cell_dir: Path) -> Summary:
+        """A cell's summary: SM clocks over the samples inside its timed rows' windows only
+        (none: not known), the maximum temperature over the whole cell [start, end]."""
         with self._lock:
-            chosen = [s for s in self.samples if start <= s.t <= end]
-        return summarize(chosen)
+            cell = self.samples[bisect.bisect_left(self._times, start):bisect.bisect_right(self._times, end)]
+        windows = timing_windows(cell_dir)
+        timed = summarize([s for s in cell if any(lo <= s.t <= hi for lo, hi in windows)])
+        return Summary(timed.sm_clock_min_mhz, timed.sm_clock_median_mhz, summarize(cell).temp_max_c)
 
     def stop(self) -> None:
         self._stop.set()

@@ -6,9 +6,15 @@ specific is reached through the backend -- its device interface (``Stream``,
 graph class -- never through a hard-coded ``torch.cuda``, so a MUSA capture runs the
 same code as a CUDA one. ``do_bench`` is Triton's, which resolves the device through
 Triton's active driver.
+
+Each timing leaves ``window``: the wall-clock span (``wall``, time.time()) of what it
+measured, for telemetry samples to be joined to (`campaign.throttle`). It starts after
+the first call returns -- that call compiles and, in a recording cell, autotunes, with
+the device mostly idle and its clock dropping -- and for a graph at the timed replays.
 """
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from typing import Callable, Optional, Sequence
 
@@ -54,6 +60,21 @@ def throwaway_rng(interface):
             generator.set_state(state)
 
 
+def stamped(fn, wall: Callable[[], float]):
+    """``fn``, and a list that receives the wall time its first call returned.
+
+    Costs one list test per call on the host path, which an event timing includes.
+    """
+    stamp: list[float] = []
+
+    def call():
+        result = fn()
+        if not stamp:
+            stamp.append(wall())
+        return result
+    return call, stamp
+
+
 def _triton_do_bench(fn, *, warmup, rep, return_mode):
     from triton.testing import do_bench
 
@@ -63,11 +84,19 @@ def _triton_do_bench(fn, *, warmup, rep, return_mode):
 class DeviceTimers:
     """``event``, ``direct`` and ``graph`` timings of one call, in milliseconds."""
 
-    def __init__(self, do_bench: Callable = _triton_do_bench):
+    def __init__(self, do_bench: Callable = _triton_do_bench, wall: Callable[[], float] = time.time):
         self._do_bench = do_bench            # the clock; tests hand in a recorded one
+        self._wall = wall
+        self.window: Optional[tuple[float, float]] = None   # of the last timing that returned
+
+    def _close(self, stamp: list[float]) -> None:
+        self.window = (stamp[0], self._wall()) if stamp else None
 
     def event(self, fn, *, warmup_ms: float, rep_ms: float, return_mode: str) -> float:
-        return float(self._do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode))
+        call, stamp = stamped(fn, self._wall)
+        value = float(self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode))
+        self._close(stamp)
+        return value
 
     def direct(self, fn, *, warmup_ms: float, rep_ms: float, return_mode: str, repeat: int,
                quantiles: Optional[Sequence[float]] = None) -> float:
@@ -77,8 +106,10 @@ class DeviceTimers:
         timers.check_direct_request(return_mode, quantiles)
         if repeat < 1:
             raise timers.TimerRefused(f"repeat={repeat}: at least one call is needed")
-        values = [self._do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode)
+        call, stamp = stamped(fn, self._wall)     # one window over every repeat
+        values = [self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode)
                   for _ in range(repeat)]
+        self._close(stamp)
         return timers.median_of_repeats(values)
 
     def graph(self, fn, interface, graph_class, *, warmup_ms: float, rep_ms: float,
@@ -118,12 +149,14 @@ class DeviceTimers:
                 graph.replay()                   # the first replay uploads the graph: not timed
                 interface.synchronize()
                 per_call = []
+                measured_from = [self._wall()]
                 for _ in range(timers.TIMED_REPLAYS):
                     start.record()
                     graph.replay()
                     end.record()
                     interface.synchronize()
                     per_call.append(start.elapsed_time(end) / calls)
+                self._close(measured_from)
             except Exception as exc:
                 raise CaptureFailure("replay", exc) from exc
             finally:

@@ -4,6 +4,8 @@ Installed with ``triton.runtime.driver.set_active`` at pytest_configure (restore
 unconfigure), it makes an ordinary launch with CPU tensors go through the whole
 Triton pipeline for ``manifest.device.target`` ("cuda:90" -> ``GPUTarget("cuda", 90, 32)``)
 with the options the GPU would use, so the TTGIR equals what the device compiles.
+Nothing here trims the backend's stages: ptxas (shipped in Triton's wheel) builds the
+cubin as on a GPU, so SASS can be taken offline (`campaign.plugins.ir_capture`).
 
 Protocol with the rest of Triton 3.6 (runtime/jit.py, compiler/compiler.py):
 

@@ -13,6 +13,9 @@ Keys (all always present; a value that does not apply is null)::
                                                              warm in a shared one after the first
     autotune_mode, autotune_source, autotune_policy,
     env, pinned_env, harness_digest,
+    inherited_env                                            the code-selecting variables this process
+                                                             inherited (PYTHONPATH, LD_LIBRARY_PATH, ...):
+                                                             not caliber (paths differ per machine), shown
     timer {kind, warmup_ms, rep_ms, return_mode, direct_repeat, l2_flush}, direct_repeat
 
 The timer object is what the manifest asks for (the timing plugin owns what was
@@ -26,12 +29,13 @@ baseline records, every other cell replays), task id and platform text.
 """
 from __future__ import annotations
 
+import os
 import platform
 from importlib import metadata
 from pathlib import Path
 from typing import Optional
 
-from campaign.artifacts import IDENTITY_FILE, SCHEMA_VERSION
+from campaign.artifacts import CODE_PATH_VARIABLES, IDENTITY_FILE, SCHEMA_VERSION
 from campaign.caliber import CALIBER_FIELDS
 from campaign.canonical import write_json_new
 
@@ -104,6 +108,7 @@ def identity(ctx) -> dict:
         "env": dict(task.env),
         "pinned_env": dict(plan.pinned_env),
         "harness_digest": plan.harness_digest,
+        "inherited_env": {name: os.environ[name] for name in CODE_PATH_VARIABLES if name in os.environ},
         "timer": timer_section(manifest.timer, executes),
         # Also top level: the caliber lists it on its own (a repeat count changes what a
         # direct-timed number is, even where the timer kind is the same).

@@ -22,6 +22,8 @@ provider's shape file, narrowed by the workload's subset) times the task's dtype
   marked with phase=deny.
 - On a backend that does not execute (compile-only) the call runs once, so it compiles
   and its launches are counted; the row is ``compiled`` with timer ``none`` and no latency.
+- A timed row carries its timing window (``window_start_unix``/``window_end_unix``: the
+  device timers' ``window``), which the parent's telemetry samples are joined to.
 - A planned case the test never measured (it raised first, or was poisoned) still gets a
   failed row saying so: no case disappears from the table.
 """
@@ -162,6 +164,8 @@ class TimingPlugin:
                 return self._add(Row(**base, timer="none", status="failed", error=timers.error_text(exc)))
             return self._add(Row(**base, timer="none", status="compiled"))
         kind = self.timer.kind
+        # a timer that returns without recording a window must not hand on the previous row's
+        self.device_timers.window = None
         if kind == "event":
             return self._timed(base, "event", lambda: self.device_timers.event(fn, **self._bench_args()), l2_flush=True)
         if kind == "direct":
@@ -219,9 +223,15 @@ class TimingPlugin:
             value = timers.check_latency(latency)
         except timers.TimerRefused as exc:
             return self._add(Row(**base, timer=timer, status="failed", error=str(exc), **extra))
-        return self._add(Row(**base, timer=timer, status="ok", latency_ms=value, **extra))
+        return self._add(Row(**base, timer=timer, status="ok", latency_ms=value, **extra, **self._window()))
 
     # -- helpers ------------------------------------------------------------------------
+    def _window(self) -> dict:
+        window = self.device_timers.window
+        if window is None:
+            return {}
+        return dict(window_start_unix=window[0], window_end_unix=window[1])
+
     def _bench_args(self) -> dict:
         return dict(warmup_ms=self.timer.warmup_ms, rep_ms=self.timer.rep_ms, return_mode=self.timer.return_mode)
 

@@ -9,18 +9,25 @@ result may only demote a sealed claim:
   (G -> C, G -> B, C -> B, R -> B);
 - anything else becomes X: a reduction appearing first under the new rule was
   never given its reversed-order test in the sealed run ("no reversed-order
-  evidence"), and no other new claim is promoted from old evidence.
+  evidence"), and no other new claim is promoted from old evidence;
+- a floor that excludes every launched variant of the baseline or the candidate
+  leaves no topology to judge: the classifier's X, never B (a sealed R at 4 -> 9
+  converts would otherwise read "0 -> 0: not reduced" at a high enough floor);
+- a sealed R moves to B only with evidence beside the floor: the new floor still
+  scopes variants on both sides and the sealed timing does not say slower (not
+  overall, not in one order, not one shape); otherwise X.
 
 The derived receipt names the rule, the sealed receipt's digest, every class
 change (before -> after, why), the files the floor excludes and the unscoped
-totals. At the sealed floor it reproduces the sealed verdicts exactly.
+totals. At the sealed floor it reproduces the sealed verdicts exactly, unless that
+floor itself excluded every launched variant of a side (then X, as above).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
 
-from campaign import canonical, receipt, report
+from campaign import canonical, receipt, report, stats
 from campaign.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
 from campaign.classify import CLASSES, classify
 from campaign.evidence import load_root
@@ -69,12 +76,30 @@ def check(root: Path, out: Path) -> dict:
     return sealed
 
 
+def says_slower(timing: Optional[dict]) -> Optional[str]:
+    """Why a verdict's timing cannot carry R -> B (it says slower, or there is none); None when it can."""
+    primary = (timing or {}).get("primary")
+    if primary is None:
+        return "no timed evidence"
+    said = ["slower overall"] if primary["verdict"] == stats.SLOWER else []
+    # the interval above the floor, even where orders or the test held the claim back
+    said += ["an interval above the A/A floor"] if primary.get("leaning") == stats.SLOWER and not said else []
+    said += [f"slower {order}" for order, v in sorted(primary["order_verdicts"].items()) if v == stats.SLOWER]
+    shapes = primary["counts"].get(stats.SLOWER, 0)
+    said += [f"{shapes} shape(s) slower"] if shapes else []
+    return f"the timing says {', '.join(said)}" if said else None
+
+
 def demote(before: dict, after: dict, floor: int) -> tuple[dict, list[dict]]:
-    """Apply the demote-only rule per workload; return the final workloads and every change."""
+    """Apply the demote-only rule per workload; return the final workloads and every change.
+    (A floor that excludes every launched variant of a side is the classifier's own X.)"""
     final, changes = {}, []
     for name, new in after.items():
         old_class = before[name]["class"] if name in before else "X"
         klass, reason = new["class"], new["reason"]
+        if old_class == "R" and klass == "B" and says_slower(new.get("timing")):
+            klass, reason = "X", (f"sealed R needs evidence, not only a floor, to become B: "
+                                  f"{says_slower(new.get('timing'))} ({reason})")
         if klass != old_class and klass != "X" and (old_class, klass) not in DEMOTIONS:
             if klass in ("G", "C"):
                 reason = (f"no reversed-order evidence: the reduction appears first at launch floor {floor} "

@@ -48,6 +48,8 @@ class Workload:
     failing: dict[str, int] = field(default_factory=dict)           # cell -> correctness nodes failing
     fallback_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices direct-timed
     tuning_configs: int = 0                                         # configs the recording cell benchmarks besides the winner
+    failed_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)   # cell -> shape indices whose row fails
+    recording_bias: float = 1.0                                     # latency factor of a cell that benchmarked configs
 
     def cell_kernels(self, cell: str) -> tuple[Kernel, ...]:
         return self.kernels.get(cell, self.kernels["baseline"])
@@ -80,7 +82,7 @@ def rng_inputs(name: str = "gelu_backward", op: str = "gelu_backward", **kw) -> 
 @dataclass
 class Options:
     backend: str = "cuda"
-    rounds: int = 2
+    rounds: int = 4
     floor: int = 1
     control: bool = True
     drop: set = field(default_factory=set)                           # task ids without result.json
@@ -160,8 +162,12 @@ def _rows(task, w: Workload, options: Options) -> list[dict]:
             row.update(status="compiled", timer="none", latency_ms=None)
         else:
             ratio = (w.effect(task.round, i) if callable(w.effect) else w.effect) if task.cell == "candidate" else 1.0
+            if task.autotune.mode == "record" and task.autotune.policy == "measured" and w.tuning_configs:
+                ratio *= w.recording_bias
             jitter = random.Random(f"{task.id}/{i}").uniform(-w.noise, w.noise)
             row["latency_ms"] = round(ms * ratio * (1 + jitter), 6)
+            if i in w.failed_rows.get(task.cell, ()):
+                row.update(status="failed", latency_ms=None, error="RuntimeError: CUDA error: an illegal memory access")
             if i in w.fallback_rows.get(task.cell, ()):
                 row.update(timer="direct", markers=["BENCHMARK_DIRECT_NO_CUDAGRAPH"], fallback_phase="capture", repeat=1)
         rows.append(row)
@@ -219,7 +225,8 @@ def _write_cell(root: Path, task, w: Workload, options: Options) -> status.Statu
     cpu = options.backend == "cpu"
     result = {"schema_version": 1, "task_id": task.id, "rc": rc,
               "preflight": {"ok": True, "interpreter": "/usr/bin/python3.12", "checks": [["torch", True, "2.11.0"]]},
-              "rows": {"ok": 0 if cpu else len(rows), "failed": 0, "compiled": len(rows) if cpu else 0},
+              "rows": {"ok": 0 if cpu else sum(r["status"] == "ok" for r in rows),
+                       "failed": sum(r["status"] == "failed" for r in rows), "compiled": len(rows) if cpu else 0},
               "markers": markers,
               "correctness": {"state": outcomes["state"], "reason": outcomes["reason"], "passed": passed, "failed": failed},
               "autotune": {"mode": task.autotune.mode, "policy": task.autotune.policy, "recorded": 1, "injected": 0 if task.autotune.mode == "record" else 1},
@@ -227,7 +234,7 @@ def _write_cell(root: Path, task, w: Workload, options: Options) -> status.Statu
               "elapsed_s": round(30 + random.Random(task.id).uniform(0, 20), 3)}
     canonical.write_json_new(cell / RESULT_FILE, result)
     return status.StatusRow(task.id, task.round, task.workload, task.cell, rc, status.rc_name(rc, timed_out=rc in (124, 137)),
-                            result["elapsed_s"], result["rows"]["ok"], 0, markers)
+                            result["elapsed_s"], result["rows"]["ok"], result["rows"]["failed"], markers)
 
 
 def build(base: Path, workloads: list[Workload], options: Optional[Options] = None, name: str = "root") -> Path:
@@ -255,4 +262,28 @@ def build(base: Path, workloads: list[Workload], options: Optional[Options] = No
         if task.id in options.drop:
             continue
         status.append(root / STATUS_FILE, _write_cell(root, task, by_name[task.workload], options))
+    return root
+
+
+def rng_increase(name: str = "dropout", op: str = "dropout", **kw) -> Workload:
+    """The measured kernel is untouched; only the once-launched RNG kernel building inputs gains converts."""
+    w = pointwise(name, op, **kw)
+    main = w.kernels["baseline"][0]
+    w.kernels = {"baseline": (main, Kernel("randn_kernel", 1, 1, "rng_v3")),
+                 "candidate": (main, Kernel("randn_kernel", 3, 1, "rng_v2"))}
+    return w
+
+
+def screen_root(base: Path, workloads: list[Workload], options: Optional[Options] = None,
+                name: str = "screen") -> Path:
+    """A sealed one-round root prepared for the screen, its screen.tsv written before the seal as the screen does."""
+    from campaign import receipt, screening, screenroot
+    options = options or Options()
+    options.rounds = 1
+    root = build(base, workloads, options, name)
+    prepare = canonical.read_json(root / PREPARE_FILE)
+    (root / PREPARE_FILE).unlink()
+    canonical.write_json_new(root / PREPARE_FILE, {**prepare, "mode": "screen"})
+    canonical.write_new(root / screenroot.SCREEN_FILE, screening.render(screenroot.table(root)))
+    receipt.seal(root)
     return root

@@ -15,14 +15,14 @@ SEMANTIC = FIXTURES / "manifests" / "semantic"
 
 EXPECTED = {
     "unknown_key.yaml": ["14:32: workloads -> 0 -> dtype: unknown key (not part of the manifest format)"],
-    "wrong_type.yaml": ["13:10: rounds -> count: Input should be a valid integer, unable to parse string as an integer"],
+    "wrong_type.yaml": ["13:10: rounds -> count: Input should be a valid integer (got 'two', a str)"],
     "env_not_string.yaml": ["11:17: switch -> cells -> candidate -> DISABLE_MMA_V3: Input should be a valid string (got 1: quote it)"],
     "both_node_ids_and_k.yaml": ["17:79: workloads -> 0 -> correctness -> k: give node_ids or k, never both"],
     "narrowing_without_reason.yaml": ["14:5: workloads -> 0 -> reason: narrowing (a shape subset) requires a reason"],
-    "bad_regex.yaml": ["12:23: switch -> strip_annotations -> 0: regex 'ttg.rlc-([' does not compile: unterminated character set at position 9"],
+    "bad_regex.yaml": ["12:23: switch -> strip_annotations -> 0: regex 'ttg.rlc-([' does not compile: unterminated character set at position 10"],
     "duplicate_key.yaml": ['13:1: duplicate key: while constructing a mapping found duplicate key "timer" with value "{\'kind\': \'graph\'}" (original value: "{\'kind\': \'event\'}")'],
     "bad_campaign_id.yaml": ["2:1: campaign: String should match pattern '^[a-z0-9][a-z0-9-]*$'"],
-    "python_tag.yaml": ["5:3: sources -> triton: explicit tag tag:yaml.org,2002:python/object:os.system is not allowed (plain data only)"],
+    "python_tag.yaml": ["5:11: sources -> triton: explicit tag tag:yaml.org,2002:python/object:os.system is not allowed (plain data only)"],
     "several_errors.yaml": [
         "16:1: measured_launch_floor: Input should be greater than or equal to 0",
         "15:17: workloads -> 1 -> op: String should match pattern '^[a-z0-9_]+$'",

@@ -52,7 +52,9 @@ def test_cli_report_on_an_unsealed_complete_root(tmp_path, cli):
     root = campaign_root(tmp_path)
     md = cli("report", root)
     assert md.returncode == 0, md.stderr
-    assert md.stdout == report.markdown(classify_root(root))
+    from campaign.commands.report import NOT_SEALED
+    assert md.stdout == NOT_SEALED + report.markdown(classify_root(root))
+    assert "is not sealed" in md.stderr
     js = cli("report", root, "--format", "json")
     assert js.returncode == 0, js.stderr
     assert json.loads(js.stdout) == classify_root(root)

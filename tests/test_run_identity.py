@@ -21,7 +21,7 @@ KEYS = {
     "schema_version", "task_id", "backend", "device_name", "device_uuid", "device_target", "driver", "cuda",
     "torch", "triton", "triton_env", "flag_gems", "python", "platform", "bench_level", "shape_mode",
     "tuner_cache", "tuner_cache_at_start", "autotune_mode", "autotune_source", "autotune_policy", "env", "pinned_env",
-    "harness_digest", "timer", "direct_repeat",
+    "harness_digest", "inherited_env", "timer", "direct_repeat",
 }
 TIMER_KEYS = {"kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush"}
 EMPTY_TEST = "def test_nothing():\n    pass\n"
@@ -102,3 +102,15 @@ def test_a_shared_tuner_cache_is_named_and_its_warm_start_counted(tmp_path):
     identity = _identity(plan)
     assert (identity["tuner_cache"], identity["tuner_cache_at_start"]) == ("shared", {"files": 2, "bytes": 120})
     assert "tuner_cache_at_start" not in run_identity.CALIBER_FIELDS, "a warm start is news, not a caliber"
+
+
+def test_an_inherited_pythonpath_is_recorded(tmp_path):
+    plan = plan_cell(tmp_path, "baseline", plugins=("campaign.plugins.run_identity",))
+    extra = tmp_path / "site-extra"
+    extra.mkdir()
+    import os
+    inherited = os.pathsep.join(filter(None, [str(extra), os.environ.get("PYTHONPATH")]))
+    run_cell(plan, EMPTY_TEST, extra_env={"PYTHONPATH": inherited})
+    identity = _identity(plan)
+    assert identity["inherited_env"]["PYTHONPATH"] == inherited
+    assert "inherited_env" not in run_identity.CALIBER_FIELDS, "paths differ per machine: shown, not compared"

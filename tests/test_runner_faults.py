@@ -1,11 +1,15 @@
 """The run loop against real workers and real faults: hangs, stubborn hangs, a worker killed
-by a signal, a failed canary. Every fault is a row; the campaign goes on; exit codes pinned."""
+by a signal (run once more; killed twice, final), a failed canary. Every fault is a row; the
+campaign goes on; exit codes pinned."""
 from __future__ import annotations
 
+import os
+import signal
+import time
 from pathlib import Path
 
 from campaign import canonical
-from runroots import by_id, demo, fault, prepare, rows, run
+from runroots import by_id, demo, fault, prepare, rows, run, start_run
 
 
 def test_faults_are_rows_and_the_campaign_goes_on(tmp_path: Path):
@@ -19,7 +23,7 @@ def test_faults_are_rows_and_the_campaign_goes_on(tmp_path: Path):
     done = run(root)
     assert done.returncode == 0, done.stderr
     found = by_id(root)
-    assert len(rows(root)) == len(found) == 10
+    assert len(found) == 10 and len(rows(root)) == 11   # the killed cell ran twice
 
     # A clean cell is never marked failed by the bookkeeping: zero markers are counted, not missing.
     # (Timeouts leave headroom: a loaded machine can take seconds to import torch and triton.)
@@ -38,10 +42,16 @@ def test_faults_are_rows_and_the_campaign_goes_on(tmp_path: Path):
     assert (stubborn.rc, stubborn.rc_name) == (137, "killed")
     assert "SIGKILL after 1s grace" in stubborn.note
 
-    died = found["die/r1/candidate"]
-    assert (died.rc, died.rc_name) == (137, "signal_SIGKILL")
+    # Killed by a signal: run once more at once; killed the same way again, it is final and says why.
+    first, died = [row for row in rows(root) if row.task_id == "die/r1/candidate"]
+    assert (first.rc, first.rc_name) == (died.rc, died.rc_name) == (137, "signal_SIGKILL")
+    assert first.note.endswith("killed by SIGKILL: run once more (a kill may come from outside the cell)")
     assert died.failed and died.rows_ok is None and died.markers is None
     assert died.note.startswith("no result.json; stderr.log")
+    assert died.note.endswith("killed by SIGKILL again: the same failure twice is deterministic; not retried again")
+    assert (root / "cells" / "die" / "r1" / "candidate.interrupted-1" / "task.json").is_file()
+    assert "[8/10] start die/r1/candidate" in done.stdout and "[8/10] end die/r1/candidate" in done.stdout
+    assert "[9/10] start softmax/r1/baseline" in done.stdout
 
     assert found["softmax/r1/candidate"].rc_name == "ok"  # after three faults, still measured
     assert "sealed" in done.stdout
@@ -58,9 +68,48 @@ def test_a_failed_canary_stops_the_campaign(tmp_path: Path):
     done = run(root)
     assert done.returncode == 1
     assert "RUN_FAILED check=canary: canary dies/r1/candidate failed: rc 137 (signal_SIGKILL)" in done.stderr
-    assert [row.task_id for row in rows(root)] == ["dies/r1/baseline", "dies/r1/candidate"]
+    assert "the same failure twice is deterministic; not retried again" in done.stderr
+    assert [row.task_id for row in rows(root)] == ["dies/r1/baseline", "dies/r1/candidate", "dies/r1/candidate"]
     assert not (root / "cells" / "softmax").exists()
     assert not (root / "receipt.json").exists() and not (root / "run.lock").exists()
     again = run(root)
     assert again.returncode == 1 and "RUN_FAILED check=canary" in again.stderr
-    assert len(rows(root)) == 2  # nothing re-run, nothing appended
+    assert len(rows(root)) == 3  # a deterministic failure: nothing re-run, nothing appended
+
+
+def _worker_of(root: Path, task_id: str, proc, limit: float = 120) -> int:
+    """The pid of the worker running ``task_id``, once it has reached its benchmark."""
+    deadline = time.monotonic() + limit
+    log = root / "cells" / task_id / "run.log"
+    while True:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{task_id} never reached its benchmark"
+        holder = canonical.read_json(root / "run.lock") if (root / "run.lock").is_file() else {}
+        if (holder.get("task_id") == task_id and log.is_file()
+                and "benchmark: pytest" in log.read_text(encoding="utf-8")):
+            return holder["worker_pgid"]   # the worker leads its own session: its pid is the group's id
+        time.sleep(0.1)
+
+
+def test_a_killed_recording_canary_is_run_again_before_the_cells_that_replay_it(tmp_path: Path):
+    root = prepare(tmp_path, [fault("rec", "test_bench_wait_recording", canary=True), demo("softmax")])
+    proc = start_run(root)
+    try:
+        os.kill(_worker_of(root, "rec/r1/baseline", proc), signal.SIGKILL)   # as the OOM killer would
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    history = [(row.task_id, row.rc, row.rc_name) for row in rows(root)]
+    assert history[:3] == [("rec/r1/baseline", 137, "signal_SIGKILL"), ("rec/r1/baseline", 0, "ok"),
+                           ("rec/r1/candidate", 0, "ok")]
+    assert len(history) == 5 and by_id(root)["softmax/r1/candidate"].rc_name == "ok"
+    candidate = by_id(root)["rec/r1/candidate"]
+    assert not candidate.failed and candidate.preflight_failed == ""   # the replay file was there
+    assert (root / "cells" / "rec" / "r1" / "baseline.interrupted-1" / "task.json").is_file()
+    # The retry keeps its place in the count: a start and an end of the same position, twice.
+    assert out.count("[1/4] start rec/r1/baseline") == 2 and out.count("[1/4] end rec/r1/baseline") == 2
+    assert "[2/4] start rec/r1/candidate" in out
+    assert "sealed" in out

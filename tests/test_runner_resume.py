@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign import canonical, screening
+from campaign import canonical, screening, status
 from conftest import PROJECT_ROOT, run_cli
 from runroots import by_id, demo, fault, manifest, prepare, rows, run, start_run
 
@@ -77,7 +77,8 @@ def test_runner_killed_mid_cell_then_run_again_completes(tmp_path: Path, started
     again = run(root)
     assert again.returncode == 0, again.stderr
     assert f"RUN_LOCK stale lock taken over: pid {proc.pid}" in again.stderr
-    assert f"RUN_LOCK ended the orphaned worker group {pgid} of slow/r1/candidate" in again.stderr
+    # The worker ended with its runner (parent-death signal): no orphan was left for the takeover to end.
+    assert "RUN_LOCK ended the orphaned worker group" not in again.stderr
     # Finished rows are byte-identical and first; finished cells untouched; the unfinished cell kept aside.
     assert (root / "status.tsv").read_text().startswith(before_rows)
     for name, digests in finished.items():
@@ -101,6 +102,8 @@ def test_sigint_records_interrupted_and_run_again_reruns_it(tmp_path: Path, star
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "RUN_INTERRUPTED: SIGINT" in err
+    # The count does not step back: the interrupted cell ends at the position it started at.
+    assert "[2/2] start slow/r1/candidate" in out and "[2/2] end slow/r1/candidate: rc=130 interrupted" in out
     interrupted = rows(root)[-1]
     assert (interrupted.task_id, interrupted.rc, interrupted.rc_name) == ("slow/r1/candidate", 130, "interrupted")
     assert not interrupted.finished
@@ -162,3 +165,62 @@ def test_an_interrupted_screen_is_resumed_by_the_screen_and_sealed_with_its_tabl
     wrong = run_cli("screen", "--resume", campaign_root)
     assert wrong.returncode == 2 and "SCREEN_REFUSED check=screen_root" in wrong.stderr
     assert "`campaign run ROOT`" in wrong.stderr
+
+
+def _zombie(pid: int, limit: float = 30) -> None:
+    """Wait until ``pid`` has died (a zombie until its parent, the runner, reaps it) or is gone."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"{pid} did not die")
+
+
+def test_a_cell_killed_by_a_signal_as_the_runner_stops_is_run_again_on_resume(tmp_path: Path, started):
+    root = prepare(tmp_path, [fault("slow", "test_bench_wait")])
+    proc = start_run(root)
+    started[0].append(proc)
+    log = root / "cells" / Path(*WAIT_CELL) / "run.log"
+    _wait_for(log, proc)
+    deadline = time.monotonic() + 120
+    while "benchmark: pytest" not in log.read_text(encoding="utf-8"):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    worker = _worker_pgid(root)
+    started[1].append(worker)
+    os.kill(worker, signal.SIGKILL)
+    _zombie(worker)
+    proc.send_signal(signal.SIGINT)   # the runner stops before, or while, it runs the killed cell again
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    first = [row for row in rows(root) if row.task_id == "slow/r1/candidate"]
+    assert (first[0].rc, first[0].rc_name) == (137, "signal_SIGKILL")
+    assert "slow/r1/candidate" not in status.settled(rows(root))
+
+    again = run(root)
+    assert again.returncode == 0, again.stderr
+    history = [row.rc_name for row in rows(root) if row.task_id == "slow/r1/candidate"]
+    assert history[0] == "signal_SIGKILL" and history[-1] == "ok" and history.count("signal_SIGKILL") == 1
+    assert (root / "receipt.json").is_file()
+
+
+def _row(task_id: str, name: str, rc=None) -> status.StatusRow:
+    return status.StatusRow(task_id, 1, "w", "baseline", rc, name)
+
+
+def test_a_first_death_by_a_signal_is_retried_once_and_a_second_is_final():
+    kill, segv = _row("w/r1/baseline", "signal_SIGKILL", 137), _row("w/r1/baseline", "signal_SIGSEGV", 139)
+    ok, stopped = _row("w/r1/baseline", "ok", 0), _row("w/r1/baseline", status.INTERRUPTED, 130)
+    assert status.settled([kill]) == {}
+    assert status.settled([kill, stopped]) == {}                 # the retry was interrupted: still due
+    assert status.settled([kill, ok]) == {"w/r1/baseline": ok}
+    assert status.settled([kill, stopped, kill]) == {"w/r1/baseline": kill}
+    assert status.settled([kill, segv]) == {"w/r1/baseline": segv}
+    assert status.settled([_row("w/r1/candidate", "signal_SIGKILL", 137), ok]) == {"w/r1/baseline": ok}
+    assert status.settled([_row("w/r1/baseline", "timed_out", 124)])   # a timeout is the cell's own: final
+    assert status.noted(segv, [kill]).note == "killed by SIGKILL, then by SIGSEGV: not retried again"
+    assert status.noted(ok, [kill]) == ok

@@ -171,7 +171,7 @@ def test_no_rows_and_no_triton():
     aten = _facts(_side("baseline", None), _side("candidate", None), _side("control", None))
     v = screening.verdict(aten)
     assert v.name == "NO_TRITON" and "aten or a vendor library" in v.note and "own TRITON_CACHE_DIR" in v.note
-    assert screening.shape_range(aten, v) == ("", "")
+    assert screening.shape_range(aten, v) == screening.Range()
 
 
 def test_a_recording_baseline_is_compared_through_the_control():
@@ -186,7 +186,8 @@ def test_a_recording_baseline_is_compared_through_the_control():
     alone = _facts(base, _side("candidate", "winner"))
     v = screening.verdict(alone)
     assert v.name == "NO_COMPARABLE_IR" and v.compared is None and "add a control cell" in v.note
-    assert screening.shape_range(alone, v) == ("", "")
+    r = screening.shape_range(alone, v)
+    assert r.span == "" and r.label.startswith("range vs recording baseline (not comparable: baseline tuned)")
 
 
 def test_comparable_ir_and_leaks():
@@ -204,15 +205,16 @@ def test_ranges_only_for_judged_pairs():
     timed = dict(timed=True, samples={key_a: Sample(1.0, "graph"), key_b: Sample(2.0, "graph")})
     faster = dict(timed=True, samples={key_a: Sample(0.9, "graph"), key_b: Sample(2.1, "graph")})
     changed = _facts(_side("baseline", "a", **timed), _side("candidate", "b", **faster))
-    assert screening.shape_range(changed, screening.verdict(changed)) == (
-        "-10.00%…+5.00%", "candidate/baseline-1 over 2 shapes, one measurement")
+    assert screening.shape_range(changed, screening.verdict(changed)) == screening.Range(
+        "-10.00%…+5.00%", "candidate/baseline-1 over 2 graph shapes, one measurement", "baseline", "graph", 0)
     noise = _facts(_side("baseline", "a", **timed), _side("candidate", "a", **faster))
-    span, label = screening.shape_range(noise, screening.verdict(noise))
-    assert span == "-10.00%…+5.00%" and label.startswith("noise floor of one measurement")
+    r = screening.shape_range(noise, screening.verdict(noise))
+    assert r.span == "-10.00%…+5.00%" and r.label.startswith("noise floor of one measurement")
     cpu = dataclasses.replace(noise, backend="cpu")
-    assert screening.shape_range(cpu, screening.verdict(cpu)) == ("", "not timed: cpu compiles only, no range")
+    assert screening.shape_range(cpu, screening.verdict(cpu)) == screening.Range(
+        label="not timed: cpu compiles only, no range")
     mismatch = dataclasses.replace(changed, caliber_findings=("!!! [caliber] timer.kind: graph vs event",))
-    assert screening.shape_range(mismatch, screening.verdict(mismatch))[0] == ""
+    assert screening.shape_range(mismatch, screening.verdict(mismatch)).span == ""
     assert "caliber: !!! [caliber] timer.kind" in screening.row(mismatch)["note"]
 
 

@@ -2,7 +2,10 @@
 difference (exit 5), a clean root exits 0, an unsealed one is refused (exit 1)."""
 from __future__ import annotations
 
+import os
+import shutil
 import stat
+import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,6 +14,7 @@ import pytest
 
 from campaign import canonical, receipt
 from campaign.errors import Refused
+from campaign.receiptmodel import ReceiptFile, content_digest
 from runroots import demo, prepare, run
 
 
@@ -29,7 +33,8 @@ def test_run_seals_and_verify_names_every_difference(tmp_path: Path, cli):
     assert "receipt.json" not in sealed["files"] and "run.lock" not in sealed["files"]
     result = "cells/add/r1/baseline/result.json"
     assert sealed["files"][result] == {"sha256": canonical.sha256_file(root / result),
-                                       "size": (root / result).stat().st_size}
+                                       "size": (root / result).stat().st_size, "mode": "0444"}
+    assert sealed["folders"]["cells/add/r1/baseline"] == "0555" and sealed["schema_version"] == 2
     assert {"status.tsv", "matrix.json", "telemetry.err", "cells/add/r1/candidate/task.json"} <= set(sealed["files"])
     assert sealed["run_identity"]["task_id"] == "add/r1/baseline"
     assert sealed["distinct_run_identities"] == []  # baseline and candidate share one caliber
@@ -62,8 +67,8 @@ def test_run_seals_and_verify_names_every_difference(tmp_path: Path, cli):
     assert worse.returncode == 5
     assert "VERIFY_FAILED missing: cells/add/r1/baseline/run.log" in worse.stderr
     assert "VERIFY_FAILED extra: cells/add/r1/baseline/extra.txt (not in the receipt)" in worse.stderr
-    assert "3 difference(s)" in worse.stderr
-    assert "is writable again" in worse.stderr
+    assert "VERIFY_FAILED mode: cells/add/r1/baseline/ (0755, receipt 0555)" in worse.stderr
+    assert "4 difference(s)" in worse.stderr
 
 
 def test_verify_refuses_an_unsealed_root(tmp_path: Path, cli):
@@ -85,10 +90,200 @@ def test_seal_without_a_classifier_writes_null_verdicts_never_invented(tmp_path:
     assert sealed["sealed_utc"] == "2026-11-29T08:00:00Z"
     assert sealed["status_sha256"] is None and sealed["run_identity"] is None
     assert sorted(sealed["files"]) == ["manifest.yaml", "matrix.json", "prepare.json"]
+    assert sealed["folders"] == {}
     assert canonical.read_json(root / "receipt.json") == sealed
     assert receipt.verify_root(root) == []
     with pytest.raises(Refused, match="already sealed"):
         receipt.seal(root)
     root.chmod(0o755)
     (root / "run.lock").write_text("{}")  # left out at seal, but never hidden from verify
-    assert [d.line() for d in receipt.verify_root(root)] == ["extra: run.lock (not in the receipt)"]
+    assert [d.line() for d in receipt.verify_root(root)] == [
+        "extra: run.lock (not in the receipt; run.lock left beside receipt.json: the seal was interrupted; "
+        "`campaign run ROOT` completes it)"]
+
+
+# -- strict verify: regular files only, modes, folders, the receipt's own integrity ----------------
+
+def _sealed_root(tmp_path: Path) -> Path:
+    import rootbuilder as rb
+    root = rb.build(tmp_path, [rb.pointwise()])
+    receipt.seal(root)
+    root.chmod(0o755)            # the root's own mode is not recorded: tampering below is what is seen
+    return root
+
+
+def _outside_copy(root: Path, rel: str) -> Path:
+    copy = root.parent / "outside-copy"
+    copy.write_bytes((root / rel).read_bytes())
+    return copy
+
+
+PLANTED = {
+    "symlink to identical content": (lambda root: (root / "manifest.yaml").unlink() or
+                                     (root / "manifest.yaml").symlink_to(root.parent / "outside-copy"),
+                                     "manifest.yaml", "symbolic link to"),
+    "FIFO": (lambda root: os.mkfifo(root / "pipe"), "pipe", "a FIFO (never opened)"),
+    "symlink to a device": (lambda root: (root / "zero").symlink_to("/dev/zero"), "zero",
+                            "symbolic link to /dev/zero (never followed)"),
+    "dangling symlink": (lambda root: (root / "dangling").symlink_to(root / "nowhere"), "dangling", "(dangling)"),
+    "symlink loop": (lambda root: (root / "loop").symlink_to(root / "loop"), "loop", "(a loop)"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PLANTED))
+def test_verify_refuses_links_and_fifos_by_name_never_following_them(tmp_path: Path, cli, kind):
+    root = _sealed_root(tmp_path)
+    _outside_copy(root, "manifest.yaml")
+    plant, rel, what = PLANTED[kind]
+    plant(root)
+    done = cli("verify", root, timeout=60)           # a FIFO or /dev/zero read would never return
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert f"VERIFY_FAILED refused: {rel} (" in done.stderr and what in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_verify_refuses_a_device_node_by_name(tmp_path: Path, cli):
+    root = _sealed_root(tmp_path)
+    try:
+        os.mknod(root / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("creating a device node needs CAP_MKNOD; the symlink-to-/dev/zero case runs everywhere")
+    done = cli("verify", root, timeout=60)
+    assert done.returncode == 5
+    assert "VERIFY_FAILED refused: null (a device (never opened))" in done.stderr
+
+
+def test_seal_refuses_a_root_holding_a_link_and_writes_nothing(tmp_path: Path):
+    import rootbuilder as rb
+    root = rb.build(tmp_path, [rb.pointwise()])
+    (root / "status-link.tsv").symlink_to(root / "status.tsv")
+    with pytest.raises(Refused) as refused:
+        receipt.seal(root)
+    assert refused.value.check == "files" and "status-link.tsv: symbolic link to" in refused.value.detail
+    assert not (root / "receipt.json").exists() and _mode(root) == 0o755
+
+
+def test_verify_reports_folders_added_or_removed_and_modes_changed(tmp_path: Path, cli):
+    root = _sealed_root(tmp_path)
+    (root / "added").mkdir()
+    (root / "status.tsv").chmod(0o644)               # content unchanged: only the mode says it
+    cell = root / "cells" / "add" / "r1" / "baseline"
+    ir = cell / "ir"
+    cell.chmod(0o755)
+    ir.chmod(0o755)
+    shutil.rmtree(ir)
+    done = cli("verify", root)
+    assert done.returncode == 5
+    assert "VERIFY_FAILED extra: added/ (folder not in the receipt)" in done.stderr
+    assert "VERIFY_FAILED mode: status.tsv (0644, receipt 0444)" in done.stderr
+    assert "VERIFY_FAILED mode: cells/add/r1/baseline/ (0755, receipt 0555)" in done.stderr
+    assert "VERIFY_FAILED missing: cells/add/r1/baseline/ir/ (folder)" in done.stderr
+
+
+def _rewrite_receipt(root: Path, edit, redigest: bool = False) -> None:
+    data = canonical.read_json(root / "receipt.json")
+    edit(data)
+    if redigest:
+        data["content_sha256"] = content_digest(data)
+    (root / "receipt.json").chmod(0o644)
+    (root / "receipt.json").write_text(canonical.dumps(data))
+    (root / "receipt.json").chmod(0o444)
+
+
+def test_verify_catches_an_edited_verdict_in_the_receipt(tmp_path: Path, cli):
+    root = _sealed_root(tmp_path)
+    _rewrite_receipt(root, lambda data: data["verdicts"]["workloads"]["add"].update({"class": "G"}))
+    done = cli("verify", root)
+    assert done.returncode == 5
+    assert "VERIFY_FAILED receipt: receipt.json (content_sha256 " in done.stderr
+    assert "edited after the seal" in done.stderr
+
+
+def test_verify_catches_an_entry_dropped_together_with_its_file(tmp_path: Path, cli):
+    root = _sealed_root(tmp_path)
+    gone = "cells/add/r1/candidate/rows.json"
+    _rewrite_receipt(root, lambda data: data["files"].pop(gone))
+    (root / gone).parent.chmod(0o755)
+    (root / gone).unlink()
+    (root / gone).parent.chmod(0o555)
+    done = cli("verify", root)
+    assert done.returncode == 5 and "edited after the seal" in done.stderr
+
+
+def test_verify_checks_the_receipt_against_its_schema(tmp_path: Path, cli):
+    root = _sealed_root(tmp_path)
+    _rewrite_receipt(root, lambda data: data["files"]["status.tsv"].update({"size": -1}), redigest=True)
+    done = cli("verify", root)
+    assert done.returncode == 5
+    assert "VERIFY_FAILED receipt: receipt.json (does not match its schema: 2 -> files -> status.tsv -> size" \
+        in done.stderr
+
+
+def test_a_receipt_that_is_a_link_is_refused(tmp_path: Path, cli):
+    root = _sealed_root(tmp_path)
+    (root / "receipt.json").rename(root.parent / "receipt-outside.json")
+    (root / "receipt.json").symlink_to(root.parent / "receipt-outside.json")
+    done = cli("verify", root)
+    assert done.returncode == 5 and "VERIFY_FAILED refused: receipt.json (symbolic link to" in done.stderr
+
+
+def test_a_version_1_receipt_verifies_its_digests_and_names_what_it_cannot_check(tmp_path: Path, cli):
+    root = _sealed_root(tmp_path)
+
+    def as_version_1(data: dict) -> None:
+        data.update(schema_version=1)
+        for key in ("folders", "content_sha256"):
+            data.pop(key)
+        for entry in data["files"].values():
+            entry.pop("mode")
+
+    _rewrite_receipt(root, as_version_1)
+    (root / "status.tsv").chmod(0o644)
+    done = cli("verify", root)
+    assert done.returncode == 0, done.stderr
+    assert "note: receipt.json is schema_version 1" in done.stdout and "file and folder modes" in done.stdout
+    assert "warning: status.tsv is writable again" in done.stderr
+    (root / "status.tsv").write_text("edited\n")
+    edited = cli("verify", root)
+    assert edited.returncode == 5 and "VERIFY_FAILED changed: status.tsv" in edited.stderr
+
+
+def test_the_receipt_schema_accepts_what_the_seal_writes_and_the_committed_receipts(tmp_path: Path):
+    import jsonschema
+    from conftest import PROJECT_ROOT
+    schema = canonical.read_json(PROJECT_ROOT / "schemas" / "receipt.schema.json")
+    validator = jsonschema.Draft202012Validator(schema)
+    root = _sealed_root(tmp_path)
+    fresh = canonical.read_json(root / "receipt.json")
+    committed = sorted((PROJECT_ROOT / "receipts").glob("*/receipt.json"))
+    assert committed
+    for data in [fresh] + [canonical.read_json(path) for path in committed]:
+        validator.validate(data)
+        ReceiptFile.model_validate(data)
+    fresh["unknown"] = 1
+    assert list(validator.iter_errors(fresh))
+
+
+READ_SWAPPED = """
+import os, sys
+from pathlib import Path
+from campaign import rootfiles
+folder = Path(sys.argv[1])
+os.mkfifo(folder / "fifo")
+(folder / "link").symlink_to(folder / "target")
+(folder / "target").write_text("content")
+for name in ("fifo", "link"):
+    try:
+        rootfiles.sha256_regular(folder / name)
+    except rootfiles.NotRegular as exc:
+        print(name, exc.strerror)
+"""
+
+
+def test_reading_a_file_swapped_for_a_fifo_or_a_link_is_refused_unopened(tmp_path: Path):
+    # what a swap between the listing and the read would hand the hasher: refused, never followed or waited on
+    done = subprocess.run([sys.executable, "-c", READ_SWAPPED, str(tmp_path)], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["fifo a FIFO (never opened)",
+                                        f"link symbolic link to {tmp_path / 'target'} (never followed)"]

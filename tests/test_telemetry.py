@@ -2,6 +2,7 @@
 cannot start (the campaign goes on, the reason is on disk)."""
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -9,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from campaign import telemetry
+from campaign import canonical, telemetry, yamlio
+from campaign.artifacts import ROWS_FILE
+from campaign.commands import run
+from campaign.manifest import Manifest
 from campaign.telemetry import Sample, Sampler
 from conftest import FIXTURES
 
@@ -78,8 +82,9 @@ def test_sampler_records_a_window_from_recorded_output(tmp_path: Path):
     assert lines[0].split("\t") == list(telemetry.COLUMNS)
     assert lines[1].split("\t")[1:] == ["10.000", "0", "1888", "2600", "36", "477.68", "87", ""]
     assert len(lines) == 5  # two marks x two devices
-    assert sampler.window(15.0, 25.0) == telemetry.Summary(1888.0, 1888.0, 36.0)
-    assert sampler.window(0.0, 5.0) == telemetry.Summary(None, None, None)
+    cell = _cell_with_windows(tmp_path / "cell", [(15.0, 25.0)])
+    assert sampler.window(5.0, 35.0, cell) == telemetry.Summary(1888.0, 1888.0, 36.0)
+    assert sampler.window(0.0, 5.0, cell) == telemetry.Summary(None, None, None)
     assert not (tmp_path / "telemetry.err").exists()
 
 
@@ -118,3 +123,51 @@ def test_sampler_errors_after_start_are_noted_once(tmp_path: Path):
     err = (tmp_path / "telemetry.err").read_text().splitlines()
     assert len(err) == 1 and err[0].endswith("sample failed: RuntimeError: mthreads-gmi -q --json exited 9: device lost")
     assert json.loads(GMI.read_text())["GPU"][0]["Index"] == "0"
+
+
+def _cell_with_windows(cell: Path, windows, status="ok") -> Path:
+    cell.mkdir(parents=True, exist_ok=True)
+    rows = [{"test": "b.py::test_bench_add", "function": "test_bench_add", "op": "add", "shape": [k],
+             "dtype": "float16", "timer": "graph", "status": status, "latency_ms": 0.01 if status == "ok" else None,
+             "window_start_unix": lo, "window_end_unix": hi} for k, (lo, hi) in enumerate(windows)]
+    canonical.write_json_new(cell / ROWS_FILE, {"schema_version": 1, "rows": rows})
+    return cell
+
+
+class Series:
+    """A device read at recorded moments: the idle clock at the cell's start and end, boost in between."""
+
+    def __init__(self, readings):
+        self.readings = dict(readings)
+
+    def read(self, t):
+        sm, temp, reasons = self.readings[t]
+        return [Sample(t, "0", sm, 3201.0, temp, None, None, reasons)]
+
+
+def test_a_cells_clocks_are_read_inside_its_timing_windows_not_at_its_idle_start(tmp_path: Path):
+    readings = {10.0: (345.0, 37.0, "gpu_idle"), 11.0: (1980.0, 50.0, "none"), 12.0: (1605.0, 55.0, "sw_power_cap"),
+                13.0: (1965.0, 56.0, "none"), 14.0: (345.0, 41.0, "gpu_idle")}
+    ticks = iter(readings)
+    sampler = Sampler(tmp_path, lambda: Series(readings), interval_s=3600, clock=lambda: next(ticks))
+    assert sampler.start()
+    for _ in readings:
+        sampler.mark()
+    sampler.stop()
+    cell = _cell_with_windows(tmp_path / "cell", [(10.5, 11.5), (11.9, 13.1)])
+    assert sampler.window(10.0, 14.0, cell) == telemetry.Summary(1605.0, 1965.0, 56.0)
+    _cell_with_windows(tmp_path / "failed", [(9.0, 15.0)], status="failed")
+    assert sampler.window(10.0, 14.0, tmp_path / "failed") == telemetry.Summary(None, None, 56.0), \
+        "no timed row: the clock is not known, never the idle one"
+    assert sampler.window(10.0, 14.0, tmp_path / "absent") == telemetry.Summary(None, None, 56.0)
+    assert sampler.window(11.5, 14.0, cell) == telemetry.Summary(1605.0, 1785.0, 56.0), "only this cell's samples"
+
+
+def test_the_default_interval_puts_a_sample_in_the_shortest_committed_timing_window():
+    """An event row's window spans at least warmup_ms + rep_ms; the sampler must fire inside it."""
+    root = Path(__file__).resolve().parent.parent
+    shortest = min((m.timer.warmup_ms + m.timer.rep_ms) / 1000.0
+                   for m in (yamlio.validate(Manifest, p) for p in sorted((root / "manifests").glob("h200-*.yaml"))))
+    parser = argparse.ArgumentParser()
+    run.add_execution_arguments(parser)
+    assert telemetry.INTERVAL_S < shortest and parser.parse_args([]).telemetry_interval == telemetry.INTERVAL_S

@@ -8,9 +8,11 @@ and reads exactly RESULT_JSON afterwards. Nothing is reported on stdout.
 2. preflight (`campaign.worker.preflight`): on failure ``PREFLIGHT_FAILED check=…``, exit 3;
 3. the benchmark target in one pytest session with the planned plugins, built in
    plan order (``module.make(ctx)``);
-4. the correctness target in a second session with only the outcomes plugin, or,
+4. the correctness target in a second session with only the outcomes plugin (and the
+   workload's dtype narrowing, `campaign.worker.cell.correctness_plugins`), or,
    on a backend that executes nothing, correctness recorded as not run;
-5. result.json, written once, from the files the plugins left (`campaign.worker.cell`).
+5. phases.json (`campaign.worker.phases`: where the seconds went), then result.json,
+   written once, from the files the plugins left (`campaign.worker.cell`).
 
 The exit status is the result's rc: the benchmark session's pytest code, 3 for a
 failed preflight, 2 for unusable arguments, 1 when the worker itself crashed (still
@@ -35,7 +37,7 @@ from campaign.backends.plan import OUTCOMES
 from campaign.canonical import read_json, write_json_new
 from campaign.errors import EXIT_INPUT, EXIT_PREFLIGHT, EXIT_REFUSED, InputError
 from campaign.manifest import Manifest
-from campaign.worker import cell, preflight
+from campaign.worker import cell, facts, lifeline, phases, preflight
 from campaign.worker.context import CellContext, CellLog
 
 USAGE = "usage: python -m campaign.worker TASK_JSON RESULT_JSON"
@@ -51,12 +53,14 @@ class Cell:
         self.log = CellLog(self.cell_dir / RUN_LOG)
         self.preflight: Optional[Preflight] = None
         self.timed = False
+        self.phases = phases.Recorder(started)
 
     def say(self, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
         self.log.line(text)
 
     def result(self, rc: int, correctness: Correctness, notes: list[str]) -> CellResult:
+        self.phases.begin("write-out")
         rows, rows_note = cell.read_rows(self.cell_dir)
         autotune, autotune_note = cell.read_autotune(self.cell_dir)
         variants, launches, index_note = cell.read_index(self.cell_dir)
@@ -85,6 +89,10 @@ class Cell:
             return self.refused("manifest", detail, [("manifest", False, detail)])
         backend = get_backend(manifest.device.backend)
         self.timed = backend.capabilities.executes
+        # imported here, apart from the checks, to time them; preflight names an import that fails
+        self.phases.begin("imports")
+        facts.import_errors(preflight.needed_modules(plan.task.provider))
+        self.phases.begin("preflight")
         self.preflight = preflight.run(plan, manifest, backend, os.environ, self.say)
         if not self.preflight.ok:
             failed = self.preflight.checks[-1]
@@ -96,7 +104,8 @@ class Cell:
         plugins = [importlib.import_module(name).make(ctx) for name in plan.plugins if name != OUTCOMES]
         args = cell.benchmark_args(plan)
         self.say(f"benchmark: pytest {' '.join(args)}")
-        rc = int(pytest.main(args, plugins=plugins))
+        with self.phases.session("timing") as watch:
+            rc = int(pytest.main(args, plugins=[*plugins, watch]))
         self.say(f"benchmark: pytest exit {rc}")
 
         notes = []
@@ -107,7 +116,9 @@ class Cell:
         else:
             args = cell.correctness_args(plan)
             self.say(f"correctness: pytest {' '.join(args)}")
-            correctness_rc = int(pytest.main(args, plugins=[importlib.import_module(OUTCOMES).make(ctx)]))
+            session_plugins = [importlib.import_module(OUTCOMES).make(ctx), *cell.correctness_plugins(plan, manifest, self.say)]
+            with self.phases.session("correctness") as watch:
+                correctness_rc = int(pytest.main(args, plugins=[*session_plugins, watch]))
             self.say(f"correctness: pytest exit {correctness_rc}")
             correctness = cell.read_correctness(self.cell_dir, correctness_rc)
             if correctness_rc not in (0, 1):
@@ -124,6 +135,7 @@ class Cell:
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     started = time.monotonic()
+    unbound = lifeline.bind_to_parent()   # first: a worker outliving a killed runner runs with no timeout
     if len(argv) != 2:
         print(USAGE, file=sys.stderr)
         return EXIT_INPUT
@@ -136,13 +148,23 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception as exc:        # without a plan there is no task id to write a result under
         print(f"{task_path}: not a readable task file: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    gone = lifeline.orphaned(Path(plan.root))
+    if gone:   # the runner died before the parent-death signal was asked for: nobody would read a result
+        print(f"worker: {gone}; the cell is not run", file=sys.stderr)
+        return EXIT_REFUSED
     os.chdir(plan.project_root)
     current = Cell(plan, started)
+    if unbound:
+        current.say(f"note: {unbound}")
     try:
         result = current.run()
     except Exception as exc:        # recorded as a failure result, never swallowed
         traceback.print_exc()
         result = current.crashed(exc)
+    try:                            # before result.json, so a result always has its phases beside it
+        current.phases.write(current.cell_dir, plan.task.id)
+    except OSError as exc:          # cost bookkeeping: never worth losing the result over
+        current.say(f"phases.json not written: {type(exc).__name__}: {exc}")
     write_json_new(result_path, result.model_dump(mode="json"))
     return result.rc
 

@@ -1,17 +1,19 @@
-"""One cell's pytest arguments and its result, read back from the files the plugins wrote.
+"""One cell's pytest sessions (arguments, the correctness session's dtype narrowing) and its
+result, read back from the files the plugins wrote.
 
-Pure over the cell folder: every reader tolerates a missing or unreadable file by
+The readers are pure over the cell folder: each tolerates a missing or unreadable file by
 returning zeros and a note, because a plugin that died must show up as missing
 evidence in result.json, never as a worker crash that leaves no result at all.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from campaign.artifacts import (AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, IR_DIR, OUTCOMES_FILE, ROWS_FILE,
                                 AutotuneFile, AutotuneSummary, CellPlan, Correctness, Outcomes, Rows, RowCounts)
 from campaign.canonical import read_json
+from campaign.manifest import DTYPES, Manifest
 from campaign.timers import POISONED_MARKER
 
 PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q")
@@ -45,6 +47,54 @@ def correctness_args(plan: CellPlan) -> list[str]:
         return pytest_args(list(targets.correctness_node_ids), plan)
     selector = ["-k", targets.correctness_k] if targets.correctness_k else []
     return pytest_args([targets.correctness, *selector], plan)
+
+
+def narrowed_dtypes(plan: CellPlan, manifest: Manifest) -> Optional[tuple[str, ...]]:
+    """The dtypes the correctness session keeps, or None to keep every node it selects.
+
+    Only where the manifest narrows the workload's dtypes: the benchmark measures those
+    alone, and correctness over dtypes nothing measured costs time and proves nothing
+    about the comparison. Explicit node ids are the manifest author's own choice: kept."""
+    if plan.task.targets.correctness_node_ids:
+        return None
+    workload = next((w for w in manifest.workloads if w.name == plan.task.workload), None)
+    if workload is None or workload.dtypes is None:
+        return None
+    return tuple(workload.dtypes)
+
+
+def param_dtype(item) -> Optional[str]:
+    """The dtype name of a node's ``dtype`` parameter (a torch dtype or its name), or None.
+
+    ``dtype`` is the parameter name of the project's and FlagGems' correctness tests; a
+    node without one, or with a value that is not a dtype, is never narrowed away."""
+    value = getattr(getattr(item, "callspec", None), "params", {}).get("dtype")
+    if type(value).__name__ == "dtype" and type(value).__module__ == "torch":
+        return str(value).removeprefix("torch.")
+    return value if isinstance(value, str) and value in DTYPES else None
+
+
+class DtypeNarrowing:
+    """Deselects correctness nodes whose ``dtype`` is outside the workload's narrowed dtypes."""
+
+    def __init__(self, dtypes: tuple[str, ...], say: Callable[[str], None]):
+        self.dtypes = dtypes
+        self.say = say
+
+    def pytest_collection_modifyitems(self, config, items) -> None:
+        dropped = [item for item in items if param_dtype(item) not in (None, *self.dtypes)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            gone = {id(item) for item in dropped}
+            items[:] = [item for item in items if id(item) not in gone]
+        self.say(f"correctness: the workload narrows dtypes to {', '.join(self.dtypes)}: "
+                 f"{len(dropped)} node(s) of other dtypes deselected, {len(items)} kept")
+
+
+def correctness_plugins(plan: CellPlan, manifest: Manifest, say: Callable[[str], None]) -> list:
+    """The correctness session's plugins besides outcomes."""
+    dtypes = narrowed_dtypes(plan, manifest)
+    return [] if dtypes is None else [DtypeNarrowing(dtypes, say)]
 
 
 def _load(path: Path, model):

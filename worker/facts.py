@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -35,6 +36,21 @@ def import_errors(modules: tuple[str, ...]) -> dict[str, Optional[str]]:
         except Exception as exc:    # a broken import is the finding, whatever it raises
             out[name] = f"{type(exc).__name__}: {exc}".splitlines()[0]
     return out
+
+
+def process_age_s(proc: Path = Path("/proc")) -> Optional[float]:
+    """Seconds since this process started, or None where /proc does not say.
+
+    ``starttime`` (field 22 of /proc/self/stat) counts clock ticks after boot, as
+    /proc/uptime counts seconds after boot: both 10 ms coarse on the usual 100 Hz tick.
+    The process name (field 2) may hold spaces and parentheses: split after its last ')'."""
+    try:
+        stat = (proc / "self" / "stat").read_text(encoding="utf-8")
+        uptime = float((proc / "uptime").read_text(encoding="utf-8").split()[0])
+        started = int(stat.rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0.0, uptime - started)
 
 
 def installed(name: str) -> Installed:

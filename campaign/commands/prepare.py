@@ -31,6 +31,11 @@ class Checked:
     resolved: dict[str, Resolved]
     matrix: Matrix
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What was not checked statically (a node id's parameters), for validate and prepare to say."""
+        return tuple(note for found in self.resolved.values() for note in found.notes)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", type=Path, help="the campaign manifest (YAML)")
@@ -61,7 +66,20 @@ def claim_root(runs_dir: Path, campaign: str, now: datetime) -> Path:
 
 
 def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: str = "campaign") -> dict[str, Any]:
-    digests = harness.harness_digests(project_root)
+    resolved_targets = {
+        name: {
+            "benchmark": found.targets.benchmark,
+            "correctness": found.targets.correctness,
+            "correctness_node_ids": list(found.targets.correctness_node_ids or ()),
+            "correctness_k": found.targets.correctness_k,
+            "dtypes": list(found.dtypes),
+            "shapes": list(found.shapes) if found.shapes is not None else None,
+            "family": found.family,
+        }
+        for name, found in sorted(checked.resolved.items())
+    }
+    # the targets' files, conftest.py chain and pytest configuration are harness files too
+    digests = harness.harness_digests(project_root, harness.record_targets(resolved_targets))
     return {
         "schema_version": SCHEMA_VERSION,
         "campaign": checked.manifest.campaign,
@@ -77,18 +95,7 @@ def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: st
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "tasks": len(checked.matrix.tasks),
-        "resolved_targets": {
-            name: {
-                "benchmark": found.targets.benchmark,
-                "correctness": found.targets.correctness,
-                "correctness_node_ids": list(found.targets.correctness_node_ids or ()),
-                "correctness_k": found.targets.correctness_k,
-                "dtypes": list(found.dtypes),
-                "shapes": list(found.shapes) if found.shapes is not None else None,
-                "family": found.family,
-            }
-            for name, found in sorted(checked.resolved.items())
-        },
+        "resolved_targets": resolved_targets,
     }
 
 
@@ -112,6 +119,8 @@ def main(args: argparse.Namespace) -> int:
     checked = check(args.manifest)
     root = freeze(checked, args.runs_dir)
     tasks = checked.matrix.tasks
+    for note in checked.notes:
+        print(f"note: {note}")
     print(f"prepared {checked.manifest.campaign}: {len(checked.resolved)} workloads, "
           f"{len(tasks)} tasks ({checked.matrix.rounds} rounds x {len(checked.matrix.cells)} cells)")
     print(root)

@@ -1,10 +1,13 @@
 """`campaign report ROOT [--format md|json] [--plot FILE] [--allow-caliber-mismatch]`.
 
-Works on a sealed root and on an unsealed complete one. The caliber of every
-cell that ran is compared before any latency is read (exit 4 on a mismatch
-unless released; the findings are printed either way). On a sealed root the
-verdicts are re-derived and checked against the receipt's: a difference is
-named (the harness changed since the seal), the receipt stays the record.
+On a sealed root the root is verified first (`campaign.verification`: exit 5,
+naming what failed, nothing rendered), and the verdicts rendered are the sealed
+ones from receipt.json. They are also re-derived under today's classifier: a
+workload whose class or reason moved since the seal is shown in a separate,
+labelled section, and the receipt stays the record. An unsealed complete root
+is derived live and labelled "not sealed". In both, the caliber of every cell
+that ran is compared before any latency is read (exit 4 on a mismatch unless
+released; released, a warning is printed every time).
 """
 from __future__ import annotations
 
@@ -12,11 +15,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign import caliber, report
-from campaign.artifacts import RECEIPT_FILE, RESULT_FILE, cell_dir_name
-from campaign.canonical import read_json
+from campaign import caliber, receipt, report
+from campaign.artifacts import RESULT_FILE, cell_dir_name
 from campaign.classify import classify_root
 from campaign.evidence import load_frame
+
+PREFIX = "REPORT_REFUSED"
+NOT_SEALED = ("> **Not sealed.** These verdicts are derived now from the root's files; no receipt records them, "
+              "so nothing here has been verified.\n\n")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,25 +44,39 @@ def check_caliber(root: Path, allow: bool) -> caliber.CaliberCheck:
 
 def main(args: argparse.Namespace) -> int:
     root = Path(args.root)
+    verified = receipt.require_verified(root, PREFIX) if receipt.is_sealed(root) else None
     check_caliber(root, args.allow_caliber_mismatch)
-    verdicts = classify_root(root, allow_caliber_mismatch=args.allow_caliber_mismatch)
-    receipt_path = root / RECEIPT_FILE
-    changes: list[str] = []
-    if receipt_path.is_file() and not args.allow_caliber_mismatch:
-        sealed = read_json(receipt_path).get("verdicts")
-        changes = class_changes(sealed, verdicts) if sealed is not None else []
+    if args.allow_caliber_mismatch:
+        print("warning: --allow-caliber-mismatch: the caliber guard is released; latencies measured under "
+              "different calibers mean different things (any re-derived workload they touch is X)", file=sys.stderr)
+    # re-derived from the same evidence the seal judged, a harness changed during the run included
+    drift = tuple(verified.receipt.harness_changed_since_prepare) if verified else ()
+    derived = classify_root(root, allow_caliber_mismatch=args.allow_caliber_mismatch, harness_drift=drift)
+    if verified is None:
+        print(f"note: {root} is not sealed: verdicts derived now, not a sealed record", file=sys.stderr)
+        verdicts, banner = derived, NOT_SEALED
+    elif verified.receipt.verdicts is None:
+        why = verified.receipt.verdicts_note
+        print(f"note: the receipt holds no verdicts ({why}): these are derived now", file=sys.stderr)
+        verdicts, banner = derived, f"> **Derived now, not sealed.** The seal recorded no verdicts: {why}.\n\n"
+    else:
+        verdicts = verified.receipt.verdicts
+        changes = class_changes(verdicts, derived)
+        banner = _changes_note(changes, args.allow_caliber_mismatch)
         if changes:
-            print("warning: verdicts re-derived now differ from the receipt's (the classifier changed since the "
-                  "seal); the receipt is the record: " + "; ".join(changes), file=sys.stderr)
-        elif sealed is not None and sealed != verdicts:
+            print("warning: classes moved since the seal (re-derived now); the sealed verdicts are shown and are "
+                  "the record: " + "; ".join(changes), file=sys.stderr)
+        elif verdicts != derived:
             print("note: the classifier's output changed since the seal; every class and reason is the sealed one",
                   file=sys.stderr)
+    for note in verified.notes if verified else ():
+        print(f"note: {note}", file=sys.stderr)
     if args.plot is not None:
         report.forest_plot(verdicts, args.plot)
     if args.format == "json":
         sys.stdout.write(report.json_text(verdicts))
     else:
-        sys.stdout.write(_changes_note(changes) + report.markdown(verdicts))
+        sys.stdout.write(banner + report.markdown(verdicts))
     return 0
 
 
@@ -71,10 +91,11 @@ def class_changes(sealed: dict, derived: dict) -> list[str]:
     return out
 
 
-def _changes_note(changes: list[str]) -> str:
+def _changes_note(changes: list[str], released: bool) -> str:
     if not changes:
         return ""
-    lines = ["> **Re-derived, not sealed.** The classifier changed after this root was sealed; the receipt's",
-             "> verdicts are the record. Classes that differ now (sealed -> re-derived):", ">"]
+    how = " with the caliber guard released" if released else ""
+    lines = [f"> **Classes moved since the seal.** Re-derived now under today's classifier{how}: not the "
+             "record. Every class below is the sealed one from receipt.json. Sealed -> re-derived:", ">"]
     lines += [f"> - {change}" for change in changes]
     return "\n".join(lines) + "\n\n"

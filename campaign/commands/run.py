@@ -9,9 +9,12 @@ itself, shared with `campaign screen`. A failed canary stops the
 campaign (``RUN_FAILED check=canary``, exit 1, the root stays unsealed: its
 status rows say why). SIGINT/SIGTERM end the running cell's process group,
 record it as ``interrupted`` and exit 130; `run` again re-runs that cell and
-completes the campaign. A completed matrix is sealed (`campaign.receipt`) and
-exits 0 even when some cells failed: those are rows, and the verdicts say what
-they mean.
+completes the campaign. A full disk or an unwritable path stops the run with
+``RUN_FAILED check=disk|write`` (`campaign.faults`, exit 1), finished cells kept.
+A completed matrix is sealed (`campaign.receipt`) and exits 0 even when some
+cells failed: those are rows, and the verdicts say what
+they mean. A seal stopped by a crash (run.lock left beside receipt.json) is
+completed by `run` again, under the lock it takes over (`receipt.complete`).
 """
 from __future__ import annotations
 
@@ -24,14 +27,14 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from campaign import canonical, harness, receipt, runchecks, yamlio
+from campaign import canonical, faults, harness, receipt, runchecks, yamlio
 from campaign.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, Matrix
 from campaign.errors import EXIT_INTERRUPTED, EXIT_OK, CampaignError, Refused
 from campaign.lock import RunLock
 from campaign.manifest import Manifest
 from campaign.progress import make_progress
 from campaign.runner import CANARY_FAILED, COMPLETED, Runner, RunSetup
-from campaign.telemetry import Sampler, make_source, visible_devices
+from campaign.telemetry import INTERVAL_S, Sampler, make_source, visible_devices
 
 PREFIX = "RUN_REFUSED"
 
@@ -46,7 +49,8 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     """How cells are executed; shared with `campaign screen`."""
     parser.add_argument("--scratch-dir", type=Path, default=None,
                         help="where per-cell caches are made, outside the root (default: the system temp dir)")
-    parser.add_argument("--telemetry-interval", type=float, default=5.0, help="seconds between samples (default 5)")
+    parser.add_argument("--telemetry-interval", type=float, default=INTERVAL_S,
+                        help=f"seconds between samples (default {INTERVAL_S}: a sample inside every timing window)")
     parser.add_argument("--grace", type=float, default=10.0,
                         help="seconds between SIGTERM and SIGKILL when a cell is ended (default 10)")
 
@@ -57,7 +61,7 @@ def find_root(args: argparse.Namespace) -> Path:
         mode = runchecks.root_mode(root)
         if mode is None:
             raise Refused(PREFIX, "prepared", f"{root}: no {PREPARE_FILE}; run `campaign prepare` first")
-        if mode != "campaign":
+        if mode != "campaign" and not receipt.seal_interrupted(root):   # any root's seal is finished here
             raise Refused(PREFIX, "mode", f"{root} was prepared by `campaign {mode}`, which runs and seals its own "
                           f"root (its table is written before the seal); `campaign {mode} --resume {root}` "
                           "completes it")
@@ -75,7 +79,8 @@ def check(root: Path, prepare: dict, manifest: Manifest, backend) -> None:
     recorded_root = Path(prepare["project_root"])
     if recorded_root.resolve() != harness.PROJECT_ROOT.resolve():
         raise Refused(PREFIX, "project_root", f"prepared from {recorded_root}, this code is at {harness.PROJECT_ROOT}")
-    drift = runchecks.harness_problems(prepare["harness"], harness.harness_digests(harness.PROJECT_ROOT))
+    drift = runchecks.harness_problems(prepare["harness"], harness.harness_digests(harness.PROJECT_ROOT,
+                                                                                    harness.prepared_targets(prepare)))
     if drift:
         raise Refused(PREFIX, "harness", "code changed since prepare: " + ", ".join(drift)
                       + "; prepare a new root (a root measures the code it was prepared with)")
@@ -113,13 +118,22 @@ def execute(root: Path, args: argparse.Namespace,
     matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
     manifest = yamlio.validate(Manifest, root / MANIFEST_FILE)
     backend = get_backend(matrix.backend)
-    if receipt.is_sealed(root):
+    interrupted = receipt.seal_interrupted(root)
+    if receipt.is_sealed(root) and not interrupted:
         raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
     # The lock first: with another run active, nothing else about this root is news.
     lock = RunLock(root, report=lambda text: print(text, file=sys.stderr), grace_s=args.grace)
     lock.acquire()
     sealed = False
     try:
+        if interrupted and receipt.is_sealed(root):   # the stale lock taken over was the seal's
+            finished = receipt.complete(root, release=lock.release)
+            if finished is not None:
+                sealed = True
+                print(f"sealed {root}: completed an interrupted seal, {len(finished['files'])} files in receipt.json")
+                return EXIT_OK
+            print(f"RUN_SEAL an unfinished receipt.json of an interrupted seal was removed; sealing {root} again",
+                  file=sys.stderr)
         check(root, prepare, manifest, backend)
         pinned = pinned_env(manifest)
         scratch = Path(tempfile.mkdtemp(prefix=f"campaign-{matrix.campaign}-", dir=args.scratch_dir))
@@ -155,6 +169,10 @@ def execute(root: Path, args: argparse.Namespace,
         before_seal(root)
         sealed_receipt = receipt.seal(root, release=lock.release)
         sealed = True
+    except OSError as exc:   # a full disk, an unwritable path: named, never a traceback
+        mode = prepare.get("mode", "campaign")
+        resume = f"`campaign run {root}`" if mode == "campaign" else f"`campaign {mode} --resume {root}`"
+        raise faults.write_failed(exc, f"{resume} resumes") from exc
     finally:
         if not sealed:
             lock.release()

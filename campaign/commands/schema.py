@@ -13,8 +13,9 @@ from campaign.artifacts import Matrix
 from campaign.errors import CampaignError
 from campaign.harness import PROJECT_ROOT
 from campaign.manifest import Manifest
+from campaign.receiptmodel import ReceiptFile
 
-SCHEMAS = {"manifest.schema.json": Manifest, "matrix.schema.json": Matrix}
+SCHEMAS = {"manifest.schema.json": Manifest, "matrix.schema.json": Matrix, "receipt.schema.json": ReceiptFile}
 
 
 def render() -> dict[str, str]:

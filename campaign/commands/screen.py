@@ -74,12 +74,19 @@ def main(args: argparse.Namespace) -> int:
     if code != EXIT_OK:
         return code
     for r in rows:
-        shown = " ".join(part for part in (r["range"], f"({r['range_label']})" if r["range_label"] else "") if part)
-        print(f"{r['workload']}: {r['verdict']} {shown}".rstrip())
+        print(line(r))
     if args.emit_manifest is not None:
         emit(args.rescore or out, rows, args.emit_manifest)
     print(out / screenroot.SCREEN_FILE)
     return EXIT_OK
+
+
+def line(r: dict[str, str]) -> str:
+    """One printed row: verdict, range and its label, then the control's A/A beside it."""
+    shown = " ".join(part for part in (r["range"], f"({r['range_label']})" if r["range_label"] else "") if part)
+    aa = (f"; A/A {r['aa_range']} ({r['aa_label']})" if r["aa_range"]
+          else f"; {r['aa_label']}" if r["aa_label"] else "")
+    return f"{r['workload']}: {r['verdict']} {shown}".rstrip() + aa
 
 
 def screen(args: argparse.Namespace) -> tuple[int, Path, list[dict[str, str]]]:

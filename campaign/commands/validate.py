@@ -5,9 +5,11 @@ For editors, pre-commit hooks and the CI of manifest repositories.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from campaign.commands.prepare import check
+from campaign.errors import EXIT_OK, CampaignError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +17,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Every manifest is checked, so one bad file in a pre-commit run does not hide the next."""
+    worst = EXIT_OK
     for path in args.manifest:
-        checked = check(path)
+        try:
+            checked = check(path)
+        except CampaignError as exc:
+            print("\n".join(exc.lines), file=sys.stderr)
+            worst = max(worst, exc.exit_code)
+            continue
         print(f"{path}: ok ({len(checked.resolved)} workloads, {len(checked.matrix.tasks)} tasks)")
-    return 0
+        for note in checked.notes:
+            print(f"{path}: note: {note}")
+    return worst

@@ -1,7 +1,11 @@
 """`campaign verify ROOT`: re-hash a sealed root against its receipt and name every difference.
 
-Exit 0 when every file verifies; 5 when any file changed, went missing or
-appeared (each named on stderr); 1 when ROOT has no receipt (not sealed).
+Exit 0 when everything verifies; 5 when any file changed, went missing or
+appeared, a mode changed, a folder was added or removed, a symbolic link, FIFO
+or device is found (never followed or opened), or receipt.json itself is not a
+valid receipt or was edited (each named on stderr); 1 when ROOT has no receipt
+(not sealed). A receipt sealed before modes, folders and its own digest were
+recorded still verifies its file digests; a note names the checks it cannot support.
 """
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign import receipt
+from campaign import verification as verify
 from campaign.errors import EXIT_OK, EXIT_VERIFY, Refused
 
 
@@ -21,14 +25,17 @@ def main(args: argparse.Namespace) -> int:
     root = args.root
     if not root.is_dir():
         raise Refused("VERIFY_REFUSED", "receipt", f"{root}: no such directory")
-    differences = receipt.verify_root(root)
-    recorded = len(receipt.load_receipt(root)["files"])
-    for path in receipt.writable_entries(root):
-        print(f"warning: {path} is writable again (a sealed root is read-only)", file=sys.stderr)
-    if differences:
-        for difference in differences:
+    result = verify.check(root)
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.receipt is not None:
+        for path in verify.writable_entries(root, result):
+            print(f"warning: {path} is writable again (a sealed root is read-only)", file=sys.stderr)
+    recorded = len(result.receipt.files) if result.receipt is not None else 0
+    if result.differences:
+        for difference in result.differences:
             print(f"VERIFY_FAILED {difference.line()}", file=sys.stderr)
-        print(f"{root}: {len(differences)} difference(s) against receipt.json ({recorded} files recorded)",
+        print(f"{root}: {len(result.differences)} difference(s) against receipt.json ({recorded} files recorded)",
               file=sys.stderr)
         return EXIT_VERIFY
     print(f"{root}: {recorded} files verify against receipt.json")

@@ -77,8 +77,8 @@ def test_record_measures_every_config_and_counts_real_launches(recorded):
     assert len(counts["matmul_kernel"]) == 3 and max(counts["matmul_kernel"]) > 2, "benchmark launches counted"
     for row in read_index(recorded.cell_dir):
         assert row["stages"] == "ttir,ttgir,llir,ptx,sass"
-        # Triton's disassembly helper prints "Function:<name>" (measured on the H200)
-        assert f"Function:{row['kernel']}" in (Path(recorded.cell_dir) / "ir" / f"{row['hash']}-{row['kernel']}.sass").read_text()
+        # nvdisasm names the kernel's code section .text.<name>
+        assert f".text.{row['kernel']}" in (Path(recorded.cell_dir) / "ir" / f"{row['hash']}-{row['kernel']}.sass").read_text()
     identity = json.loads((Path(recorded.cell_dir) / "run_identity.json").read_text())
     assert (identity["device_target"], identity["device_name"]) == (TARGET, torch.cuda.get_device_name(0))
     assert identity["device_uuid"] and identity["cuda"] == torch.version.cuda

@@ -1,0 +1,77 @@
+"""`campaign cost ROOT [--format md|tsv]`: where a root's seconds went, per workload and phase.
+
+Reads a root, sealed or not (a run still in progress included), and writes nothing:
+matrix.json for the tasks, status.tsv for each cell's state and wall time, each cell's
+phases.json for its phases (`campaign.cost`). Exit 2 when ROOT is not a run root (no
+readable matrix.json). An unreadable phases.json is named on stderr and counts as not
+recorded.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+from pydantic import ValidationError
+
+from campaign import cost, status
+from campaign.artifacts import MATRIX_FILE, PHASES_FILE, RECEIPT_FILE, STATUS_FILE, Matrix, Phases, cell_dir_name
+from campaign.errors import EXIT_OK, InputError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("root", type=Path, help="a run root, sealed or not")
+    parser.add_argument("--format", choices=("md", "tsv"), default="md",
+                        help="md: tables for a person (default); tsv: one header, one row per workload, cell and total")
+
+
+def _matrix(root: Path) -> Matrix:
+    path = root / MATRIX_FILE
+    if not path.is_file():
+        raise InputError(f"{root}: no {MATRIX_FILE}: not a run root")
+    try:
+        return Matrix.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, ValidationError) as exc:
+        raise InputError(f"{path}: not a matrix: {str(exc).splitlines()[0]}") from None
+
+
+def _phases(path: Path, task_id: str) -> Optional[Phases]:
+    if not path.is_file():
+        return None
+    try:
+        record = Phases.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, ValidationError) as exc:
+        print(f"note: {path}: unreadable, counted as not recorded: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return None
+    if record.task_id != task_id:
+        print(f"note: {path}: records task {record.task_id}, not {task_id}: counted as not recorded", file=sys.stderr)
+        return None
+    return record
+
+
+def main(args: argparse.Namespace) -> int:
+    root: Path = args.root
+    matrix = _matrix(root)
+    rows, bad = status.read(root / STATUS_FILE)
+    for line in bad:
+        print(f"note: {root / STATUS_FILE}: {line}", file=sys.stderr)
+    latest = status.latest(rows)
+    cells = []
+    for task in sorted(matrix.tasks, key=lambda t: t.order):
+        row = latest.get(task.id)
+        cells.append(cost.CellCost(
+            task_id=task.id, workload=task.workload,
+            phases=_phases(root / cell_dir_name(task.id) / PHASES_FILE, task.id),
+            wall_s=row.elapsed_s if row is not None else None,
+            state=(row.rc_name or cost.NOT_RUN) if row is not None else cost.NOT_RUN))
+    if args.format == "tsv":
+        sys.stdout.write(cost.render_tsv(cells))
+        return EXIT_OK
+    sealed = "sealed" if (root / RECEIPT_FILE).is_file() else "not sealed"
+    ran = sum(c.ran for c in cells)
+    summary = (f"Campaign `{matrix.campaign}`, backend {matrix.backend}, {sealed}: {len(matrix.tasks)} cells "
+               f"in the matrix, {ran} ran, {sum(c.ran and c.phases is not None for c in cells)} with phases recorded.")
+    sys.stdout.write(cost.render_md(root.name, summary, cells))
+    return EXIT_OK

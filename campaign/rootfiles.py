@@ -1,0 +1,124 @@
+"""What a run root holds, read without trusting it: regular files and folders only.
+
+Sealing and verifying both walk a root with `scan`. Symbolic links are never
+followed and FIFOs, sockets and devices are never opened: each comes back by
+name as a refusal, so that a planted link cannot make a digest stand for content
+outside the root, and a FIFO or /dev/zero cannot hang the reader. Files are
+hashed through `sha256_regular`, which opens with O_NOFOLLOW|O_NONBLOCK and
+checks what it opened, so a file swapped for a link or a FIFO between the
+listing and the read is refused as well.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# What a sealed root's entries are set to; the receipt records them and verify compares.
+SEALED_FILE_MODE = 0o444
+SEALED_FOLDER_MODE = 0o555
+
+
+class NotRegular(OSError):
+    """A path that was to be read as a regular file is something else."""
+
+
+@dataclass
+class Tree:
+    files: dict[str, Path] = field(default_factory=dict)     # relative POSIX path -> path
+    folders: dict[str, Path] = field(default_factory=dict)   # every folder below the root
+    refused: dict[str, str] = field(default_factory=dict)    # relative path -> what it is
+
+
+def mode_text(mode: int) -> str:
+    return f"{stat.S_IMODE(mode):04o}"
+
+
+def describe(path: Path, mode: int) -> str:
+    """What a non-regular entry is, in words a reviewer can act on; nothing is opened."""
+    if stat.S_ISLNK(mode):
+        target = os.readlink(path)
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            return f"symbolic link to {target} (dangling)"
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return f"symbolic link to {target} (a loop)"
+            return f"symbolic link to {target} ({exc.strerror})"
+        return f"symbolic link to {target} (never followed)"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (never opened)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device (never opened)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return f"not a regular file (mode {stat.S_IFMT(mode):o})"
+
+
+def scan(root: Path, leave_out: frozenset[str] = frozenset()) -> Tree:
+    """Every regular file and folder under ``root`` (sorted), and every other entry as a refusal."""
+    root = Path(root)
+    tree = Tree()
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            tree.refused[folder.relative_to(root).as_posix()] = f"folder cannot be listed: {exc.strerror}"
+            continue
+        for entry in entries:
+            path = Path(entry.path)
+            rel = path.relative_to(root).as_posix()
+            if rel in leave_out:
+                continue
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError as exc:   # gone or unreadable since the listing: named, never a traceback
+                tree.refused[rel] = f"cannot be read: {exc.strerror}"
+                continue
+            if stat.S_ISDIR(mode):
+                tree.folders[rel] = path
+                pending.append(path)
+            elif stat.S_ISREG(mode):
+                tree.files[rel] = path
+            else:
+                tree.refused[rel] = describe(path, mode)
+    tree.files = dict(sorted(tree.files.items()))
+    tree.folders = dict(sorted(tree.folders.items()))
+    tree.refused = dict(sorted(tree.refused.items()))
+    return tree
+
+
+def open_regular(path: Path) -> int:
+    """A read-only descriptor of a regular file; a link, FIFO or device raises `NotRegular` unopened."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:   # O_NOFOLLOW on a link
+            raise NotRegular(errno.ELOOP, describe(path, os.lstat(path).st_mode)) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegular(errno.EINVAL, describe(path, mode))
+    return fd
+
+
+def sha256_regular(path: Path) -> tuple[str, int]:
+    """(SHA-256, size) of a regular file, read through `open_regular`."""
+    digest, size = hashlib.sha256(), 0
+    with os.fdopen(open_regular(path), "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def read_regular(path: Path) -> bytes:
+    with os.fdopen(open_regular(path), "rb") as handle:
+        return handle.read()

@@ -1,0 +1,132 @@
+"""Remove each protection of the verdict rules in turn and show which test kills the change.
+
+For every mutation: copy the checkout (tracked and untracked files, no virtualenv) to a
+temporary folder, replace one exact snippet in one file, run the named tests there, and
+record whether they failed (killed) or passed (survived: a protection no test holds).
+A mutation whose snippet is not found is reported as stale, never as killed.
+
+    .venv/bin/python tests/bench/mutations.py [--only SUBSTRING]
+
+Not a test: its printed table is committed beside it (mutations.md).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+IGNORED = {".venv", ".git", ".whl", ".fg", "runs", "__pycache__", "build"}
+
+# (protection, file, snippet, replacement, tests that must fail)
+MUTATIONS = [
+    ("F: failed rows compared per shape", "campaign/classify.py",
+     'failed = w.row_failures.get(cell, [])', 'failed = []',
+     "tests/test_verdict_integrity.py"),
+    ("X: IR that differs between rounds", "campaign/classify.py",
+     "    if w.unstable:\n", "    if False:\n", "tests/test_classify_guards.py"),
+    ("X: baseline crash", "campaign/classify.py",
+     '    if crashed["baseline"]:\n', '    if False:\n', "tests/test_classify_guards.py"),
+    ("X: baseline fails correctness", "campaign/classify.py",
+     '    if bc["failed"] + bc["error"]:\n', '    if False:\n', "tests/test_classify_guards.py"),
+    ("X: no correctness evidence", "campaign/classify.py",
+     '    if empty:\n', '    if False:\n', "tests/test_classify_guards.py"),
+    ("X: correctness not run (GPU)", "campaign/classify.py",
+     '    if not_run:\n        return "X", f"correctness not run', '    if False:\n        return "X", f"correctness not run',
+     "tests/test_classify_guards.py"),
+    ("X: IR changed but no timed rows", "campaign/classify.py",
+     "    if timing is None or not timing.rounds:\n", "    if False:\n", "tests/test_classify_guards.py"),
+    ("X: preflight failed", "campaign/classify.py",
+     "    if preflight:\n", "    if False:\n", "tests/test_classify_guards.py"),
+    ("X: unreadable artifact", "campaign/classify.py",
+     "    if broken:\n", "    if False:\n", "tests/test_classify_guards.py"),
+    ("G/R: both orders (order verdicts)", "campaign/stats.py",
+     "    against = [o for o in ORDERS if order_verdicts.get(o) != leaning]",
+     "    against = []", "tests/test_classify_guards.py"),
+    ("direction: >= 2 rounds in each order", "campaign/stats.py",
+     "    short = [o for o in ORDERS if counts.get(o, 0) < significance.MIN_ROUNDS_PER_ORDER]",
+     "    short = []", "tests/test_stats.py tests/test_verdict_integrity.py"),
+    ("direction: pooled t-test p < 0.1 %", "campaign/stats.py",
+     "    if p is None or p >= significance.WORKLOAD_ALPHA:", "    if False:", "tests/test_stats.py"),
+    ("campaign: Holm step-down", "campaign/classify.py",
+     "        if ok:\n            continue", "        if True:\n            continue", "tests/test_verdict_integrity.py"),
+    ("X: IR equal but timing moved", "campaign/classify.py",
+     "        if timing is not None and timing.verdict != stats.NEUTRAL:", "        if False:",
+     "tests/test_verdict_integrity.py"),
+    ("identical code never faster/slower in an order", "campaign/classify.py",
+     "        if identical and not on_timing:", "        if False:", "tests/test_verdict_integrity.py"),
+    ("X: dropped pairs (sides timed differently)", "campaign/classify.py",
+     "    if t.mixed_pairs:\n        return (f", "    if False:\n        return (f", "tests/test_verdict_integrity.py"),
+    ("X: coverage below 90 %", "campaign/classify.py",
+     "    if coverage is not None and coverage < COVERAGE_MIN:", "    if False:", "tests/test_verdict_integrity.py"),
+    ("no G/R on a warm isolated tuner cache or harness drift", "campaign/classify.py",
+     '    if w.taints and (klass in ("G", "R") or on_timing):', "    if False:", "tests/test_verdict_integrity.py"),
+    ("control stands in for a recording-only baseline", "campaign/workload.py",
+     '        if "baseline" in self.tuned_only and self.ir_task.get("control") is not None:', "        if False:",
+     "tests/test_verdict_integrity.py"),
+    ("control checked against the recording variants", "campaign/workload.py",
+     "            return True if set(self.ir_task[\"control\"].variants) <= recorded else None",
+     "            return True", "tests/test_verdict_integrity.py"),
+    ("recording round timed against the control", "campaign/workload.py",
+     '                references[t.task.round] = "control"', "                pass", "tests/test_verdict_integrity.py"),
+    ("X: a side throttled while timed", "campaign/classify.py",
+     "    if throttled:\n        return \"X\", f\"throttled while timed", "    if False:\n        return \"X\", f\"throttled while timed",
+     "tests/test_verdict_integrity.py"),
+    ("X: a floor that excludes every variant", "campaign/classify.py",
+     "    if unscoped:\n        return (f\"floor", "    if False:\n        return (f\"floor", "tests/test_verdict_integrity.py"),
+    ("per-shape floors: A/A over every round", "campaign/stats.py",
+     "    if not has_control or not aa or len(aa) < needed:", "    if not has_control or not aa:",
+     "tests/test_stats.py"),
+]
+
+
+def copy_tree(dest: Path) -> None:
+    def ignore(folder, names):
+        return [n for n in names if n in IGNORED or n.endswith(".pyc")]
+    shutil.copytree(ROOT, dest, ignore=ignore, symlinks=True)
+
+
+def run(mutation, scratch: Path) -> tuple[str, float, str]:
+    name, file, snippet, replacement, tests = mutation
+    tree = scratch / "tree"
+    if tree.exists():
+        shutil.rmtree(tree)
+    copy_tree(tree)
+    path = tree / file
+    text = path.read_text(encoding="utf-8")
+    if text.count(snippet) != 1:
+        return "stale", 0.0, f"snippet found {text.count(snippet)} times in {file}"
+    path.write_text(text.replace(snippet, replacement), encoding="utf-8")
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests.split()],
+                          cwd=tree, capture_output=True, text=True, timeout=900)
+    elapsed = time.monotonic() - started
+    failed = [line.split(" - ")[0].replace("FAILED ", "") for line in proc.stdout.splitlines()
+              if line.startswith("FAILED ")]
+    return ("killed" if proc.returncode == 1 else "SURVIVED" if proc.returncode == 0 else f"rc {proc.returncode}",
+            elapsed, failed[0] if failed else proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="run the mutations whose name contains this")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTATIONS if args.only in m[0]]
+    print("| protection removed | file | outcome | killed by |")
+    print("| --- | --- | --- | --- |")
+    bad = 0
+    with tempfile.TemporaryDirectory() as scratch:
+        for mutation in chosen:
+            outcome, elapsed, by = run(mutation, Path(scratch))
+            bad += outcome != "killed"
+            print(f"| {mutation[0]} | `{mutation[1]}` | {outcome} ({elapsed:.0f} s) | `{by}` |", flush=True)
+    print(f"\n{len(chosen) - bad} of {len(chosen)} killed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

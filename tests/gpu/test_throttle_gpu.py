@@ -1,0 +1,93 @@
+"""Timing windows against real NVML samples, on the GPU host (CUDA, flag_gems, pynvml)::
+
+    python3 -m pytest tests/gpu/test_throttle_gpu.py -m gpu -v
+
+A FlagGems add is timed through the timing plugin, as a cell times it, under the H200
+manifests' timer (warmup 25 ms, rep 100 ms), while the run's sampler reads NVML at its
+default interval. Every timed row's window must be non-empty, ordered after the one
+before, and hold samples; the clocks inside them must be the loaded clock, not the
+idle one the cell's start reads (345 MHz on the H200).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from campaign import telemetry, throttle
+from campaign.artifacts import ROWS_FILE, Autotune, CellPlan, Rows, Targets, Task
+from campaign.backends.cuda import CudaBackend
+from campaign.manifest import Manifest
+from campaign.plugins import timing
+from campaign.worker.context import CellContext
+
+pytestmark = pytest.mark.gpu
+pytest_plugins = ["pytester"]
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+BENCH_ADD = PROJECT_ROOT / "ops" / "workloads" / "flaggems" / "bench_fg_pointwise.py::test_bench_add"
+SHAPES = ("1048576", "4096x4096")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def device():
+    import flag_gems  # noqa: F401
+    import torch
+
+    assert torch.cuda.is_available(), "the gpu tests need a CUDA device"
+    torch.zeros(1, device="cuda")
+
+
+def _context(root: Path, kind: str) -> CellContext:
+    manifest = Manifest.model_validate({
+        "campaign": "throttle-gpu", "description": "timing windows against NVML samples",
+        "sources": {"triton": {"version": "3.6.0"}},
+        "device": {"backend": "cuda", "name": "NVIDIA H200", "target": "cuda:90"},
+        "switch": {"name": "DISABLE_MMA_V3", "cells": {"baseline": {}, "candidate": {"DISABLE_MMA_V3": "1"}}},
+        "timer": {"kind": kind, "warmup_ms": 25, "rep_ms": 100, "return_mode": "median"},
+        "workloads": [{"name": "add", "op": "add", "provider": "flaggems"}],
+    })
+    cell_dir = root / "cell"
+    cell_dir.mkdir(parents=True)
+    task = Task(id="add/r1/baseline", order=0, round=1, cell="baseline", workload="add", op="add",
+                provider="flaggems", canary=False, env={}, autotune=Autotune(mode="record", policy="measured"),
+                timeout_s=600, targets=Targets(benchmark="x.py", correctness="y.py"), dtypes=("float16",),
+                shapes=SHAPES)
+    plan = CellPlan(task=task, project_root=str(PROJECT_ROOT), root=str(root), cell_dir=str(cell_dir),
+                    triton_cache_dir=str(root / "triton"), tuner_cache_dir=str(root / "tuner"),
+                    tuner_cache="isolated", pinned_env={}, plugins=("campaign.plugins.timing",),
+                    manifest_file=str(root / "manifest.yaml"), harness_digest="0" * 64)
+    return CellContext.for_cell(plan, manifest, CudaBackend())
+
+
+@pytest.mark.parametrize("kind", ["event", "graph"])
+def test_every_timed_window_is_ordered_and_holds_loaded_clock_samples(pytester, tmp_path, kind):
+    devices = telemetry.visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    sampler = telemetry.Sampler(tmp_path, lambda: telemetry.make_source("nvml", devices))
+    assert sampler.start(), sampler.reason
+    ctx = _context(tmp_path, kind)
+    began = time.time()
+    sampler.mark()
+    try:
+        result = pytester.runpytest_inprocess(str(BENCH_ADD), "-p", "no:cacheprovider", plugins=[timing.make(ctx)])
+    finally:
+        sampler.mark()
+        ended = time.time()
+        sampler.stop()
+    assert result.ret == 0, "\n".join(result.outlines[-30:])
+    rows = Rows.model_validate(json.loads((ctx.cell_dir / ROWS_FILE).read_text())).rows
+    assert [(r.status, r.timer) for r in rows] == [("ok", kind)] * len(SHAPES)
+    previous_end = began
+    for row in rows:
+        assert previous_end <= row.window_start_unix < row.window_end_unix <= ended, row
+        previous_end = row.window_end_unix
+
+    judged = throttle.judge(telemetry.read_samples(tmp_path / telemetry.TELEMETRY_FILE), {"cell": rows})["cell"]
+    per_row = {key: (v.state, v.samples, v.reasons, v.sm_clock_min_mhz) for key, v in judged.rows.items()}
+    assert judged.count("unsampled") == 0, per_row
+    assert all(v.samples >= 1 for v in judged.rows.values()), per_row
+    summary = sampler.window(began, ended, ctx.cell_dir)
+    assert summary.sm_clock_min_mhz is not None and summary.sm_clock_min_mhz > 1000, (summary, per_row)

@@ -1,0 +1,116 @@
+"""A full disk and an unwritable path under a real run: named (``RUN_FAILED check=disk|write``, exit 1,
+the path and the OS error), never a traceback; the cells finished before it are kept and a resume completes.
+
+How each fault is staged, for real where the machine allows it:
+- disk full at the status row: status.tsv swapped for a symlink to /dev/full, whose writes the kernel
+  fails with ENOSPC -- a real ENOSPC, no mock;
+- disk full at a cell's task.json: a file created there must be new (O_EXCL), so /dev/full cannot stand
+  in; the one write of it raises OSError(ENOSPC) from a patched `canonical.write_new` (a real full disk
+  cannot be made in a test: it needs a mount);
+- an unwritable folder: the folder a cell is created in replaced by a regular file (ENOTDIR). Permission
+  bits would not do: the tests run as root here, and root ignores them.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from campaign import canonical
+from conftest import PROJECT_ROOT
+from runroots import by_id, demo, fault, prepare, rows, run, start_run
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): canonical.sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _named(done, check: str, path: Path, error: str) -> None:
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert f"RUN_FAILED check={check}: {path}: {error}" in done.stderr, done.stderr
+    assert "the cells finished before it keep their status rows and folders" in done.stderr
+
+
+def test_a_full_disk_at_the_status_row_is_named_and_nothing_finished_is_lost(tmp_path: Path):
+    root = prepare(tmp_path, [demo("add", canary=True), fault("held", "test_bench_wait_release"), demo("softmax")])
+    proc = start_run(root)
+    try:
+        deadline = time.monotonic() + 120
+        while not (root / "cells" / "held" / "r1" / "candidate" / "task.json").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        status_file = root / "status.tsv"
+        kept = status_file.read_bytes()
+        finished = _digests(root / "cells" / "add")
+        status_file.rename(tmp_path / "status.kept")
+        status_file.symlink_to("/dev/full")
+        (root.parent / "release").touch()   # the held cell ends; its row meets the full disk
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    _named(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), "disk", status_file,
+           "No space left on device (ENOSPC)")
+    assert f"free space, then `campaign run {root}` resumes" in err
+    assert not (root / "run.lock").exists() and not (root / "receipt.json").exists()
+
+    status_file.unlink()
+    (tmp_path / "status.kept").rename(status_file)
+    assert status_file.read_bytes() == kept
+    again = run(root)
+    assert again.returncode == 0, again.stderr
+    assert status_file.read_bytes().startswith(kept)
+    assert _digests(root / "cells" / "add") == finished
+    # The cell whose row was never written is no finish: kept aside, run again.
+    assert (root / "cells" / "held" / "r1" / "candidate.interrupted-1" / "result.json").is_file()
+    assert [row.task_id for row in rows(root)].count("held/r1/candidate") == 1
+    assert by_id(root)["softmax/r1/candidate"].rc_name == "ok"
+
+
+def test_a_cell_folder_that_cannot_be_made_is_named(tmp_path: Path):
+    root = prepare(tmp_path, [demo("add", canary=True), demo("softmax")])
+    (root / "cells").mkdir(exist_ok=True)
+    blocker = root / "cells" / "softmax"
+    blocker.write_text("not a folder\n", encoding="utf-8")
+    done = run(root)
+    _named(done, "write", blocker / "r1" / "baseline", "Not a directory (ENOTDIR)")
+    assert f"make it writable, then `campaign run {root}` resumes" in done.stderr
+    assert [row.task_id for row in rows(root)] == ["add/r1/baseline", "add/r1/candidate"]
+    finished = _digests(root / "cells" / "add")
+
+    blocker.unlink()
+    again = run(root)
+    assert again.returncode == 0, again.stderr
+    assert _digests(root / "cells" / "add") == finished
+    assert len(rows(root)) == 4 and (root / "receipt.json").is_file()
+
+
+# `campaign run` in a process whose one write of softmax/r1/baseline's task.json fails as a full disk would.
+FULL_AT_TASK_FILE = """
+import errno, sys
+from campaign import canonical
+from campaign.cli import main
+write_new = canonical.write_new
+def full(path, text):
+    if str(path).endswith("softmax/r1/baseline/task.json"):
+        raise OSError(errno.ENOSPC, "No space left on device")   # as a write() on a full disk: no path
+    write_new(path, text)
+canonical.write_new = full
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_full_disk_at_a_task_file_names_the_file(tmp_path: Path):
+    root = prepare(tmp_path, [demo("add", canary=True), demo("softmax")])
+    done = subprocess.run([sys.executable, "-c", FULL_AT_TASK_FILE, "run", str(root), "--grace", "1",
+                           "--scratch-dir", str(tmp_path)], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          timeout=300)
+    _named(done, "disk", root / "cells" / "softmax" / "r1" / "baseline" / "task.json",
+           "No space left on device (ENOSPC)")
+    assert [row.task_id for row in rows(root)] == ["add/r1/baseline", "add/r1/candidate"]
+    again = run(root)
+    assert again.returncode == 0, again.stderr
+    assert (root / "cells" / "softmax" / "r1" / "baseline.interrupted-1").is_dir()

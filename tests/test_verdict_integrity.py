@@ -1,0 +1,188 @@
+"""The audit's reproductions (issue: verdicts that survive an adversarial audit), one root each.
+
+Each test rebuilds the small root that published a wrong class before the rule was fixed and
+pins the class the evidence supports."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import rootbuilder as rb
+from campaign.classify import classify_root, holm_pass
+
+ROUNDS = ("r2", "r3", "r4")
+
+
+def one(tmp_path, workload, options=None, **kw):
+    root = rb.build(tmp_path, [workload], options)
+    return classify_root(root, **kw)["workloads"][workload.name]
+
+
+def test_failed_rows_are_compared_per_shape_not_as_totals(tmp_path):
+    # baseline fails shape 0, candidate fails shapes 1 and 2: was G from the one shape left
+    w = one(tmp_path, rb.mm(failed_rows={"baseline": (0,), "candidate": (1, 2)}))
+    assert w["class"] == "F"
+    assert w["reason"].startswith("candidate fails 2 benchmark row(s) that baseline runs: "
+                                  "test_bench_matmul[2048x2048x2048,float16], test_bench_matmul[4096x4096x4096,float16]")
+    assert w["rows_failed"]["baseline"] == ["test_bench_matmul[1024x1024x1024,float16]"]
+
+
+def test_a_row_failing_in_the_baseline_only_is_counted_not_compared(tmp_path):
+    w = one(tmp_path, rb.mm(failed_rows={"baseline": (0,), "candidate": (0,), "control": (0,)}))
+    assert w["class"] == "X" and "coverage 75% < 90%" in w["reason"] and "1 shape(s) X: baseline fails them" in w["reason"]
+
+
+def test_control_failing_a_row_the_baseline_runs_is_f(tmp_path):
+    w = one(tmp_path, rb.mm(failed_rows={"control": (3,)}))
+    assert w["class"] == "F" and w["reason"].startswith("control fails 1 benchmark row(s) that baseline runs")
+
+
+def test_equal_ir_with_timing_moved_is_x_naming_the_stage_to_try(tmp_path):
+    # was B "+29.89 % (noise floor)": a switch acting below the IR stage is not inert
+    w = one(tmp_path, rb.pointwise(effect=1.2))
+    assert w["class"] == "X", w["reason"]
+    assert w["reason"].startswith("IR equal at ttgir but timing moved: slower, geomean +20.")
+    assert w["reason"].endswith("the switch acts below ttgir (try llir, ptx, sass)")
+    assert w["rests_on_timing"] is True
+
+
+def test_identical_code_never_reads_faster_or_slower_in_an_order(tmp_path):
+    w = one(tmp_path, rb.pointwise(effect=1.0015))       # within the noise: a lean, never a direction
+    assert w["class"] == "B"
+    assert set(w["timing"]["primary"]["order_verdicts"].values()) == {"noise floor"}
+
+
+def test_a_candidate_falling_back_from_capture_drops_pairs_and_is_x(tmp_path):
+    # was G from the one shape left in the graph regime
+    w = one(tmp_path, rb.mm(fallback_rows={"candidate": (0, 1, 2)}))
+    assert w["class"] == "X"
+    assert w["reason"].startswith("12 pair(s) dropped: baseline and candidate were timed differently")
+
+
+def test_two_rounds_never_give_a_direction(tmp_path):
+    w = one(tmp_path, rb.mm(effect=1.06), rb.Options(rounds=2))
+    assert w["class"] == "X"
+    assert w["reason"].startswith("direction not established: 1 baseline-first, 1 candidate-first round(s)")
+    assert one(tmp_path / "four", rb.mm(effect=1.06))["class"] == "R"
+
+
+def test_three_rounds_are_still_one_short_in_candidate_first(tmp_path):
+    w = one(tmp_path, rb.mm(effect=1.06), rb.Options(rounds=3))
+    assert w["class"] == "X" and "2 baseline-first, 1 candidate-first" in w["reason"]
+
+
+def test_a_warm_tuner_cache_in_an_isolated_cell_keeps_the_workload_from_g(tmp_path):
+    warm = {"matmul/r3/candidate": {"tuner_cache_at_start": {"files": 3, "bytes": 4096}}}
+    w = one(tmp_path, rb.mm(), rb.Options(identity=warm))
+    assert w["class"] == "X"
+    assert w["reason"].startswith("would be G (scoped topology 12 -> 4: reduced")
+    assert "matmul/r3/candidate started on a warm tuner cache (3 file(s)) though labelled isolated" in w["reason"]
+    shared = one(tmp_path / "shared", rb.mm(), rb.Options(identity=warm, tuner_cache="shared"))
+    assert shared["class"] == "G"                          # a shared cache is a caliber, warned elsewhere
+
+
+def test_a_harness_change_during_the_run_keeps_the_workload_from_r(tmp_path):
+    w = one(tmp_path, rb.mm(effect=1.06), harness_drift=("plugins/timing.py",))
+    assert w["class"] == "X" and "harness file plugins/timing.py changed during the run" in w["reason"]
+    assert w["taints"] == ["harness file plugins/timing.py changed during the run"]
+
+
+def _inert_autotuned() -> rb.Workload:
+    shapes = (((1024, 4096), "float16", 0.0101), ((4096, 4096), "float16", 0.0342), ((8192, 8192), "float16", 0.1207))
+    kernel = (rb.Kernel("layer_norm_kernel", 2, 300, "norm"),)
+    return rb.Workload("layer_norm", "layer_norm", shapes, {"baseline": kernel}, 1.0, tuning_configs=3)
+
+
+def test_an_inert_autotuned_workload_is_b_when_the_control_stands_in(tmp_path):
+    # was X "no comparable IR in baseline": round 2 skipped (control equals candidate), round 1's
+    # baseline only recorded; the screen of the same root said NO_IR_DIFF
+    skip = {f"layer_norm/{r}/{c}" for r in ROUNDS for c in ("baseline", "control", "candidate")}
+    w = one(tmp_path, _inert_autotuned(), rb.Options(skip=skip))
+    assert w["class"] == "B", w["reason"]
+    assert (w["ir"]["reference"], w["ir"]["control_matches"], w["screen"]) == ("control", True, "NO_IR_DIFF")
+
+
+def test_a_control_not_among_the_recording_variants_is_not_checkable(tmp_path):
+    skip = {f"layer_norm/{r}/{c}" for r in ROUNDS for c in ("baseline", "control", "candidate")}
+    wl = _inert_autotuned()
+    leaked = (rb.Kernel("layer_norm_kernel", 2, 300, "norm_leaked"),)
+    wl.kernels = {"baseline": wl.kernels["baseline"], "control": leaked, "candidate": leaked}
+    w = one(tmp_path, wl, rb.Options(skip=skip))
+    assert w["class"] == "X" and w["reason"].startswith("control not checkable: the baseline only recorded")
+
+
+def test_the_recording_round_is_timed_against_the_control(tmp_path):
+    # H200: mm's identical control read -11.4 % against the recording baseline
+    w = one(tmp_path, rb.mm(effect=1.0, recording_bias=1.13))
+    assert w["class"] == "C", w["reason"]
+    assert w["timing"]["references"] == {"1": "control"}
+    assert abs(w["timing"]["primary"]["rounds"][0][2]) < 0.01
+
+
+def test_holm_takes_back_claims_that_do_not_survive_the_campaign():
+    ws = {f"w{i}": {"class": "G", "reason": "faster", "rests_on_timing": True} for i in range(12)}
+    ws["topo"] = {"class": "R", "reason": "scoped topology 4 -> 9: increased", "rests_on_timing": False}
+    holm_pass(ws, {**{f"w{i}": 0.0009 for i in range(12)}, "topo": None})
+    assert {w["class"] for n, w in ws.items() if n != "topo"} == {"C"}
+    assert "not held after Holm over 12 timed workload(s): p = 0.0009 >= 0.00083, so G -> C" in ws["w0"]["reason"]
+    assert ws["topo"]["class"] == "R"
+
+
+def _telemetry(root, throttled_task: str | None) -> None:
+    """Give every timed row a one-second window and put a 1980 MHz sample inside it; the rows of
+    ``throttled_task`` get a sw_power_cap sample at 1605 MHz instead (as sealed on the H200)."""
+    from campaign import telemetry
+    from campaign.telemetry import Sample
+    samples, t = [], 1_764_500_000.0
+    for rows_file in sorted(root.glob("cells/*/*/*/rows.json")):
+        task_id = "/".join(rows_file.parent.relative_to(root / "cells").parts)
+        data = json.loads(rows_file.read_text(encoding="utf-8"))
+        for row in data["rows"]:
+            row.update(window_start_unix=t, window_end_unix=t + 1.0)
+            slow = task_id == throttled_task
+            samples.append(Sample(t + 0.5, "0", 1605.0 if slow else 1980.0, 2619.0, 41.0, 690.0, 100.0,
+                                  "sw_power_cap" if slow else ""))
+            t += 2.0
+        rows_file.chmod(0o644)
+        rows_file.write_text(json.dumps(data), encoding="utf-8")
+    (root / "telemetry.tsv").write_text("\t".join(telemetry.COLUMNS) + "\n"
+                                        + "".join(telemetry.format_sample(s) for s in samples), encoding="utf-8")
+
+
+def test_a_side_throttled_while_timed_is_x_and_clocks_are_shown_per_side(tmp_path):
+    root = rb.build(tmp_path, [rb.mm()])
+    _telemetry(root, "matmul/r3/candidate")
+    w = classify_root(root)["workloads"]["matmul"]
+    assert w["class"] == "X"
+    assert w["reason"].startswith("throttled while timed: candidate 4 of 16 timed row(s) (sm_clock_low, sw_power_cap)")
+    assert w["clocks"]["candidate"]["sm_clock_min_mhz"] == 1605.0
+    assert w["clocks"]["baseline"]["throttled_rows"] == 0 and w["clocks"]["baseline"]["sm_clock_median_mhz"] == 1980.0
+
+
+def test_clean_clocks_leave_the_class_alone(tmp_path):
+    root = rb.build(tmp_path, [rb.mm()])
+    _telemetry(root, None)
+    w = classify_root(root)["workloads"]["matmul"]
+    assert w["class"] == "G", w["reason"]
+    assert {c: k["throttled_rows"] for c, k in w["clocks"].items()} == {"baseline": 0, "candidate": 0, "control": 0}
+
+
+def test_a_floor_that_excludes_every_variant_leaves_nothing_to_judge(tmp_path):
+    # a sealed R (scoped topology 4 -> 9) at a floor above every launch count: was B "not reduced; correct"
+    w = one(tmp_path, rb.mm(before=4, after=9, effect=1.0), rb.Options(floor=1000))
+    assert (w["class"], w["reason"]) == ("X", "floor 1000 excludes every launched variant: nothing to judge "
+                                              "(baseline and candidate scope none)")
+
+
+def test_inherited_code_paths_and_a_switch_over_a_pin_are_shown(tmp_path):
+    from campaign import report
+    ids = {"matmul/r1/baseline": {"inherited_env": {"PYTHONPATH": "/tmp/site"}},
+           "matmul/r2/candidate": {"pinned_env": {"TRITON_DEFAULT_FP_FUSION": "1", "DISABLE_MMA_V3": "0"}}}
+    root = rb.build(tmp_path, [rb.mm()], rb.Options(identity=ids))
+    verdicts = classify_root(root)
+    assert verdicts["environment"] == {"inherited": ["PYTHONPATH=/tmp/site"],
+                                       "switch_overrides_pin": {"name": "DISABLE_MMA_V3", "pinned": ["0"]}}
+    text = report.markdown(verdicts)
+    assert "Inherited by the cells (code paths, not caliber): `PYTHONPATH=/tmp/site`" in text
+    assert "The switch `DISABLE_MMA_V3` is a variable the harness pins (to 0" in text
