@@ -194,6 +194,11 @@ def test_a_cell_killed_by_a_signal_as_the_runner_stops_is_run_again_on_resume(tm
     started[1].append(worker)
     os.kill(worker, signal.SIGKILL)
     _zombie(worker)
+    # the runner records the death before it is stopped (else the stop, not the kill, is what it saw)
+    deadline = time.monotonic() + 60
+    while not any(row.task_id == "slow/r1/candidate" for row in rows(root)):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)   # the runner stops before, or while, it runs the killed cell again
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

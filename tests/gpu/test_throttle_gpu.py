@@ -87,7 +87,15 @@ def test_every_timed_window_is_ordered_and_holds_loaded_clock_samples(pytester, 
 
     judged = throttle.judge(telemetry.read_samples(tmp_path / telemetry.TELEMETRY_FILE), {"cell": rows})["cell"]
     per_row = {key: (v.state, v.samples, v.reasons, v.sm_clock_min_mhz) for key, v in judged.rows.items()}
-    assert judged.count("unsampled") == 0, per_row
-    assert all(v.samples >= 1 for v in judged.rows.values()), per_row
+    # Measured on the H200 (receipts/h200-2026-11-30.md): an event window is at least
+    # warmup + rep (125 ms) and always held a 0.1 s sample; a graph window covers only the
+    # timed replays, which for a 1M-element add is shorter than the interval, so it may hold
+    # none. Such a row is counted unsampled, never ok; a row with samples shows loaded clocks.
+    if kind == "event":
+        assert judged.count("unsampled") == 0, per_row
+    assert judged.count("ok") >= 1, per_row
+    for v in judged.rows.values():
+        assert (v.state == "unsampled") == (v.samples == 0), per_row
+        assert v.state == "unsampled" or v.sm_clock_min_mhz > 1000, per_row
     summary = sampler.window(began, ended, ctx.cell_dir)
     assert summary.sm_clock_min_mhz is not None and summary.sm_clock_min_mhz > 1000, (summary, per_row)
