@@ -104,6 +104,9 @@ def test_cli_reaccount_turns_the_erased_regression_into_x(tmp_path, cli):
     done = cli("reaccount", root, "--floor", "1000")
     assert done.returncode == 0, done.stderr
     assert "  matmul: R -> X: floor 1000 excludes every launched variant: nothing to judge" in done.stdout
+    # a count and the kernels per task, not every variant hash on one line
+    assert "excluded by the floor: matmul/r2/baseline: 2 file(s) of matmul_kernel.ttgir, randn_kernel.ttgir" in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) < 400
     report = (tmp_path / "root.reaccount-floor1000" / "report.md").read_text(encoding="utf-8")
     assert "matmul: R → X: floor 1000 excludes every launched variant" in report
     assert receipt.verify_root(root) == []

@@ -61,6 +61,10 @@ def test_faults_are_rows_and_the_campaign_goes_on(tmp_path: Path):
     assert not plan["triton_cache_dir"].startswith(str(root))
     assert plan["replay_file"] == str(root / "cells" / "add" / "r1" / "baseline" / "autotune.json")
     assert plan["tuner_cache"] == "isolated"
+    # isolated means one tuner folder per cell: a second cell never sees the first one's winners
+    plans = [canonical.read_json(p) for p in root.glob("cells/*/*/*/task.json") if "interrupted" not in p.parent.name]
+    tuner_dirs = [p["tuner_cache_dir"] for p in plans]
+    assert len(plans) == 10 and len(set(tuner_dirs)) == len(tuner_dirs), tuner_dirs
 
 
 def test_a_failed_canary_stops_the_campaign(tmp_path: Path):

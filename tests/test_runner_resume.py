@@ -142,6 +142,7 @@ def test_an_interrupted_screen_is_resumed_by_the_screen_and_sealed_with_its_tabl
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert f"`campaign screen --resume {root}` re-runs the interrupted cell" in err
+    assert "(add --emit-manifest FILE there if a manifest should be emitted)" in err   # it is not remembered
     assert not (root / "screen.tsv").exists() and not (root / "receipt.json").exists()
 
     refused = run(root)

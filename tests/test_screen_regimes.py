@@ -132,3 +132,9 @@ def test_rescore_of_the_committed_h200_screen_times_mm_against_its_control(tmp_p
     assert (mm["range"], mm["range_vs"], mm["aa_range"]) == ("+36.90%…+73.83%", "control", "-1.40%…+0.40%")
     assert table["add"]["range_vs"] == "baseline" and table["add"]["range"] == sealed["add"]["range"]
     assert "mm: IR_CHANGED +36.90%…+73.83% (candidate/control-1 over 2 graph shapes" in stdout
+
+
+def test_a_backtracking_strip_annotation_is_refused_like_a_manifest_pattern(cli, tmp_path):
+    done = cli("screen", "--rescore", tmp_path / "absent", "--strip-annotation", "([^Z]|.)*\x01")
+    assert done.returncode == 2, done.stderr
+    assert "--strip-annotation: regex" in done.stderr and "backtracks" in done.stderr

@@ -37,5 +37,8 @@ def main(args: argparse.Namespace) -> int:
     if not derived["changes"]:
         print("  no class changed")
     for task_id, files in derived["excluded"].items():
-        print(f"  excluded by the floor: {task_id}: {', '.join(files)}")
+        kernels = sorted({name.split("-", 1)[-1] for name in files})
+        print(f"  excluded by the floor: {task_id}: {len(files)} file(s) of {', '.join(kernels)}")
+    if derived["excluded"]:
+        print(f"  (every excluded file is named in {out}/receipt.json under \"excluded\")")
     return 0

@@ -161,9 +161,12 @@ def execute(root: Path, args: argparse.Namespace,
                                 "rest was measured (the root stays unsealed; fix the cause and prepare anew)")
         if outcome.state != COMPLETED:
             mode = prepare.get("mode", "campaign")
+            emit = getattr(args, "emit_manifest", None)
+            again = f" --emit-manifest {emit}" if emit is not None else ""
             hint = (f"`campaign run {root}` re-runs the interrupted cell and completes the campaign"
                     if mode == "campaign" else
-                    f"`campaign {mode} --resume {root}` re-runs the interrupted cell and completes the {mode}")
+                    f"`campaign {mode} --resume {root}{again}` re-runs the interrupted cell and completes the {mode}"
+                    + ("" if again else " (add --emit-manifest FILE there if a manifest should be emitted)"))
             print(f"RUN_INTERRUPTED: {outcome.detail}; {hint}", file=sys.stderr)
             return EXIT_INTERRUPTED
         before_seal(root)

@@ -27,10 +27,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import re
 from datetime import datetime, timezone
 from pathlib import Path
-from campaign import __version__, canonical, harness, receipt, runchecks, screening, screenroot
+from campaign import __version__, canonical, harness, receipt, runchecks, screening, screenroot, stripregex
 from campaign.artifacts import RECEIPT_FILE
 from campaign.commands import prepare, run
 from campaign.errors import EXIT_INPUT, EXIT_OK, InputError, Refused
@@ -124,10 +123,9 @@ def _execute(root: Path, args: argparse.Namespace) -> tuple[int, Path, list[dict
 def rescore(root: Path, strip: tuple[str, ...]) -> tuple[Path, list[dict[str, str]]]:
     root = root.resolve()
     for pattern in strip:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise InputError(f"--strip-annotation {pattern!r} does not compile: {exc}") from None
+        problem = stripregex.problem(pattern)     # the same bound a manifest's patterns get
+        if problem:
+            raise InputError(f"--strip-annotation: {problem}")
     if runchecks.root_mode(root) != "screen" or not (root / screenroot.SCREEN_FILE).is_file():
         raise Refused(PREFIX, "screen_root", f"{root}: not a screen root (no screen.tsv, or prepare.json "
                       "does not say mode screen)", EXIT_INPUT)

@@ -78,6 +78,22 @@ MUTATIONS = [
      "tests/test_verdict_integrity.py"),
     ("X: a floor that excludes every variant", "campaign/classify.py",
      "    if unscoped:\n        return (f\"floor", "    if False:\n        return (f\"floor", "tests/test_verdict_integrity.py"),
+    ("isolated tuner cache: one folder per cell", "campaign/runner.py",
+     'tuner_cache = setup.scratch / ("tuner-shared" if tuner_mode == "shared" else f"tuner-{task.order}")\n'
+     '        for folder in (triton_cache, tuner_cache):\n'
+     '            folder.mkdir(parents=True, exist_ok=folder == tuner_cache and tuner_mode == "shared")',
+     'tuner_cache = setup.scratch / "tuner-shared"\n'
+     '        for folder in (triton_cache, tuner_cache):\n'
+     '            folder.mkdir(parents=True, exist_ok=folder == tuner_cache)',
+     "tests/test_runner_faults.py::test_faults_are_rows_and_the_campaign_goes_on"),
+    ("verify: files under ir/ are hashed", "campaign/rootfiles.py",
+     "            if rel in leave_out:\n                continue",
+     "            if rel in leave_out or entry.name == \"ir\":\n                continue",
+     "tests/test_seal_verify.py"),
+    ("report: a sealed root is verified first", "campaign/commands/report.py",
+     "    verified = receipt.require_verified(root, PREFIX) if receipt.is_sealed(root) else None",
+     "    verified = receipt.verified(root) if False else None",
+     "tests/test_report_verify.py"),
     ("per-shape floors: A/A over every round", "campaign/stats.py",
      "    if not has_control or not aa or len(aa) < needed:", "    if not has_control or not aa:",
      "tests/test_stats.py"),
