@@ -50,6 +50,7 @@ RUN_LOG = "run.log"
 STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
 IDENTITY_FILE = "run_identity.json"
+FAILED_SUFFIX = ".failed"        # ir/<hash>-<kernel>.<stage>.failed: that stage could not be produced
 # Inherited variables that decide which code a cell runs (modules, libraries, tools): each
 # cell records the values it got, and the report shows them (an inherited PYTHONPATH runs
 # its code in every worker).

@@ -14,8 +14,8 @@ from typing import Optional
 from pydantic import ValidationError
 
 from campaign import caliber, irevidence, status, telemetry, throttle, yamlio
-from campaign.artifacts import (AUTOTUNE_FILE, IR_DIR, MANIFEST_FILE, MATRIX_FILE, OUTCOMES_FILE, RESULT_FILE,
-                                ROWS_FILE, STATUS_FILE, TELEMETRY_FILE, AutotuneFile, CellResult, Matrix, Outcomes,
+from campaign.artifacts import (AUTOTUNE_FILE, FAILED_SUFFIX, IR_DIR, MANIFEST_FILE, MATRIX_FILE, OUTCOMES_FILE,
+                                RESULT_FILE, ROWS_FILE, STATUS_FILE, TELEMETRY_FILE, AutotuneFile, CellResult, Matrix, Outcomes,
                                 Row, Rows, Task, cell_dir_name)
 from campaign.errors import InputError
 from campaign.manifest import Manifest
@@ -85,6 +85,10 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     state = "done" if result is not None else ("skipped" if rc_name == status.SKIPPED else "missing")
     ir_dir = cell / IR_DIR
     stage = manifest.switch.ir_stage
+    failed = sorted(ir_dir.glob(f"*.{stage}{FAILED_SUFFIX}")) if ir_dir.is_dir() else []
+    if failed:
+        problems.append(f"{failed[0].name}: the {stage} of {len(failed)} variant(s) could not be produced "
+                        f"({failed[0].read_text(encoding='utf-8', errors='replace').strip()[:200]})")
     variants = irevidence.variant_digests(ir_dir, stage, manifest.switch.strip_annotations)
     fingerprint = irevidence.fingerprint_of(variants)
     ir_files = len(variants)

@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 from triton import knobs
 
-from campaign.artifacts import INDEX_COLUMNS, INDEX_FILE, IR_DIR
+from campaign.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
 from campaign.canonical import write_new
 from campaign.irevidence import sass_code
 
@@ -138,7 +138,11 @@ class IrCapturePlugin:
             try:
                 text = disassemble(Path(cubin))
             except Exception as exc:            # a missing tool must not hide the other stages
-                self.ctx.log.line(f"ir-capture: sass of {hash_}-{kernel} failed: {type(exc).__name__}: {exc}")
+                why = f"{type(exc).__name__}: {exc}"
+                self.ctx.log.line(f"ir-capture: sass of {hash_}-{kernel} failed: {why}")
+                # a variant left out of the sass set would let two failing sides fingerprint as
+                # equal: the marker makes the cell's sass evidence missing, not smaller
+                (self.ir_dir / (ir_file_name(hash_, kernel, "sass") + FAILED_SUFFIX)).write_text(why + "\n", encoding="utf-8")
                 continue
             (self.ir_dir / ir_file_name(hash_, kernel, "sass")).write_text(text, encoding="utf-8")
             self.variants[hash_] = (kernel, stages + ("sass",))

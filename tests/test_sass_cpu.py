@@ -197,3 +197,27 @@ def test_screen_at_sass_end_to_end(tmp_path):
     assert any("add.rn.f16x2" in text for text in ptx), "the candidate ran with fusion off"
     assert any("add.f16x2" in text and "add.rn.f16x2" not in text for text in ptx), "the baseline with it on"
     assert run_cli("verify", root).returncode == 0
+
+
+def test_a_disassembly_that_fails_leaves_a_marker_and_the_cell_is_evidence_missing(tmp_path):
+    """Left out silently, a variant whose SASS could not be made would let two failing sides
+    fingerprint as equal; the marker turns the cell's sass evidence into an unreadable artifact."""
+    from triton import knobs
+    real = knobs.nvidia.nvdisasm.path
+    broken = tmp_path / "nvdisasm"     # answers Triton's version probe, fails every disassembly
+    broken.write_text(f'#!/bin/sh\ncase "$1" in --version) exec {real} --version;; esac\n'
+                      'echo "nvdisasm: cannot read the cubin" >&2\nexit 1\n')
+    broken.chmod(0o755)
+    plan = plan_cell(tmp_path, "baseline", manifest=_sass_manifest())
+    run_cell(plan, textwrap.dedent(CALLS.format(kernels=str(DEMO_DIR))), extra_env={"TRITON_NVDISASM_PATH": str(broken)})
+    ir = Path(plan.cell_dir) / "ir"
+    markers = sorted(ir.glob("*.sass.failed"))
+    assert markers and not list(ir.glob("*.sass"))
+    assert "cannot read the cubin" in markers[0].read_text()
+    from campaign.evidence import load_task
+    from campaign.manifest import Manifest
+    from campaign.artifacts import cell_dir_name
+    root = tmp_path / "root"
+    shutil.copytree(plan.cell_dir, root / cell_dir_name(plan.task.id))
+    evidence = load_task(root, plan.task, Manifest.model_validate(_sass_manifest()), 1, None, read_rows=False)
+    assert evidence.problems and "the sass of" in evidence.problems[0] and "could not be produced" in evidence.problems[0]
