@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.artifacts import PREPARE_FILE, RECEIPT_FILE
-from campaign.backends.base import DeviceInfo
+from campaign.backends.base import DeviceInfo, same_uuid
 from campaign.canonical import read_json
 from campaign.harness import changed_files
 from campaign.manifest import Device, Pin, Sources
@@ -88,7 +88,7 @@ def device_problems(device: Device, present: list[DeviceInfo]) -> list[str]:
         return [f"no {device.backend} device is visible"]
     first = present[0]
     problems = []
-    if device.uuid is not None and first.uuid != device.uuid:
+    if device.uuid is not None and not same_uuid(first.uuid, device.uuid):
         problems.append(f"uuid {first.uuid} is not the manifest's {device.uuid}")
     if device.name is not None and first.name != device.name:
         problems.append(f"name {first.name!r} is not the manifest's {device.name!r}")

@@ -124,3 +124,17 @@ def test_installed_versions_must_match_the_pins(tmp_path: Path):
     assert done.returncode == 1
     assert "RUN_REFUSED check=versions: torch: manifest pins 0.0.1, installed 2." in done.stderr
     assert not (root / "cells").exists()
+
+
+def test_run_and_preflight_apply_one_device_rule():
+    """torch reports a bare uuid, NVML and nvidia-smi print it with GPU-: the manifest may use
+    either, and run's check and the worker's preflight must agree (they once did not)."""
+    from campaign.worker import preflight
+    bare = "5f2c0d3e-8a41-4c2b-9d7e-1b6f0a9c3e22"
+    seen = DeviceInfo(index=0, name="NVIDIA H200", uuid=bare, target="cuda:90")
+    for written in (f"GPU-{bare}", bare, f"gpu-{bare.upper()}"):
+        wanted = Device(backend="cuda", name="NVIDIA H200", uuid=written, target="cuda:90")
+        assert runchecks.device_problems(wanted, [seen]) == [], written
+        assert preflight.check_device(wanted, [seen], "CUDA_VISIBLE_DEVICES=0")[0] is True, written
+    wrong = Device(backend="cuda", name="NVIDIA H200", uuid="GPU-00000000-0000-0000-0000-000000000000", target="cuda:90")
+    assert runchecks.device_problems(wrong, [seen]) and preflight.check_device(wrong, [seen], "x")[0] is False

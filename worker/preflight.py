@@ -17,7 +17,7 @@ from typing import Callable, Mapping, Optional
 
 from campaign import shapes, targets
 from campaign.artifacts import AutotuneFile, CellPlan, Preflight
-from campaign.backends.base import Backend, DeviceInfo
+from campaign.backends.base import Backend, DeviceInfo, same_uuid
 from campaign.backends.plan import plugin_plan
 from campaign.canonical import read_json
 from campaign.manifest import Device, Manifest, Pin
@@ -88,12 +88,6 @@ def check_plugin_plan(planned: tuple[str, ...], derived: tuple[str, ...], missin
     return True, ", ".join(name.rsplit(".", 1)[-1] for name in planned)
 
 
-def _uuid(text: str) -> str:
-    # torch reports bare uuids; nvidia-smi prints them with a "GPU-" prefix
-    text = text.strip().lower()
-    return text[4:] if text.startswith("gpu-") else text
-
-
 def check_device(device: Device, devices: list[DeviceInfo], visibility: str) -> Result:
     """The device the cell runs on (the first visible one) is the manifest's device."""
     if not devices:
@@ -103,7 +97,7 @@ def check_device(device: Device, devices: list[DeviceInfo], visibility: str) -> 
     wrong = []
     if device.name is not None and used.name.strip() != device.name.strip():
         wrong.append(f"name {used.name!r} != {device.name!r}")
-    if device.uuid is not None and (used.uuid is None or _uuid(used.uuid) != _uuid(device.uuid)):
+    if device.uuid is not None and not same_uuid(used.uuid, device.uuid):
         wrong.append(f"uuid {used.uuid!r} != {device.uuid!r}")
     if used.target != device.target:
         wrong.append(f"target {used.target} != {device.target}")
