@@ -39,7 +39,6 @@ CALIBER_FIELDS = (
     "timer", "bench_level", "shape_mode", "tuner_cache", "direct_repeat", "autotune_policy",
 )
 TIMER_FIELDS = ("kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush")
-AUTOTUNE_FIELDS = ("autotune_mode", "autotune_source")
 # Compared only within a workload: null by design where the workload's provider is not FlagGems.
 WORKLOAD_ONLY = ("flag_gems",)
 MISSING = "<missing>"

@@ -49,13 +49,13 @@ from typing import Optional
 from campaign import significance, stats, timingjson
 from campaign.artifacts import SCHEMA_VERSION
 from campaign.evidence import RootEvidence, TaskEvidence, load_root
+from campaign.manifest import IR_STAGES
 from campaign.workload import WorkloadFacts, screen_verdict, timed_out
 
 CLASSES = ("G", "C", "B", "R", "F", "X")
 CRASH_OK = (0, 1)        # pytest: 0 all passed, 1 some tests failed (judged by outcomes and rows)
 
 
-STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
 COVERAGE_MIN = 0.9       # at least this share of the timed shapes paired in every round, else X
 
 
@@ -154,7 +154,7 @@ def _incomparable(w: WorkloadFacts) -> Optional[str]:
 
 
 def _lower_stages(stage: str) -> str:
-    below = STAGES[STAGES.index(stage) + 1:] if stage in STAGES else ()
+    below = IR_STAGES[IR_STAGES.index(stage) + 1:] if stage in IR_STAGES else ()
     return ", ".join(below) or "none lower: the switch acts outside the compiler's output"
 
 

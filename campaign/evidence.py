@@ -30,7 +30,6 @@ class TaskEvidence:
     fingerprint: Optional[str]                   # None: no comparable IR
     ir_files: int
     topology: Optional[irevidence.Topology]
-    index_present: bool
     outcomes: Optional[Outcomes]
     rows: Optional[tuple[Row, ...]]              # None: not read (caliber refused) or absent
     fallbacks: int                               # AUTOTUNE_REPLAY_FALLBACK, from result or autotune.json
@@ -92,7 +91,6 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     variants = irevidence.variant_digests(ir_dir, stage, manifest.switch.strip_annotations)
     fingerprint = irevidence.fingerprint_of(variants)
     ir_files = len(variants)
-    index_present = (ir_dir / "index.tsv").is_file()
     try:
         topology = irevidence.topology(ir_dir, floor) if ir_dir.is_dir() else None
     except ValueError as exc:
@@ -103,7 +101,7 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     autotune = read_model(cell / AUTOTUNE_FILE, AutotuneFile, problems)
     fallbacks = max(result.markers.get("AUTOTUNE_REPLAY_FALLBACK", 0) if result else 0,
                     len(autotune.fallbacks) if autotune else 0)
-    return TaskEvidence(task, state, result, rc_name, fingerprint, ir_files, topology, index_present, outcomes,
+    return TaskEvidence(task, state, result, rc_name, fingerprint, ir_files, topology, outcomes,
                         rows_file.rows if rows_file else None, fallbacks, tuple(problems),
                         irevidence.holds_tuning_variants(autotune), variants, identity)
 

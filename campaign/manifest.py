@@ -230,13 +230,6 @@ class Workload(Model):
             raise FieldError(("reason",), f"narrowing ({', '.join(narrowed)}) requires a reason")
         return self
 
-    def narrowings(self) -> tuple[str, ...]:
-        out = []
-        if self.correctness is not None:
-            out.append("correctness")
-        if self.shapes is not None:
-            out.append("shapes")
-        return tuple(out)
 
 
 class Manifest(Model):

@@ -36,7 +36,6 @@ from campaign.stats import Sample
 
 IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS, TIMEOUT = "IR_CHANGED", "NO_IR_DIFF", "NO_TRITON", "NO_ROWS", "TIMEOUT"
 NO_COMPARABLE_IR = "NO_COMPARABLE_IR"
-VERDICTS = (IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS, TIMEOUT, NO_COMPARABLE_IR)
 TIMEOUT_RCS = (124, 137)
 TIMEOUT_NAMES = ("timed_out", "killed")
 PER_SIDE = ("fingerprint", "scoped", "unscoped", "elapsed", "rc")

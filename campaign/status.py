@@ -231,6 +231,4 @@ def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
     return replace(row, note="; ".join(part for part in (row.note, why) if part))
 
 
-def finished_ids(rows: Iterable[StatusRow]) -> set[str]:
-    return set(settled(rows))
 

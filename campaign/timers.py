@@ -32,9 +32,6 @@ CALLS_IF_UNMEASURABLE = 1000
 # Bounds the capture's size (and its cost) for calls whose estimate is tiny.
 MAX_GRAPH_CALLS = 10000
 
-RowTimer = Literal["event", "graph", "direct", "none"]
-Phase = Literal["deny", "capture", "replay"]
-
 
 class TimerRefused(ValueError):
     """A timing request whose result would not be the number the row claims."""

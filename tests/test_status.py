@@ -56,10 +56,10 @@ def test_interrupted_rows_are_history_and_the_last_row_counts(tmp_path: Path):
     stopped = StatusRow("mm/r1/baseline", 1, "mm", "baseline", 130, status.INTERRUPTED, elapsed_s=4.0)
     status.append(path, stopped)
     rows, _ = status.read(path)
-    assert status.finished_ids(rows) == set()
+    assert set(status.settled(rows)) == set()
     status.append(path, CLEAN)
     rows, _ = status.read(path)
-    assert status.finished_ids(rows) == {"mm/r1/baseline"}
+    assert set(status.settled(rows)) == {"mm/r1/baseline"}
     assert status.latest(rows)["mm/r1/baseline"] == CLEAN and len(rows) == 2
 
 
