@@ -13,35 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import runroots
 from conftest import PROJECT_ROOT
 
 CODE = ("campaign", "worker", "plugins", "reaccount", "ops")
 NAMESPACE = ("worker", "plugins", "reaccount")   # installed as campaign.worker, ...
 IGNORED = shutil.ignore_patterns("__pycache__")
-
-HEAD = """schema_version: 1
-campaign: {campaign}
-description: targets and harness test campaign
-sources:
-  triton: {{version: "3.6.0"}}
-device:
-  backend: cpu
-  target: "cuda:90"
-switch:
-  name: DISABLE_MMA_V3
-  cells:
-    baseline: {{}}
-    candidate: {{DISABLE_MMA_V3: "1"}}
-  ir_stage: ttgir
-timer:
-  kind: event
-rounds:
-  count: 1
-measured_launch_floor: 0
-defaults:
-  timeout_s: 120
-workloads:
-"""
 
 
 def make(base: Path) -> Path:
@@ -56,7 +33,7 @@ def make(base: Path) -> Path:
 
 def manifest(base: Path, workloads: str, campaign: str = "targets-test") -> Path:
     path = base / f"{campaign}.yaml"
-    path.write_text(HEAD.format(campaign=campaign) + workloads, encoding="utf-8")
+    path.write_text(runroots.HEAD.format(campaign=campaign, rounds=1, extra_sources="") + workloads, encoding="utf-8")
     return path
 
 

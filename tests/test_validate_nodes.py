@@ -141,8 +141,7 @@ def test_a_parametrised_fixture_in_a_conftest_on_the_path_makes_ids_unreadable(t
 
 def test_validate_refuses_a_node_id_flag_gems_would_not_collect(tmp_path: Path, cli):
     blas = "ops/workloads/flaggems/test_fg_blas.py"
-    path = tmp_path / "nodes.yaml"
-    path.write_text(projectcopy.HEAD.format(campaign="nodes") + f"""  - name: bmm
+    path = projectcopy.manifest(tmp_path, f"""  - name: bmm
     op: bmm
     provider: flaggems
     reason: one shape is enough here
@@ -152,17 +151,17 @@ def test_validate_refuses_a_node_id_flag_gems_would_not_collect(tmp_path: Path, 
         - "{blas}::test_bmm[5-mnk2-dtype2]"
         - "{blas}::test_bmm[5-mnk3-dtype0]"
         - "{blas}::test_bmm[1-mnk0-dtype3]"
-""")
+""", campaign="nodes")
     done = cli("validate", path)
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 3, lines
-    assert lines[0].startswith(f"PREPARE_REFUSED check=correctness_target: {path}:29:11: workloads -> 0 -> "
+    assert lines[0].startswith(f"PREPARE_REFUSED check=correctness_target: {path}:31:11: workloads -> 0 -> "
                                "correctness -> node_ids -> 0: test_bmm[mnk1-dtype0] is not one of its ids: "
                                "3 parametrisation(s) (batch: 1, 5; mnk: mnk0, mnk1, mnk2; "
                                "dtype: dtype0, dtype1, dtype2), e.g. test_bmm[1-mnk0-dtype0]"), lines
-    assert f"{path}:31:11: workloads -> 0 -> correctness -> node_ids -> 2: test_bmm[5-mnk3-dtype0]" in lines[1]
-    assert f"{path}:32:11: workloads -> 0 -> correctness -> node_ids -> 3: test_bmm[1-mnk0-dtype3]" in lines[2]
+    assert f"{path}:33:11: workloads -> 0 -> correctness -> node_ids -> 2: test_bmm[5-mnk3-dtype0]" in lines[1]
+    assert f"{path}:34:11: workloads -> 0 -> correctness -> node_ids -> 3: test_bmm[1-mnk0-dtype3]" in lines[2]
 
 
 def test_validate_says_which_node_ids_it_could_not_check(tmp_path: Path):
