@@ -186,15 +186,14 @@ def decide(w: WorkloadFacts) -> tuple[str, str, bool]:
     if not w.ir_changed():
         timing = w.timing.primary if w.timing else None
         if timing is not None and timing.verdict != stats.NEUTRAL:
-            if w.throttled():
-                return "X", f"IR equal at {stage}, timing moved while throttled: {'; '.join(w.throttled())}", False
+            if w.throttled:
+                return "X", f"IR equal at {stage}, timing moved while throttled: {'; '.join(w.throttled)}", False
             return (_untainted(w, "X", f"IR equal at {stage} but timing moved: {timing.verdict}, geomean "
                                f"{stats.pct(timing.point, True)}, {timing.reason}; the switch acts below {stage} "
                                f"(try {_lower_stages(stage)})", True))
         return "B", f"IR unchanged at {stage} on every cell; correct (its timing range is the noise floor)", False
-    throttled = w.throttled()
-    if throttled:
-        return "X", f"throttled while timed: {'; '.join(throttled)} ({_topo_text(w)})", False
+    if w.throttled:
+        return "X", f"throttled while timed: {'; '.join(w.throttled)} ({_topo_text(w)})", False
     klass, reason, on_timing = timing_class(w.timing, c < b, _topo_text(w), tuple(w.row_failures.get("baseline", ())))
     return _untainted(w, klass, reason, on_timing)
 
@@ -207,7 +206,7 @@ def _untainted(w: WorkloadFacts, klass: str, reason: str, on_timing: bool) -> tu
     return klass, reason, on_timing
 
 
-def _coverage_problem(t: stats.Timing, baseline_failed: list) -> Optional[str]:
+def _coverage_problem(t: stats.Timing, baseline_failed: tuple) -> Optional[str]:
     if t.mixed_pairs:
         return (f"{t.mixed_pairs} pair(s) dropped: baseline and candidate were timed differently "
                 "(one side fell back from capture): the switch changed how rows are measured")
@@ -225,7 +224,7 @@ def timing_class(t: Optional[stats.Timing], reduced: bool, topo: str,
     timing = t.primary if t else None
     if timing is None or not timing.rounds:
         return "X", "IR changed but no timed rows paired: nothing to judge the change by", False
-    problem = _coverage_problem(t, list(baseline_failed))
+    problem = _coverage_problem(t, baseline_failed)
     if problem:
         return "X", f"{problem} ({topo})", False
     where = f"geomean {stats.pct(timing.point, True)}, {timing.reason}"

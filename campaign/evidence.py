@@ -15,8 +15,8 @@ from pydantic import ValidationError
 
 from campaign import caliber, irevidence, status, telemetry, throttle, yamlio
 from campaign.artifacts import (AUTOTUNE_FILE, FAILED_SUFFIX, IR_DIR, MANIFEST_FILE, MATRIX_FILE, OUTCOMES_FILE,
-                                RESULT_FILE, ROWS_FILE, STATUS_FILE, TELEMETRY_FILE, AutotuneFile, CellResult, Matrix, Outcomes,
-                                Row, Rows, Task, cell_dir_name)
+                                RESULT_FILE, ROWS_FILE, STATUS_FILE, TELEMETRY_FILE, AutotuneFile, CellResult,
+                                Matrix, Outcomes, Row, Rows, Task, cell_dir_name)
 from campaign.errors import InputError
 from campaign.manifest import Manifest
 

@@ -138,18 +138,27 @@ def key_name(key: Key) -> str:
     return f"{function}[{dims},{dtype}]" + (f"#{occurrence + 1}" if occurrence else "")
 
 
-def samples(rows: Iterable[Row]) -> dict[Key, Sample]:
-    """Timed rows keyed by (function, shape, dtype, occurrence); failed and untimed rows are left out."""
-    out: dict[Key, Sample] = {}
+def keyed(rows: Iterable[Row]) -> list[tuple[Key, Row]]:
+    """Every row with its key (function, shape, dtype, occurrence): the one keying of rows that
+    pairing, per-shape failures and throttle flags share."""
     seen: dict[tuple, int] = {}
+    out = []
     for row in rows:
         base = (row.function, tuple(row.shape), row.dtype)
         occurrence = seen.get(base, 0)
         seen[base] = occurrence + 1
+        out.append((base + (occurrence,), row))
+    return out
+
+
+def samples(rows: Iterable[Row]) -> dict[Key, Sample]:
+    """Timed rows by key; failed and untimed rows are left out."""
+    out: dict[Key, Sample] = {}
+    for key, row in keyed(rows):
         if row.status != "ok" or row.latency_ms is None or row.latency_ms <= 0 or row.timer == "none":
             continue
         fallback = any(m.split()[0] == FALLBACK_MARKER for m in row.markers)
-        out[base + (occurrence,)] = Sample(row.latency_ms, row.timer + ("+fallback" if fallback else ""))
+        out[key] = Sample(row.latency_ms, row.timer + ("+fallback" if fallback else ""))
     return out
 
 
@@ -205,15 +214,8 @@ def _spread(values: list[float]) -> Optional[float]:
 
 
 def row_states(rows: Iterable[Row]) -> dict[Key, str]:
-    """Every row's status keyed like `samples` (ok, failed or compiled): failures are compared per shape."""
-    out: dict[Key, str] = {}
-    seen: dict[tuple, int] = {}
-    for row in rows:
-        base = (row.function, tuple(row.shape), row.dtype)
-        occurrence = seen.get(base, 0)
-        seen[base] = occurrence + 1
-        out[base + (occurrence,)] = row.status
-    return out
+    """Every row's status by key (ok, failed or compiled): failures are compared per shape."""
+    return {key: row.status for key, row in keyed(rows)}
 
 
 def _floor(aa: list[float], needed: int, has_control: bool) -> Optional[float]:

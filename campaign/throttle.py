@@ -27,6 +27,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping, Optional, Sequence
 
+from campaign import stats
 from campaign.artifacts import Row
 from campaign.telemetry import Sample
 
@@ -70,18 +71,6 @@ class SideThrottle:
     sm_clock_median_mhz: Optional[float]
     sm_clock_min_mhz: Optional[float]
     reasons: Mapping[str, int]           # reason -> throttled rows naming it
-
-
-def row_keys(rows: Iterable[Row]) -> list[tuple[RowKey, Row]]:
-    """Every row with its key; repeated (function, shape, dtype) counted as stats does."""
-    seen: dict[tuple, int] = {}
-    out = []
-    for row in rows:
-        base = (row.function, tuple(row.shape), row.dtype)
-        occurrence = seen.get(base, 0)
-        seen[base] = occurrence + 1
-        out.append((base + (occurrence,), row))
-    return out
 
 
 def is_timed(row: Row) -> bool:
@@ -130,7 +119,7 @@ def judge(samples: Iterable[Sample], rows_by_task: Mapping[str, Optional[Sequenc
     for task_id, rows in rows_by_task.items():
         if rows is None:
             continue
-        inside[task_id] = [(key, _inside(ordered, times, row)) for key, row in row_keys(rows) if is_timed(row)]
+        inside[task_id] = [(key, _inside(ordered, times, row)) for key, row in stats.keyed(rows) if is_timed(row)]
     in_window = sorted({i for pairs in inside.values() for _, indices in pairs for i in indices})
     per_device: dict[str, list[float]] = {}
     for i in in_window:

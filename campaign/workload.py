@@ -137,11 +137,9 @@ class WorkloadFacts:
         self.taints += [f"harness file {f} changed during the run" for f in ev.harness_drift]
         self.timing = self._timing()
         self.clocks = throttle.summary(self.done)
-
-    def throttled(self) -> list[str]:
-        """Per side with throttled timed rows: 'cell N of M row(s) (reasons)'."""
-        return [f"{cell} {side.throttled_rows} of {side.rows} timed row(s) ({', '.join(side.reasons)})"
-                for cell, side in self.clocks.items() if side.throttled_rows]
+        # per side with throttled timed rows: "cell N of M timed row(s) (reasons)"
+        self.throttled = [f"{cell} {side.throttled_rows} of {side.rows} timed row(s) ({', '.join(side.reasons)})"
+                          for cell, side in self.clocks.items() if side.throttled_rows]
 
     def _row_failures(self) -> dict[str, list]:
         """Per cell, the row keys it failed; for candidate and control only those the baseline ran

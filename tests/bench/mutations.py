@@ -74,7 +74,7 @@ MUTATIONS = [
     ("recording round timed against the control", "campaign/workload.py",
      '                references[t.task.round] = "control"', "                pass", "tests/test_verdict_integrity.py"),
     ("X: a side throttled while timed", "campaign/classify.py",
-     "    if throttled:\n        return \"X\", f\"throttled while timed", "    if False:\n        return \"X\", f\"throttled while timed",
+     "    if w.throttled:\n        return \"X\", f\"throttled while timed", "    if False:\n        return \"X\", f\"throttled while timed",
      "tests/test_verdict_integrity.py"),
     ("X: a floor that excludes every variant", "campaign/classify.py",
      "    if unscoped:\n        return (f\"floor", "    if False:\n        return (f\"floor", "tests/test_verdict_integrity.py"),
