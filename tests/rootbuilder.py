@@ -287,3 +287,21 @@ def screen_root(base: Path, workloads: list[Workload], options: Optional[Options
     canonical.write_new(root / screenroot.SCREEN_FILE, screening.render(screenroot.table(root)))
     receipt.seal(root)
     return root
+
+
+def sealed(base: Path, workloads: Optional[list[Workload]] = None) -> Path:
+    """A built root of matmul and add, sealed as `campaign run` seals it."""
+    from campaign import receipt
+    root = build(base, workloads or [mm(), pointwise()])
+    receipt.seal(root)
+    return root
+
+
+def edit_sealed(path: Path, text: str) -> None:
+    """Write ``text`` over a file of a sealed (read-only) root, its folder's and its own modes restored."""
+    folder_mode, file_mode = path.parent.stat().st_mode & 0o777, path.stat().st_mode & 0o777
+    path.parent.chmod(0o755)
+    path.chmod(0o644)
+    path.write_text(text, encoding="utf-8")
+    path.chmod(file_mode)
+    path.parent.chmod(folder_mode)

@@ -11,13 +11,7 @@ from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import STATEMENT_TYPE_URI, Statement
 
 import rootbuilder as rb
-from campaign import attest, canonical, receipt
-
-
-def _sealed(tmp_path: Path) -> Path:
-    root = rb.build(tmp_path, [rb.mm(), rb.pointwise()])
-    receipt.seal(root)
-    return root
+from campaign import attest, canonical
 
 
 def _parsed(text: str) -> Statement:
@@ -27,7 +21,7 @@ def _parsed(text: str) -> Statement:
 
 
 def test_the_statement_names_every_sealed_file_and_what_the_receipt_binds(tmp_path: Path, cli):
-    root = _sealed(tmp_path)
+    root = rb.sealed(tmp_path)
     sealed = canonical.read_json(root / "receipt.json")
     done = cli("attest", root)
     assert done.returncode == 0, done.stderr
@@ -60,11 +54,9 @@ def _write(cli, root: Path, out: Path) -> Path:
 
 
 def test_a_root_that_does_not_verify_is_refused(tmp_path: Path, cli):
-    root = _sealed(tmp_path)
+    root = rb.sealed(tmp_path)
     rows = root / "cells" / "matmul" / "r1" / "candidate" / "rows.json"
-    rows.chmod(0o644)
-    rows.write_text(rows.read_text().replace("0.", "9.", 1))
-    rows.chmod(0o444)
+    rb.edit_sealed(rows, rows.read_text().replace("0.", "9.", 1))
     done = cli("attest", root)
     assert done.returncode == 5
     assert done.stdout == ""
@@ -82,7 +74,7 @@ def test_an_unsealed_root_or_a_folder_that_is_no_root_is_bad_input(tmp_path: Pat
 
 
 def test_nothing_is_written_inside_the_root_or_over_a_file(tmp_path: Path, cli):
-    root = _sealed(tmp_path)
+    root = rb.sealed(tmp_path)
     before = sorted(os.listdir(root))
     for inside in (root / "statement.json", root / "cells" / "x.json"):
         done = cli("attest", root, "--out", inside)

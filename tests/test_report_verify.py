@@ -14,31 +14,19 @@ from campaign.commands.report import NOT_SEALED
 from campaign.receiptmodel import content_digest
 
 
-def _sealed(tmp_path: Path) -> Path:
-    root = rb.build(tmp_path, [rb.mm(), rb.pointwise()])
-    receipt.seal(root)
-    return root
-
-
 def _reseal_verdicts(root: Path, edit) -> dict:
     """The receipt an older classifier would have sealed: other verdicts, its own digest recomputed."""
     data = canonical.read_json(root / "receipt.json")
     edit(data["verdicts"])
     data["content_sha256"] = content_digest(data)
-    root.chmod(0o755)
-    (root / "receipt.json").chmod(0o644)
-    (root / "receipt.json").write_text(canonical.dumps(data))
-    (root / "receipt.json").chmod(0o444)
-    root.chmod(0o555)
+    rb.edit_sealed(root / "receipt.json", canonical.dumps(data))
     return data
 
 
 def test_report_refuses_a_tampered_root_and_renders_nothing(tmp_path: Path, cli):
-    root = _sealed(tmp_path)
+    root = rb.sealed(tmp_path)
     rows = root / "cells" / "matmul" / "r1" / "candidate" / "rows.json"
-    rows.chmod(0o644)
-    rows.write_text(rows.read_text().replace("0.", "9.", 1))
-    rows.chmod(0o444)
+    rb.edit_sealed(rows, rows.read_text().replace("0.", "9.", 1))
     for fmt in ("md", "json"):
         done = cli("report", root, "--format", fmt)
         assert done.returncode == 5
@@ -48,7 +36,7 @@ def test_report_refuses_a_tampered_root_and_renders_nothing(tmp_path: Path, cli)
 
 
 def test_report_refuses_a_planted_fifo_without_hanging(tmp_path: Path, cli):
-    root = _sealed(tmp_path)
+    root = rb.sealed(tmp_path)
     root.chmod(0o755)
     os.mkfifo(root / "pipe")
     done = cli("report", root, timeout=60)
@@ -57,7 +45,7 @@ def test_report_refuses_a_planted_fifo_without_hanging(tmp_path: Path, cli):
 
 
 def test_report_renders_the_sealed_verdicts_and_shows_moved_classes_apart(tmp_path: Path, cli):
-    root = _sealed(tmp_path)
+    root = rb.sealed(tmp_path)
     derived = canonical.read_json(root / "receipt.json")["verdicts"]["workloads"]["matmul"]
     older = "R" if derived["class"] != "R" else "G"
     sealed = _reseal_verdicts(root, lambda v: v["workloads"]["matmul"].update({"class": older, "reason": "older rule"}))
@@ -77,7 +65,7 @@ def test_report_renders_the_sealed_verdicts_and_shows_moved_classes_apart(tmp_pa
 
 
 def test_released_caliber_guard_always_warns(tmp_path: Path, cli):
-    root = _sealed(tmp_path)
+    root = rb.sealed(tmp_path)
     done = cli("report", root, "--allow-caliber-mismatch", "--format", "json")
     assert done.returncode == 0, done.stderr
     assert "warning: --allow-caliber-mismatch: the caliber guard is released" in done.stderr
@@ -99,7 +87,7 @@ def test_a_seal_without_verdicts_is_reported_as_derived_now(tmp_path: Path, cli,
 
 
 def test_a_version_1_receipt_is_reported_with_its_note(tmp_path: Path, cli):
-    root = _sealed(tmp_path)
+    root = rb.sealed(tmp_path)
     data = canonical.read_json(root / "receipt.json")
     data.update(schema_version=1)
     for key in ("folders", "content_sha256"):
@@ -117,7 +105,7 @@ def test_a_version_1_receipt_is_reported_with_its_note(tmp_path: Path, cli):
 
 def test_the_re_derivation_judges_the_evidence_the_seal_judged(tmp_path: Path, cli):
     from campaign.classify import classify_root
-    root = _sealed(tmp_path)
+    root = rb.sealed(tmp_path)
     drift = ("campaign/stats.py",)                # a harness file that changed while the campaign ran
     with_drift = classify_root(root, harness_drift=drift)
     assert with_drift["workloads"]["matmul"]["class"] != classify_root(root)["workloads"]["matmul"]["class"]
@@ -126,11 +114,7 @@ def test_the_re_derivation_judges_the_evidence_the_seal_judged(tmp_path: Path, c
     data["harness_changed_since_prepare"] = list(drift)
     data["verdicts"] = with_drift
     data["content_sha256"] = content_digest(data)
-    root.chmod(0o755)
-    (root / "receipt.json").chmod(0o644)
-    (root / "receipt.json").write_text(canonical.dumps(data))
-    (root / "receipt.json").chmod(0o444)
-    root.chmod(0o555)
+    rb.edit_sealed(root / "receipt.json", canonical.dumps(data))
     done = cli("report", root)
     assert done.returncode == 0, done.stderr
     assert "Classes moved since the seal" not in done.stdout and "classes moved" not in done.stderr
