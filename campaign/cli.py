@@ -7,7 +7,7 @@ import sys
 from typing import Optional, Sequence
 
 from campaign import __version__
-from campaign.errors import EXIT_INTERRUPTED, CampaignError
+from campaign.contract.errors import EXIT_INTERRUPTED, CampaignError
 
 # subcommand (a module of campaign.commands) -> one-line help
 COMMANDS = {

@@ -1,4 +1,4 @@
-"""The device side of the timers; the policy and arithmetic are in `campaign.timers`.
+"""The device side of the timers; the policy and arithmetic are in `campaign.contract.timers`.
 
 Not a plugin (no ``make``): `campaign.plugins.timing` calls it. Everything device
 specific is reached through the backend -- its device interface (``Stream``,
@@ -8,7 +8,7 @@ same code as a CUDA one. ``do_bench`` is Triton's, which resolves the device thr
 Triton's active driver.
 
 Each timing leaves ``window``: the wall-clock span (``wall``, time.time()) of what it
-measured, for telemetry samples to be joined to (`campaign.throttle`). It starts after
+measured, for telemetry samples to be joined to (`campaign.judging.throttle`). It starts after
 the first call returns -- that call compiles and, in a recording cell, autotunes, with
 the device mostly idle and its clock dropping -- and for a graph at the timed replays.
 """
@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Optional, Sequence
 
-from campaign import timers
+from campaign.contract import timers
 
 
 class CaptureFailure(Exception):

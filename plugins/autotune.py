@@ -7,7 +7,7 @@ only the switch and noise remain. Policy *measured* tunes by timing; *first-conf
 (the compile-only backend, which can time nothing) takes the first config left
 after the tuner's own pruning, untimed, and says so in autotune.json.
 
-``<cell_dir>/autotune.json`` is `campaign.artifacts.AutotuneFile`: record lists
+``<cell_dir>/autotune.json`` is `campaign.contract.artifacts.AutotuneFile`: record lists
 every (tuner, kernel, key) chosen; replay lists what it injected, the keys it had
 to tune because the recording lacked them (``fallbacks``, each announced with an
 ``AUTOTUNE_REPLAY_FALLBACK reason=key_missing`` marker), and ``tuning_runs``:
@@ -30,8 +30,8 @@ import pytest
 import triton
 from triton.runtime.autotuner import Autotuner
 
-from campaign.artifacts import AUTOTUNE_FILE, AutotuneEntry, AutotuneFile, TunedConfig
-from campaign.canonical import read_json, write_json_new
+from campaign.contract.artifacts import AUTOTUNE_FILE, AutotuneEntry, AutotuneFile, TunedConfig
+from campaign.contract.canonical import read_json, write_json_new
 
 Ident = tuple[str, str, str]                      # (tuner, kernel, repr(key))
 

@@ -1,6 +1,6 @@
 """Every compiled variant's IR, and how often each variant was launched.
 
-Files written into ``<cell_dir>/ir/`` (see `campaign.artifacts`)::
+Files written into ``<cell_dir>/ir/`` (see `campaign.contract.artifacts`)::
 
     <hash>-<kernel>.<stage>   stage in ttir, ttgir, llir, ptx; sass (see below)
     index.tsv                 header INDEX_COLUMNS = hash, kernel, launches, stages;
@@ -20,7 +20,7 @@ run.log, never folded into a variant.
 
 SASS is ``nvdisasm -hex`` over the variant's cubin from Triton's cache (the listener
 hands its path on a GPU and offline alike; ``CompiledKernel.asm`` is not read),
-without the debug sections (`campaign.irevidence.sass_code`: source paths and an
+without the debug sections (`campaign.judging.irevidence.sass_code`: source paths and an
 embedded PTX copy, more than half of the output for the demo kernels). It is written
 where the backend declares nvdisasm, and wherever the manifest fingerprints at sass:
 on the compile-only backend ptxas runs as part of every compile (the cubin is a stage
@@ -37,9 +37,9 @@ from pathlib import Path
 import pytest
 from triton import knobs
 
-from campaign.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
-from campaign.canonical import write_new
-from campaign.irevidence import sass_code
+from campaign.contract.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
+from campaign.contract.canonical import write_new
+from campaign.judging.irevidence import sass_code
 
 STAGES = ("ttir", "ttgir", "llir", "ptx")
 SASS_TOOL = "nvdisasm"

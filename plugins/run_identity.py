@@ -21,7 +21,7 @@ Keys (all always present; a value that does not apply is null)::
 The timer object is what the manifest asks for (the timing plugin owns what was
 measured); on a compile-only backend nothing is timed and ``kind`` is "none".
 
-`CALIBER_FIELDS` (defined once, in `campaign.caliber`, re-exported here) names the
+`CALIBER_FIELDS` (defined once, in `campaign.judging.caliber`, re-exported here) names the
 top-level keys whose values must be equal across the cells of a comparison; this
 module writes every one of them. Keys that differ by design are written but are not
 caliber: the switch's env and triton_env, the autotune mode and source (round 1's
@@ -35,9 +35,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Optional
 
-from campaign.artifacts import CODE_PATH_VARIABLES, IDENTITY_FILE, SCHEMA_VERSION
-from campaign.caliber import CALIBER_FIELDS
-from campaign.canonical import write_json_new
+from campaign.contract.artifacts import CODE_PATH_VARIABLES, IDENTITY_FILE, SCHEMA_VERSION
+from campaign.judging.caliber import CALIBER_FIELDS
+from campaign.contract.canonical import write_json_new
 
 __all__ = ("CALIBER_FIELDS", "L2_FLUSH", "device_section", "identity", "make", "timer_section")
 

@@ -7,10 +7,10 @@ Protocol of a benchmark test (``ops/workloads/*/bench_*.py``)::
             x = torch.randn(case.shape, dtype=case.dtype, device=bench.device)
             bench.measure(case, lambda: add(x, x))
 
-Cases are the op's shapes at the campaign's bench level (`campaign.shapes`: the
+Cases are the op's shapes at the campaign's bench level (`campaign.planning.shapes`: the
 provider's shape file, narrowed by the workload's subset) times the task's dtypes.
-``measure`` appends one `campaign.artifacts.Row`; at session finish every row goes to
-``<cell_dir>/rows.json``. What each ``Row.timer`` value means is in `campaign.timers`.
+``measure`` appends one `campaign.contract.artifacts.Row`; at session finish every row goes to
+``<cell_dir>/rows.json``. What each ``Row.timer`` value means is in `campaign.contract.timers`.
 
 - A case whose call raises is a failed row with the error text; the others continue.
 - A graph capture that fails is classified by the backend's wording: ``fallback`` re-times
@@ -36,10 +36,10 @@ from typing import Any, Callable, Optional
 import pytest
 import torch
 
-from campaign import shapes as shape_sets
-from campaign import timers
-from campaign.artifacts import ROWS_FILE, Row, Rows
-from campaign.canonical import write_json_new
+from campaign.planning import shapes as shape_sets
+from campaign.contract import timers
+from campaign.contract.artifacts import ROWS_FILE, Row, Rows
+from campaign.contract.canonical import write_json_new
 from campaign.plugins._device_timers import CaptureFailure, DeviceTimers
 
 

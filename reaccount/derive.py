@@ -27,11 +27,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign import canonical, receipt, report, stats
-from campaign.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
-from campaign.classify import CLASSES, classify
-from campaign.evidence import load_root
-from campaign.errors import EXIT_INPUT, InputError, Refused
+from campaign.contract import canonical
+from campaign.sealing import receipt
+from campaign.reporting import report
+from campaign.judging import stats
+from campaign.contract.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
+from campaign.judging.classify import CLASSES, classify
+from campaign.judging.evidence import load_root
+from campaign.contract.errors import EXIT_INPUT, InputError, Refused
 
 PREFIX = "REACCOUNT_REFUSED"
 DEMOTIONS = {("G", "C"), ("G", "B"), ("C", "B"), ("R", "B")}

@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 from typing import Optional
 
-from campaign.artifacts import TASK_FILE, CellPlan
+from campaign.contract.artifacts import TASK_FILE, CellPlan
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DIR = PROJECT_ROOT / "ops" / "workloads" / "demo"
@@ -31,11 +31,11 @@ DRIVER = textwrap.dedent("""\
     import importlib, sys
     from pathlib import Path
     import pytest
-    from campaign import yamlio
-    from campaign.artifacts import CellPlan
+    from campaign.contract import yamlio
+    from campaign.contract.artifacts import CellPlan
     from campaign.backends import get_backend
-    from campaign.canonical import read_json
-    from campaign.manifest import Manifest
+    from campaign.contract.canonical import read_json
+    from campaign.contract.manifest import Manifest
     from campaign.worker.context import CellContext
 
     plan = CellPlan.model_validate(read_json(Path(sys.argv[1])))

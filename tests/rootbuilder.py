@@ -6,7 +6,7 @@ deterministic: every jitter comes from a generator seeded by the task and shape,
 root built twice is byte-identical and a golden report can pin it.
 
 A `Workload` describes one workload's truth (kernels per cell, the switch's effect,
-correctness); `build` writes matrix.json (through the real `campaign.matrix.expand`),
+correctness); `build` writes matrix.json (through the real `campaign.planning.matrix.expand`),
 manifest.yaml, prepare.json, every cell's task/result/rows/outcomes/autotune/identity/ir
 and status.tsv. Hooks (`drop`, `identity`, `rc`, ...) bend single tasks into the traps.
 """
@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from campaign import canonical, harness, status, yamlio
-from campaign.artifacts import (AUTOTUNE_FILE, IDENTITY_FILE, INDEX_COLUMNS, IR_DIR, MANIFEST_FILE, MATRIX_FILE,
+from campaign.contract import canonical, yamlio
+from campaign.planning import harness
+from campaign.running import status
+from campaign.contract.artifacts import (AUTOTUNE_FILE, IDENTITY_FILE, INDEX_COLUMNS, IR_DIR, MANIFEST_FILE, MATRIX_FILE,
                                 MARKERS, OUTCOMES_FILE, PREPARE_FILE, RESULT_FILE, ROWS_FILE, STATUS_FILE, TASK_FILE,
                                 Targets, cell_dir_name)
-from campaign.manifest import Manifest
-from campaign.matrix import expand
-from campaign.resolve import Resolved
+from campaign.contract.manifest import Manifest
+from campaign.planning.matrix import expand
+from campaign.planning.resolve import Resolved
 
 DEMO = "ops/workloads/demo"
 
@@ -277,7 +279,8 @@ def rng_increase(name: str = "dropout", op: str = "dropout", **kw) -> Workload:
 def screen_root(base: Path, workloads: list[Workload], options: Optional[Options] = None,
                 name: str = "screen") -> Path:
     """A sealed one-round root prepared for the screen, its screen.tsv written before the seal as the screen does."""
-    from campaign import receipt, screening, screenroot
+    from campaign.sealing import receipt
+    from campaign.judging import screening, screenroot
     options = options or Options()
     options.rounds = 1
     root = build(base, workloads, options, name)
@@ -291,7 +294,7 @@ def screen_root(base: Path, workloads: list[Workload], options: Optional[Options
 
 def sealed(base: Path, workloads: Optional[list[Workload]] = None) -> Path:
     """A built root of matmul and add, sealed as `campaign run` seals it."""
-    from campaign import receipt
+    from campaign.sealing import receipt
     root = build(base, workloads or [mm(), pointwise()])
     receipt.seal(root)
     return root

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from campaign import status
+from campaign.running import status
 from conftest import PROJECT_ROOT, run_cli
 
 FAULTS = "tests/fixtures/workloads/bench_faults.py"

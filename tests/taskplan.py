@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from campaign.artifacts import TASK_FILE, CellPlan
+from campaign.contract.artifacts import TASK_FILE, CellPlan
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
-from campaign.manifest import Manifest
-from campaign.worker.env import cell_env, pinned_env
+from campaign.contract.manifest import Manifest
+from campaign.running.cellenv import cell_env, pinned_env
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

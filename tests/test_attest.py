@@ -11,7 +11,8 @@ from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import STATEMENT_TYPE_URI, Statement
 
 import rootbuilder as rb
-from campaign import attest, canonical
+from campaign.sealing import attest
+from campaign.contract import canonical
 
 
 def _parsed(text: str) -> Statement:

@@ -13,7 +13,7 @@ from campaign.backends.cpu import CpuBackend
 from campaign.backends.cuda import CudaBackend, torch_cuda_devices
 from campaign.backends.musa import MusaBackend, torch_musa_devices
 from campaign.backends.plan import COMMON, COMPILE_ONLY, OUTCOMES, plugin_plan
-from campaign.timers import deny_key
+from campaign.contract.timers import deny_key
 
 # What newer torch appends to every CUDA error (the trap: it mentions device-side assertions).
 DSA_TAIL = ("\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "

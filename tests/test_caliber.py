@@ -6,9 +6,9 @@ import io
 import pytest
 
 import rootbuilder as rb
-from campaign import caliber
-from campaign.errors import EXIT_CALIBER, CampaignError
-from campaign.evidence import load_frame
+from campaign.judging import caliber
+from campaign.contract.errors import EXIT_CALIBER, CampaignError
+from campaign.judging.evidence import load_frame
 from campaign.plugins import run_identity
 
 

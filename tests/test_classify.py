@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 
 import rootbuilder as rb
-from campaign.classify import classify_root
+from campaign.judging.classify import classify_root
 
 
 def verdict(tmp_path, workloads, options=None, **kw):

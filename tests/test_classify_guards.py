@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import rootbuilder as rb
-from campaign.classify import classify_root
+from campaign.judging.classify import classify_root
 
 
 def cell(root: Path, task_id: str) -> Path:

@@ -9,7 +9,7 @@ import pytest
 from triton.backends.compiler import GPUTarget
 from triton.runtime.driver import driver as active_driver
 
-from campaign.manifest import Manifest
+from campaign.contract.manifest import Manifest
 from campaign.plugins import compile_only
 from campaign.worker.context import CellLog
 from cellrun import kernel_test, manifest_data, plan_cell, run_cell

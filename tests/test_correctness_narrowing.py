@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from campaign import canonical
-from campaign.artifacts import CellResult, Outcomes
-from campaign.manifest import Manifest
+from campaign.contract import canonical
+from campaign.contract.artifacts import CellResult, Outcomes
+from campaign.contract.manifest import Manifest
 from campaign.worker import cell
 from taskplan import PROJECT_ROOT, manifest_data, run_worker, write_plan
 
@@ -29,10 +29,10 @@ DRIVER = textwrap.dedent("""\
     import json, sys
     from pathlib import Path
     import pytest
-    from campaign import yamlio
-    from campaign.artifacts import CellPlan
-    from campaign.canonical import read_json
-    from campaign.manifest import Manifest
+    from campaign.contract import yamlio
+    from campaign.contract.artifacts import CellPlan
+    from campaign.contract.canonical import read_json
+    from campaign.contract.manifest import Manifest
     from campaign.worker import cell
 
     class Selected:

@@ -10,8 +10,9 @@ import tarfile
 import textwrap
 from pathlib import Path
 
-from campaign import canonical, status
-from campaign.artifacts import PHASE_NAMES, PHASES_FILE, CellResult, Phase, Phases, cell_dir_name
+from campaign.contract import canonical
+from campaign.running import status
+from campaign.contract.artifacts import PHASE_NAMES, PHASES_FILE, CellResult, Phase, Phases, cell_dir_name
 from campaign.worker import facts
 from campaign.worker.phases import Recorder
 from rootbuilder import Options, build, pointwise

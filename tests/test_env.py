@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from campaign.manifest import Manifest
-from campaign.worker.env import PINNED, cell_env, pinned_env
+from campaign.contract.manifest import Manifest
+from campaign.running.cellenv import PINNED, cell_env, pinned_env
 from taskplan import manifest_data, write_plan
 
 PARENT = {

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from campaign import canonical
+from campaign.contract import canonical
 from conftest import PROJECT_ROOT
 from runroots import by_id, demo, fault, prepare, rows, run, start_run
 
@@ -91,7 +91,7 @@ def test_a_cell_folder_that_cannot_be_made_is_named(tmp_path: Path):
 # `campaign run` in a process whose one write of softmax/r1/baseline's task.json fails as a full disk would.
 FULL_AT_TASK_FILE = """
 import errno, sys
-from campaign import canonical
+from campaign.contract import canonical
 from campaign.cli import main
 write_new = canonical.write_new
 def full(path, text):

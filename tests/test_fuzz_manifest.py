@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaign.commands.prepare import check
-from campaign.errors import CampaignError
-from campaign.manifest import DTYPES
+from campaign.contract.errors import CampaignError
+from campaign.contract.manifest import DTYPES
 
 CASE_LIMIT_S = 10        # one case; a hang is a failure, not a stuck CI job
 REFUSED_ENV = ("LD_PRELOAD", "PYTHONPATH", "PATH", "BASH_ENV", "TRITON_KERNEL_DUMP", "TRITON_CACHE_DIR",

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 from triton import knobs
 
-from campaign.artifacts import INDEX_COLUMNS
+from campaign.contract.artifacts import INDEX_COLUMNS
 from campaign.backends.cpu import CpuBackend
-from campaign.irevidence import fingerprint, normalize
+from campaign.judging.irevidence import fingerprint, normalize
 from campaign.plugins import ir_capture
 from campaign.worker.context import CellLog
 from cellrun import kernel_test, plan_cell, read_index, run_cell

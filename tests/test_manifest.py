@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from campaign import yamlio
-from campaign.errors import InputError
-from campaign.manifest import Manifest
+from campaign.contract import yamlio
+from campaign.contract.errors import InputError
+from campaign.contract.manifest import Manifest
 from conftest import FIXTURES
 
 INVALID = FIXTURES / "manifests" / "invalid"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from campaign import stripregex, yamlio
+from campaign.contract import stripregex, yamlio
 from campaign.commands.prepare import check
-from campaign.errors import CampaignError, InputError
-from campaign.manifest import Manifest
+from campaign.contract.errors import CampaignError, InputError
+from campaign.contract.manifest import Manifest
 from conftest import FIXTURES, PROJECT_ROOT
 
 BASE = (FIXTURES / "manifests" / "valid" / "minimal.yaml").read_text()
@@ -221,7 +221,7 @@ def test_a_backtracking_annotation_regex_is_refused_at_validate(tmp_path: Path):
 
 def test_a_backtracking_regex_at_use_is_an_error_naming_it_not_a_hang():
     # in a child process: without the limit the C matcher ignores every signal, and only a kill ends it
-    script = ("import sys\nfrom campaign import irevidence\n"
+    script = ("import sys\nfrom campaign.judging import irevidence\n"
               "text = '\\x01' + 'tt.func @kernel() { ttg.rlc = 3 }\\n' * 40\n"
               "assert 'rlc' not in irevidence.normalize(text, 'ttgir', [r'ttg\\.rlc = \\d+'])\n"
               "irevidence.normalize(text, 'ttgir', [sys.argv[1]])\n")
@@ -230,7 +230,7 @@ def test_a_backtracking_regex_at_use_is_an_error_naming_it_not_a_hang():
                           capture_output=True, text=True, timeout=60)
     assert time.monotonic() - start < 20      # `regex` checks its clock coarsely: ~3x the 1 s limit, measured
     assert done.returncode == 1 and done.stderr.strip().splitlines()[-1] == (
-        f"campaign.errors.CampaignError: strip_annotations regex {HOSTILE_REGEX!r} ran over 1.0 s on one "
+        f"campaign.contract.errors.CampaignError: strip_annotations regex {HOSTILE_REGEX!r} ran over 1.0 s on one "
         "1360-character IR file: it backtracks; fix the manifest's pattern")
 
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaign import canonical
+from campaign.contract import canonical
 from campaign.commands.prepare import check
-from campaign.matrix import cell_order
+from campaign.planning.matrix import cell_order
 from conftest import FIXTURES, PROJECT_ROOT
 
 

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from campaign.artifacts import Outcomes
-from campaign.canonical import read_json
+from campaign.contract.artifacts import Outcomes
+from campaign.contract.canonical import read_json
 from campaign.plugins.outcomes import OutcomesPlugin, write_not_run
 
 pytest_plugins = ("pytester",)

@@ -5,13 +5,13 @@ import dataclasses
 import json
 from pathlib import Path
 
-from campaign import yamlio
-from campaign.artifacts import Targets
+from campaign.contract import yamlio
+from campaign.contract.artifacts import Targets
 from campaign.backends.base import DeviceInfo
 from campaign.backends.cuda import CudaBackend
 from campaign.backends.plan import plugin_plan
 from campaign.backends import get_backend
-from campaign.manifest import Device, Manifest, Pin
+from campaign.contract.manifest import Device, Manifest, Pin
 from campaign.worker import preflight
 from campaign.worker.facts import Installed, triton_backend_for
 from taskplan import PROJECT_ROOT, write_plan

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from campaign import canonical, inventory
+from campaign.contract import canonical
+from campaign.planning import inventory
 from campaign.commands.prepare import claim_root
-from campaign.errors import InputError
+from campaign.contract.errors import InputError
 from conftest import FIXTURES, PROJECT_ROOT
 
 DEMO = PROJECT_ROOT / "manifests" / "demo-cpu.yaml"
@@ -32,7 +33,7 @@ def test_prepare_freezes_a_root(tmp_path: Path, cli):
     assert (root / "manifest.yaml").read_bytes() == DEMO.read_bytes()
     record = canonical.read_json(root / "prepare.json")
     assert record["manifest_sha256"] == canonical.sha256_file(DEMO)
-    assert record["harness"]["campaign/matrix.py"] == canonical.sha256_file(PROJECT_ROOT / "campaign" / "matrix.py")
+    assert record["harness"]["campaign/planning/matrix.py"] == canonical.sha256_file(PROJECT_ROOT / "campaign" / "planning" / "matrix.py")
     assert record["harness"]["ops/inventory.csv"] == record["inventory_sha256"]
     assert record["resolved_targets"]["matmul"]["benchmark"] == "ops/workloads/demo/bench_demo.py::test_bench_matmul"
     matrix = canonical.read_json(root / "matrix.json")
@@ -99,10 +100,10 @@ def test_dismiss_entry_without_reason_is_refused(tmp_path: Path):
 
 
 def test_dismissed_op_needs_a_reason_in_the_manifest(tmp_path: Path):
-    from campaign import yamlio
-    from campaign.errors import CampaignError
-    from campaign.manifest import Manifest
-    from campaign.resolve import resolve
+    from campaign.contract import yamlio
+    from campaign.contract.errors import CampaignError
+    from campaign.contract.manifest import Manifest
+    from campaign.planning.resolve import resolve
     ops = tmp_path / "ops"
     ops.mkdir()
     (ops / "inventory.csv").write_text((PROJECT_ROOT / "ops" / "inventory.csv").read_text())

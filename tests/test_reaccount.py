@@ -5,8 +5,8 @@ import json
 import os
 
 import rootbuilder as rb
-from campaign import receipt
-from campaign.canonical import read_json, sha256_file
+from campaign.sealing import receipt
+from campaign.contract.canonical import read_json, sha256_file
 from campaign.reaccount.derive import default_out, demote, reaccount
 
 

@@ -3,9 +3,9 @@ judge (X, not B), and a sealed R becomes B only when the timing, not the floor a
 from __future__ import annotations
 
 import rootbuilder as rb
-from campaign import receipt
-from campaign.canonical import read_json
-from campaign.classify import classify_root
+from campaign.sealing import receipt
+from campaign.contract.canonical import read_json
+from campaign.judging.classify import classify_root
 from campaign.reaccount.derive import demote, reaccount, says_slower
 
 

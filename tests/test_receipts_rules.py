@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign import stats
-from campaign.classify import classify_root
+from campaign.judging import stats
+from campaign.judging.classify import classify_root
 
 RECEIPTS = Path(__file__).resolve().parent.parent / "receipts"
 SEALED = sorted(p.parent for p in RECEIPTS.glob("*/root.tar.gz"))

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import rootbuilder as rb
-from campaign import report
-from campaign.classify import classify_root
-from campaign.errors import CampaignError
+from campaign.reporting import report
+from campaign.judging.classify import classify_root
+from campaign.contract.errors import CampaignError
 
 GOLDEN = Path(__file__).parent / "golden" / "report.md"
 
@@ -102,7 +102,7 @@ def test_cpu_report_says_nothing_was_timed(tmp_path):
 
 
 def test_cli_report_on_a_sealed_root_matches_its_receipt(tmp_path, cli):
-    from campaign import receipt
+    from campaign.sealing import receipt
     root = rb.build(tmp_path, [rb.mm(), rb.pointwise()])
     sealed = receipt.seal(root)
     done = cli("report", root, "--format", "json")

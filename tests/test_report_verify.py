@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 import rootbuilder as rb
-from campaign import canonical, receipt, report
+from campaign.contract import canonical
+from campaign.sealing import receipt
+from campaign.reporting import report
 from campaign.commands.report import NOT_SEALED
-from campaign.receiptmodel import content_digest
+from campaign.contract.receiptmodel import content_digest
 
 
 def _reseal_verdicts(root: Path, edit) -> dict:
@@ -77,9 +79,9 @@ def test_released_caliber_guard_always_warns(tmp_path: Path, cli):
 
 def test_a_seal_without_verdicts_is_reported_as_derived_now(tmp_path: Path, cli, monkeypatch):
     root = rb.build(tmp_path, [rb.pointwise()])
-    monkeypatch.setitem(sys.modules, "campaign.classify", None)   # a seal where no classifier was installed
+    monkeypatch.setitem(sys.modules, "campaign.judging.classify", None)   # a seal where no classifier was installed
     receipt.seal(root)
-    monkeypatch.delitem(sys.modules, "campaign.classify")
+    monkeypatch.delitem(sys.modules, "campaign.judging.classify")
     done = cli("report", root)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("> **Derived now, not sealed.** The seal recorded no verdicts: no classifier")
@@ -104,9 +106,9 @@ def test_a_version_1_receipt_is_reported_with_its_note(tmp_path: Path, cli):
 
 
 def test_the_re_derivation_judges_the_evidence_the_seal_judged(tmp_path: Path, cli):
-    from campaign.classify import classify_root
+    from campaign.judging.classify import classify_root
     root = rb.sealed(tmp_path)
-    drift = ("campaign/stats.py",)                # a harness file that changed while the campaign ran
+    drift = ("campaign/judging/stats.py",)                # a harness file that changed while the campaign ran
     with_drift = classify_root(root, harness_drift=drift)
     assert with_drift["workloads"]["matmul"]["class"] != classify_root(root)["workloads"]["matmul"]["class"]
 

@@ -11,9 +11,9 @@ import triton
 
 from campaign.backends.base import DeviceInfo
 from campaign.backends.cuda import CudaBackend
-from campaign.caliber import CALIBER_FIELDS as GUARD_FIELDS
-from campaign.caliber import flatten
-from campaign.manifest import Manifest
+from campaign.judging.caliber import CALIBER_FIELDS as GUARD_FIELDS
+from campaign.judging.caliber import flatten
+from campaign.contract.manifest import Manifest
 from campaign.plugins import run_identity
 from cellrun import manifest_data, plan_cell, run_cell
 

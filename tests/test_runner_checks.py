@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from campaign import canonical, runchecks
+from campaign.contract import canonical
+from campaign.running import runchecks
 from campaign.backends.base import DeviceInfo
-from campaign.errors import Refused
-from campaign.lock import LOCK_FILE, RunLock
-from campaign.manifest import Device, Pin, Sources
+from campaign.contract.errors import Refused
+from campaign.running.lock import LOCK_FILE, RunLock
+from campaign.contract.manifest import Device, Pin, Sources
 from runroots import demo, prepare, run
 
 
@@ -110,11 +111,11 @@ def test_refusals_through_the_cli(tmp_path: Path, cli):
 
     root = prepare(tmp_path, [demo("add")])
     record = canonical.read_json(root / "prepare.json")
-    record["harness"]["campaign/runner.py"] = "0" * 64  # as if runner.py changed after prepare
+    record["harness"]["campaign/running/runner.py"] = "0" * 64  # as if runner.py changed after prepare
     (root / "prepare.json").write_text(canonical.dumps(record))
     done = run(root)
     assert done.returncode == 1
-    assert "RUN_REFUSED check=harness: code changed since prepare: campaign/runner.py (changed since prepare)" in done.stderr
+    assert "RUN_REFUSED check=harness: code changed since prepare: campaign/running/runner.py (changed since prepare)" in done.stderr
     assert not (root / "status.tsv").exists() and not (root / LOCK_FILE).exists()
 
 

@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from campaign import canonical
+from campaign.contract import canonical
 from runroots import by_id, demo, fault, prepare, rows, run, start_run
 
 

@@ -5,9 +5,9 @@ import io
 
 from rich.console import Console
 
-from campaign.artifacts import Autotune, Targets, Task
-from campaign.progress import PlainProgress, RichProgress, Tally, end_line, make_progress
-from campaign.status import StatusRow
+from campaign.contract.artifacts import Autotune, Targets, Task
+from campaign.running.progress import PlainProgress, RichProgress, Tally, end_line, make_progress
+from campaign.running.status import StatusRow
 
 
 def _task(n: int) -> Task:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from campaign import canonical, screening, status
+from campaign.contract import canonical
+from campaign.judging import screening
+from campaign.running import status
 from conftest import PROJECT_ROOT, run_cli
 from runroots import by_id, demo, fault, manifest, prepare, rows, run, start_run
 

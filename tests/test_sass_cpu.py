@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign import screening
-from campaign.irevidence import fingerprint, normalize
+from campaign.judging import screening
+from campaign.judging.irevidence import fingerprint, normalize
 from campaign.plugins import ir_capture
 from cellrun import DEMO_DIR, manifest_data, plan_cell, read_index, run_cell
 from conftest import FIXTURES, PROJECT_ROOT, run_cli
@@ -214,9 +214,9 @@ def test_a_disassembly_that_fails_leaves_a_marker_and_the_cell_is_evidence_missi
     markers = sorted(ir.glob("*.sass.failed"))
     assert markers and not list(ir.glob("*.sass"))
     assert "cannot read the cubin" in markers[0].read_text()
-    from campaign.evidence import load_task
-    from campaign.manifest import Manifest
-    from campaign.artifacts import cell_dir_name
+    from campaign.judging.evidence import load_task
+    from campaign.contract.manifest import Manifest
+    from campaign.contract.artifacts import cell_dir_name
     root = tmp_path / "root"
     shutil.copytree(plan.cell_dir, root / cell_dir_name(plan.task.id))
     evidence = load_task(root, plan.task, Manifest.model_validate(_sass_manifest()), 1, None, read_rows=False)

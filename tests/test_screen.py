@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from campaign import caliber, canonical, screening, yamlio
+from campaign.judging import caliber, screening
+from campaign.contract import canonical, yamlio
 from campaign.commands import prepare
-from campaign.manifest import Manifest
-from campaign.screening import Facts, Side
-from campaign.stats import Sample
+from campaign.contract.manifest import Manifest
+from campaign.judging.screening import Facts, Side
+from campaign.judging.stats import Sample
 from conftest import PROJECT_ROOT, run_cli
 from runroots import fault, manifest
 
@@ -111,8 +112,8 @@ def test_rescore_writes_beside_the_sealed_root(demo_screen):
     assert record["rule"]["strip_annotations_added"] == ["(?s).*"]
     assert record["changes"] == [{"workload": "matmul", "before": "IR_CHANGED", "after": "NO_IR_DIFF"}]
     assert record["receipt_sha256"] == canonical.sha256_file(root / "receipt.json")
-    assert record["rule"]["code"]["campaign/screening.py"] == canonical.sha256_file(
-        PROJECT_ROOT / "campaign" / "screening.py")
+    assert record["rule"]["code"]["campaign/judging/screening.py"] == canonical.sha256_file(
+        PROJECT_ROOT / "campaign" / "judging" / "screening.py")
     assert (root / "screen.tsv").read_bytes() == original and run_cli("verify", root).returncode == 0
 
     not_a_screen = run_cli("screen", "--rescore", first)

@@ -7,10 +7,10 @@ import tarfile
 from pathlib import Path
 
 import rootbuilder as rb
-from campaign import screening
+from campaign.judging import screening
 from campaign.commands.screen import line
-from campaign.screening import NOT_COMPARABLE, Facts, Range, Side
-from campaign.stats import Sample
+from campaign.judging.screening import NOT_COMPARABLE, Facts, Range, Side
+from campaign.judging.stats import Sample
 from conftest import PROJECT_ROOT, run_cli
 
 KEYS = [("f", (n,), "float16", 0) for n in (1, 2, 3, 4)]

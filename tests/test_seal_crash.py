@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign import canonical, receipt
+from campaign.contract import canonical
+from campaign.sealing import receipt
 from conftest import PROJECT_ROOT, run_cli
 from runroots import demo, prepare, run, start_run
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from campaign import canonical, receipt
-from campaign.errors import Refused
-from campaign.receiptmodel import ReceiptFile, content_digest
+from campaign.contract import canonical
+from campaign.sealing import receipt
+from campaign.contract.errors import Refused
+from campaign.contract.receiptmodel import ReceiptFile, content_digest
 from runroots import demo, prepare, run
 
 
@@ -80,7 +81,7 @@ def test_verify_refuses_an_unsealed_root(tmp_path: Path, cli):
 
 def test_seal_without_a_classifier_writes_null_verdicts_never_invented(tmp_path: Path, monkeypatch):
     root = prepare(tmp_path, [demo("add")])
-    monkeypatch.setitem(sys.modules, "campaign.classify", None)
+    monkeypatch.setitem(sys.modules, "campaign.judging.classify", None)
     released = []
     sealed = receipt.seal(root, release=lambda: released.append(True),
                           now=datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc))
@@ -267,7 +268,7 @@ def test_the_receipt_schema_accepts_what_the_seal_writes_and_the_committed_recei
 READ_SWAPPED = """
 import os, sys
 from pathlib import Path
-from campaign import rootfiles
+from campaign.sealing import rootfiles
 folder = Path(sys.argv[1])
 os.mkfifo(folder / "fifo")
 (folder / "link").symlink_to(folder / "target")

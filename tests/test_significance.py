@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from campaign import significance
+from campaign.judging import significance
 
 
 @pytest.mark.parametrize("df,t", [(1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (7, 2.365), (30, 2.042)])

@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from campaign import stats, timingjson
-from campaign.artifacts import Row
-from campaign.stats import BASELINE_FIRST as BF, CANDIDATE_FIRST as CF, Sample
+from campaign.judging import stats, timingjson
+from campaign.contract.artifacts import Row
+from campaign.judging.stats import BASELINE_FIRST as BF, CANDIDATE_FIRST as CF, Sample
 
 KEY_A = ("test_bench_mm", (4096, 4096, 4096), "float16", 0)
 KEY_B = ("test_bench_mm", (1024, 1024, 1024), "float16", 0)

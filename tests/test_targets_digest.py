@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 
 import projectcopy
-from campaign import canonical, harness, targets
+from campaign.contract import canonical
+from campaign.planning import harness, targets
 from conftest import PROJECT_ROOT
 
 BENCH = """import os

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from campaign import canonical, telemetry, yamlio
-from campaign.artifacts import ROWS_FILE
+from campaign.contract import canonical, yamlio
+from campaign.running import telemetry
+from campaign.contract.artifacts import ROWS_FILE
 from campaign.commands import run
-from campaign.manifest import Manifest
-from campaign.telemetry import Sample, Sampler
+from campaign.contract.manifest import Manifest
+from campaign.running.telemetry import Sample, Sampler
 from conftest import FIXTURES
 
 GMI = FIXTURES / "telemetry" / "mthreads-gmi-q-json.json"

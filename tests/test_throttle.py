@@ -12,10 +12,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from campaign import canonical, evidence, telemetry, throttle
-from campaign.artifacts import ROWS_FILE, TELEMETRY_FILE, Row, cell_dir_name
-from campaign.errors import InputError
-from campaign.telemetry import Sample
+from campaign.contract import canonical
+from campaign.judging import evidence, throttle
+from campaign.running import telemetry
+from campaign.contract.artifacts import ROWS_FILE, TELEMETRY_FILE, Row, cell_dir_name
+from campaign.contract.errors import InputError
+from campaign.running.telemetry import Sample
 
 from rootbuilder import Options, build, pointwise
 

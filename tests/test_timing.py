@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from campaign import timers
-from campaign.artifacts import ROWS_FILE, Autotune, CellPlan, Rows, Targets, Task
+from campaign.contract import timers
+from campaign.contract.artifacts import ROWS_FILE, Autotune, CellPlan, Rows, Targets, Task
 from campaign.backends.cpu import CpuBackend
 from campaign.backends.cuda import CudaBackend
 from campaign.backends.musa import MusaBackend
-from campaign.manifest import Manifest
+from campaign.contract.manifest import Manifest
 from campaign.plugins import compile_only, timing
 from campaign.plugins._device_timers import CaptureFailure, DeviceTimers
 from campaign.worker.context import CellContext
@@ -413,7 +413,7 @@ def test_refusals_at_construction(tmp_path):
 
 def test_direct_repeat_under_an_event_timer_is_refused_by_the_manifest():
     from pydantic import ValidationError
-    from campaign.manifest import Timer
+    from campaign.contract.manifest import Timer
     with pytest.raises(ValidationError, match="event rows are never direct-timed"):
         Timer(kind="event", direct_repeat=2)
 
@@ -446,7 +446,7 @@ def test_rows_json_is_never_overwritten(pytester, tmp_path):
 # -- the FlagGems workloads, read statically (flag_gems needs a device to import) ---------
 
 def _flaggems_entries():
-    from campaign import inventory
+    from campaign.planning import inventory
     entries = [e for e in inventory.load(PROJECT_ROOT / "ops").entries.values() if e.provider == "flaggems"]
     assert len(entries) >= 20
     return entries
@@ -455,8 +455,8 @@ def _flaggems_entries():
 def test_every_flaggems_target_exists_and_follows_the_protocol():
     import ast
 
-    from campaign import shapes as shape_sets
-    from campaign import targets
+    from campaign.planning import shapes as shape_sets
+    from campaign.planning import targets
 
     tables = {level: shape_sets.load_shapes(shape_sets.shape_file(PROJECT_ROOT, "flaggems", level))
               for level in ("core", "comprehensive")}

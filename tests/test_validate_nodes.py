@@ -1,6 +1,6 @@
 """A correctness node id's ``[params]`` must be an id pytest would collect, read from the files.
 
-The static reading (`campaign.paramids`) is held against pytest's own collection of a
+The static reading (`campaign.planning.paramids`) is held against pytest's own collection of a
 module in tmp_path: every collected id is accepted, near misses are refused. Where the
 ids cannot be read without running the code, `campaign validate` says the id was not
 checked (exit 0, a note) instead of claiming it was.
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import projectcopy
-from campaign import paramids, targets
+from campaign.planning import paramids, targets
 
 GROUND = '''import enum
 

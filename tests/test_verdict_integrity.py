@@ -9,7 +9,7 @@ import json
 import pytest
 
 import rootbuilder as rb
-from campaign.classify import classify_root, holm_pass
+from campaign.judging.classify import classify_root, holm_pass
 
 ROUNDS = ("r2", "r3", "r4")
 
@@ -132,8 +132,8 @@ def test_holm_takes_back_claims_that_do_not_survive_the_campaign():
 def _telemetry(root, throttled_task: str | None) -> None:
     """Give every timed row a one-second window and put a 1980 MHz sample inside it; the rows of
     ``throttled_task`` get a sw_power_cap sample at 1605 MHz instead (as sealed on the H200)."""
-    from campaign import telemetry
-    from campaign.telemetry import Sample
+    from campaign.running import telemetry
+    from campaign.running.telemetry import Sample
     samples, t = [], 1_764_500_000.0
     for rows_file in sorted(root.glob("cells/*/*/*/rows.json")):
         task_id = "/".join(rows_file.parent.relative_to(root / "cells").parts)
@@ -176,7 +176,7 @@ def test_a_floor_that_excludes_every_variant_leaves_nothing_to_judge(tmp_path):
 
 
 def test_inherited_code_paths_and_a_switch_over_a_pin_are_shown(tmp_path):
-    from campaign import report
+    from campaign.reporting import report
     ids = {"matmul/r1/baseline": {"inherited_env": {"PYTHONPATH": "/tmp/site"}},
            "matmul/r2/candidate": {"pinned_env": {"TRITON_DEFAULT_FP_FUSION": "1", "DISABLE_MMA_V3": "0"}}}
     root = rb.build(tmp_path, [rb.mm()], rb.Options(identity=ids))

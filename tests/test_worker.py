@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from campaign.artifacts import INDEX_COLUMNS, CellResult, Outcomes
+from campaign.contract.artifacts import INDEX_COLUMNS, CellResult, Outcomes
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
-from campaign.canonical import read_json
+from campaign.contract.canonical import read_json
 from campaign.worker import cell
 from campaign.worker.__main__ import Cell
 from taskplan import manifest_data, run_worker, write_plan

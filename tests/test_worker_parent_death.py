@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from campaign import canonical
+from campaign.contract import canonical
 from runroots import by_id, fault, prepare, run, start_run
 from taskplan import run_worker, write_plan
 

@@ -1,7 +1,7 @@
 """``python -m campaign.worker TASK_JSON RESULT_JSON``: run one cell, write one result file.
 
 The runner writes task.json (`CellPlan`), starts this with an explicit argv and the
-env of `campaign.worker.env.cell_env`, redirects stdout/stderr to the cell's logs
+env of `campaign.running.cellenv.cell_env`, redirects stdout/stderr to the cell's logs
 and reads exactly RESULT_JSON afterwards. Nothing is reported on stdout.
 
 1. load the plan and the manifest, pick the backend;
@@ -30,13 +30,13 @@ from typing import Optional
 
 import pytest
 
-from campaign import yamlio
-from campaign.artifacts import RUN_LOG, CellPlan, CellResult, Correctness, Preflight
+from campaign.contract import yamlio
+from campaign.contract.artifacts import RUN_LOG, CellPlan, CellResult, Correctness, Preflight
 from campaign.backends import get_backend
 from campaign.backends.plan import OUTCOMES
-from campaign.canonical import read_json, write_json_new
-from campaign.errors import EXIT_INPUT, EXIT_PREFLIGHT, EXIT_REFUSED, InputError
-from campaign.manifest import Manifest
+from campaign.contract.canonical import read_json, write_json_new
+from campaign.contract.errors import EXIT_INPUT, EXIT_PREFLIGHT, EXIT_REFUSED, InputError
+from campaign.contract.manifest import Manifest
 from campaign.worker import cell, facts, lifeline, phases, preflight
 from campaign.worker.context import CellContext, CellLog
 

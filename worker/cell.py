@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
-from campaign.artifacts import (AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, IR_DIR, OUTCOMES_FILE, ROWS_FILE,
+from campaign.contract.artifacts import (AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, IR_DIR, OUTCOMES_FILE, ROWS_FILE,
                                 AutotuneFile, AutotuneSummary, CellPlan, Correctness, Outcomes, Rows, RowCounts)
-from campaign.canonical import read_json
-from campaign.manifest import DTYPES, Manifest
-from campaign.timers import POISONED_MARKER
+from campaign.contract.canonical import read_json
+from campaign.contract.manifest import DTYPES, Manifest
+from campaign.contract.timers import POISONED_MARKER
 
 PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q")
 NOT_EXECUTED = "compile-only backend: launches are not executed"

@@ -3,7 +3,7 @@
 Plugin modules under `campaign.plugins` expose ``make(ctx: CellContext)`` returning
 a pytest plugin object; the worker builds them in plan order and hands them to
 ``pytest.main(plugins=...)``. Plugins communicate with the parent only through
-files named in `campaign.artifacts` and through marker lines counted here.
+files named in `campaign.contract.artifacts` and through marker lines counted here.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from campaign.artifacts import MARKERS, RUN_LOG, CellPlan
-from campaign.manifest import Manifest
+from campaign.contract.artifacts import MARKERS, RUN_LOG, CellPlan
+from campaign.contract.manifest import Manifest
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 

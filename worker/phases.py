@@ -1,4 +1,4 @@
-"""Where a cell's seconds go: ``phases.json`` (`campaign.artifacts.Phases`), written by the worker
+"""Where a cell's seconds go: ``phases.json`` (`campaign.contract.artifacts.Phases`), written by the worker
 just before result.json.
 
 The phases never overlap; each second of the worker, from its process start to the
@@ -33,8 +33,8 @@ from typing import Callable, Iterator, Optional
 
 import pytest
 
-from campaign.artifacts import PHASE_NAMES, PHASES_FILE, Phase, Phases
-from campaign.canonical import write_json_new
+from campaign.contract.artifacts import PHASE_NAMES, PHASES_FILE, Phase, Phases
+from campaign.contract.canonical import write_json_new
 from campaign.worker.facts import process_age_s
 
 LABELS = {

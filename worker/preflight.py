@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
-from campaign import shapes, targets
-from campaign.artifacts import AutotuneFile, CellPlan, Preflight
+from campaign.planning import shapes, targets
+from campaign.contract.artifacts import AutotuneFile, CellPlan, Preflight
 from campaign.backends.base import Backend, DeviceInfo, same_uuid
 from campaign.backends.plan import plugin_plan
-from campaign.canonical import read_json
-from campaign.manifest import Device, Manifest, Pin
-from campaign.runchecks import version_matches
+from campaign.contract.canonical import read_json
+from campaign.contract.manifest import Device, Manifest, Pin
+from campaign.running.runchecks import version_matches
 from campaign.worker import facts
 
 CHECKS = ("interpreter", "targets", "replay_file", "shape_file", "plugin_plan", "device", "versions")

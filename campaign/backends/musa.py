@@ -9,7 +9,7 @@ MUSA has its own wording; none of the CUDA phrases match it. Recorded on an S500
 
 ``capture_deny`` skips the attempt for operators where the attempt itself is the
 damage. It is keyed by the pytest FUNCTION name minus ``test_`` (``unique2``, not the
-file's ``unique``; `campaign.timers.deny_key`): a wrong key fails open silently.
+file's ``unique``; `campaign.contract.timers.deny_key`): a wrong key fails open silently.
 
 Nothing here runs off an MThreads host; device enumeration reads torch.musa's
 properties defensively because which fields it fills was not verified offline.

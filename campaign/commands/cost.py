@@ -2,7 +2,7 @@
 
 Reads a root, sealed or not (a run still in progress included), and writes nothing:
 matrix.json for the tasks, status.tsv for each cell's state and wall time, each cell's
-phases.json for its phases (`campaign.cost`). Exit 2 when ROOT is not a run root (no
+phases.json for its phases (`campaign.reporting.cost`). Exit 2 when ROOT is not a run root (no
 readable matrix.json). An unreadable phases.json is named on stderr and counts as not
 recorded.
 """
@@ -16,9 +16,10 @@ from typing import Optional
 
 from pydantic import ValidationError
 
-from campaign import cost, status
-from campaign.artifacts import MATRIX_FILE, PHASES_FILE, RECEIPT_FILE, STATUS_FILE, Matrix, Phases, cell_dir_name
-from campaign.errors import EXIT_OK, InputError
+from campaign.reporting import cost
+from campaign.running import status
+from campaign.contract.artifacts import MATRIX_FILE, PHASES_FILE, RECEIPT_FILE, STATUS_FILE, Matrix, Phases, cell_dir_name
+from campaign.contract.errors import EXIT_OK, InputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

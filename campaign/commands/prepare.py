@@ -17,11 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from campaign import __version__, canonical, harness, inventory, yamlio
-from campaign.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, Matrix
-from campaign.manifest import Manifest
-from campaign.matrix import expand
-from campaign.resolve import Resolved, resolve
+from campaign import __version__
+from campaign.contract import canonical, yamlio
+from campaign.planning import harness, inventory
+from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, Matrix
+from campaign.contract.manifest import Manifest
+from campaign.planning.matrix import expand
+from campaign.planning.resolve import Resolved, resolve
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`campaign report ROOT [--format md|json] [--plot FILE] [--allow-caliber-mismatch]`.
 
-On a sealed root the root is verified first (`campaign.verification`: exit 5,
+On a sealed root the root is verified first (`campaign.sealing.verification`: exit 5,
 naming what failed, nothing rendered), and the verdicts rendered are the sealed
 ones from receipt.json. They are also re-derived under today's classifier: a
 workload whose class or reason moved since the seal is shown in a separate,
@@ -15,10 +15,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign import caliber, receipt, report
-from campaign.artifacts import RESULT_FILE, cell_dir_name
-from campaign.classify import classify_root
-from campaign.evidence import load_frame
+from campaign.judging import caliber
+from campaign.sealing import receipt
+from campaign.reporting import report
+from campaign.contract.artifacts import RESULT_FILE, cell_dir_name
+from campaign.judging.classify import classify_root
+from campaign.judging.evidence import load_frame
 
 PREFIX = "REPORT_REFUSED"
 NOT_SEALED = ("> **Not sealed.** These verdicts are derived now from the root's files; no receipt records them, "

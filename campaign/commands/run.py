@@ -10,8 +10,8 @@ campaign (``RUN_FAILED check=canary``, exit 1, the root stays unsealed: its
 status rows say why). SIGINT/SIGTERM end the running cell's process group,
 record it as ``interrupted`` and exit 130; `run` again re-runs that cell and
 completes the campaign. A full disk or an unwritable path stops the run with
-``RUN_FAILED check=disk|write`` (`campaign.faults`, exit 1), finished cells kept.
-A completed matrix is sealed (`campaign.receipt`) and exits 0 even when some
+``RUN_FAILED check=disk|write`` (`campaign.running.faults`, exit 1), finished cells kept.
+A completed matrix is sealed (`campaign.sealing.receipt`) and exits 0 even when some
 cells failed: those are rows, and the verdicts say what
 they mean. A seal stopped by a crash (run.lock left beside receipt.json) is
 completed by `run` again, under the lock it takes over (`receipt.complete`).
@@ -27,14 +27,17 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from campaign import canonical, faults, harness, receipt, runchecks, yamlio
-from campaign.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, Matrix
-from campaign.errors import EXIT_INTERRUPTED, EXIT_OK, CampaignError, Refused
-from campaign.lock import RunLock
-from campaign.manifest import Manifest
-from campaign.progress import make_progress
-from campaign.runner import CANARY_FAILED, COMPLETED, Runner, RunSetup
-from campaign.telemetry import INTERVAL_S, Sampler, make_source, visible_devices
+from campaign.contract import canonical, yamlio
+from campaign.running import faults, runchecks
+from campaign.planning import harness
+from campaign.sealing import receipt
+from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, Matrix
+from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_OK, CampaignError, Refused
+from campaign.running.lock import RunLock
+from campaign.contract.manifest import Manifest
+from campaign.running.progress import make_progress
+from campaign.running.runner import CANARY_FAILED, COMPLETED, Runner, RunSetup
+from campaign.running.telemetry import INTERVAL_S, Sampler, make_source, visible_devices
 
 PREFIX = "RUN_REFUSED"
 
@@ -112,7 +115,7 @@ def execute(root: Path, args: argparse.Namespace,
     """
     from campaign.backends import get_backend
     from campaign.backends.plan import plugin_plan
-    from campaign.worker.env import pinned_env
+    from campaign.running.cellenv import pinned_env
 
     prepare = canonical.read_json(root / PREPARE_FILE)
     matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))

@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from campaign import canonical
-from campaign.artifacts import Matrix
-from campaign.errors import CampaignError
-from campaign.harness import PROJECT_ROOT
-from campaign.manifest import Manifest
-from campaign.receiptmodel import ReceiptFile
+from campaign.contract import canonical
+from campaign.contract.artifacts import Matrix
+from campaign.contract.errors import CampaignError
+from campaign.planning.harness import PROJECT_ROOT
+from campaign.contract.manifest import Manifest
+from campaign.contract.receiptmodel import ReceiptFile
 
 SCHEMAS = {"manifest.schema.json": Manifest, "matrix.schema.json": Matrix, "receipt.schema.json": ReceiptFile}
 

@@ -5,7 +5,7 @@ root (``<campaign>-screen-<stamp>``, prepare.json ``"mode": "screen"``, the
 manifest copied byte for byte) whose matrix is round 1 only: the baseline
 records the autotune configs, the candidate (and the control) replay them. The
 cells run through `campaign run`'s own flow -- same worker, plugins, caliber and
-timeouts -- and ``screen.tsv`` (`campaign.screening`) is written before the seal,
+timeouts -- and ``screen.tsv`` (`campaign.judging.screening`) is written before the seal,
 so the receipt hashes it. The last stdout line is the table's path.
 
 ``--resume ROOT`` completes a screen root that was stopped before its seal (an
@@ -29,16 +29,21 @@ import dataclasses
 import itertools
 from datetime import datetime, timezone
 from pathlib import Path
-from campaign import __version__, canonical, harness, receipt, runchecks, screening, screenroot, stripregex
-from campaign.artifacts import RECEIPT_FILE
+from campaign import __version__
+from campaign.contract import canonical, stripregex
+from campaign.planning import harness
+from campaign.sealing import receipt
+from campaign.running import runchecks
+from campaign.judging import screening, screenroot
+from campaign.contract.artifacts import RECEIPT_FILE
 from campaign.commands import prepare, run
-from campaign.errors import EXIT_INPUT, EXIT_OK, InputError, Refused
-from campaign.matrix import expand
+from campaign.contract.errors import EXIT_INPUT, EXIT_OK, InputError, Refused
+from campaign.planning.matrix import expand
 
 PREFIX = "SCREEN_REFUSED"
 ORIGINAL_FILE = "screen.original.tsv"
 RESCORE_FILE = "rescore.json"
-RULE_FILES = ("campaign/irevidence.py", "campaign/screening.py")   # the rule a rescore applies
+RULE_FILES = ("campaign/judging/irevidence.py", "campaign/judging/screening.py")   # the rule a rescore applies
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -148,7 +153,7 @@ def rescore(root: Path, strip: tuple[str, ...]) -> tuple[Path, list[dict[str, st
         "rule": {"ir_stage": manifest.switch.ir_stage, "measured_launch_floor": manifest.measured_launch_floor,
                  "strip_annotations": list(manifest.switch.strip_annotations), "strip_annotations_added": list(strip),
                  "fingerprint": "kernel name + content of every variant, locations and annotations stripped "
-                                "(campaign.irevidence.fingerprint)",
+                                "(campaign.judging.irevidence.fingerprint)",
                  "code": {name: canonical.sha256_file(harness.PROJECT_ROOT / name) for name in RULE_FILES}},
         "changes": changes,
     })

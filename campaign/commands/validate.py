@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from campaign.commands.prepare import check
-from campaign.errors import EXIT_OK, CampaignError
+from campaign.contract.errors import EXIT_OK, CampaignError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,8 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign import verification as verify
-from campaign.errors import EXIT_OK, EXIT_VERIFY, Refused
+from campaign.sealing import verification as verify
+from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, Refused
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """False-claim rate and power of the timing rule, measured with the shipped code.
 
-Runs `campaign.stats.timing` and `campaign.classify.timing_class` / `holm_pass` (the code a
+Runs `campaign.judging.stats.timing` and `campaign.judging.classify.timing_class` / `holm_pass` (the code a
 seal runs) on simulated campaigns with no effect, and prints how often a workload is called
 G or R (a direction) per round count and noise shape, how often a campaign of M such
 workloads publishes at least one, and the smallest slowdown detected 95 % of the time.
@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from campaign import stats  # noqa: E402
-from campaign.classify import holm_pass, timing_class  # noqa: E402
+from campaign.judging import stats  # noqa: E402
+from campaign.judging.classify import holm_pass, timing_class  # noqa: E402
 
 CELLS = ("baseline", "control", "candidate")
 SHAPES = 4

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.gpu
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))        # tests/: the cellrun helper
 from cellrun import CUDA_PLUGINS, CPU_PLUGINS, kernel_test, manifest_data, plan_cell, read_index, run_cell  # noqa: E402
 
-from campaign.irevidence import fingerprint  # noqa: E402
+from campaign.judging.irevidence import fingerprint  # noqa: E402
 
 # The GPU host is an H200 (sm_90): the switch and the offline target are fixed to it, and
 # tests/gpu/conftest.py fails the session on any other device rather than skipping.

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.gpu
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))        # tests/: the cellrun helper
 from cellrun import CPU_PLUGINS, CUDA_PLUGINS, kernel_test, manifest_data, plan_cell, read_index, run_cell  # noqa: E402
 
-from campaign.irevidence import fingerprint  # noqa: E402
+from campaign.judging.irevidence import fingerprint  # noqa: E402
 
 TARGET = "cuda:90"
 CALLS = """

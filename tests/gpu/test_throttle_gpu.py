@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from campaign import telemetry, throttle
-from campaign.artifacts import ROWS_FILE, Autotune, CellPlan, Rows, Targets, Task
+from campaign.running import telemetry
+from campaign.judging import throttle
+from campaign.contract.artifacts import ROWS_FILE, Autotune, CellPlan, Rows, Targets, Task
 from campaign.backends.cuda import CudaBackend
-from campaign.manifest import Manifest
+from campaign.contract.manifest import Manifest
 from campaign.plugins import timing
 from campaign.worker.context import CellContext
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from campaign import inventory, shapes, timers
-from campaign.artifacts import ROWS_FILE, Autotune, CellPlan, Rows, Targets, Task
+from campaign.planning import inventory, shapes
+from campaign.contract import timers
+from campaign.contract.artifacts import ROWS_FILE, Autotune, CellPlan, Rows, Targets, Task
 from campaign.backends.cuda import CudaBackend
-from campaign.manifest import Manifest
+from campaign.contract.manifest import Manifest
 from campaign.plugins import timing
 from campaign.worker.context import CellContext
 

@@ -1,0 +1,1 @@
+"""Judging: a run root read once into evidence, and the verdicts derived from it."""

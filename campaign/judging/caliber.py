@@ -1,0 +1,207 @@
+"""The caliber guard: every setting that changes what a number means, compared
+before a single latency is read.
+
+This module owns ``CALIBER_FIELDS``, the one definition of the caliber; the
+run-identity plugin writes exactly these keys, the screen and the report read
+them back through here. ``run_identity.json`` (one per cell) is a flat object::
+
+    {"schema_version": 1, "task_id": "mm/r1/baseline",
+     "backend": "cuda", "device_name": "NVIDIA H200", "device_uuid": "GPU-…",
+     "driver": "570.124.06", "cuda": "12.8", "torch": "2.11.0+cu130",
+     "triton": "3.6.0", "flag_gems": "5.0.2",
+     "timer": {"kind": "graph", "warmup_ms": 25.0, "rep_ms": 100.0,
+               "return_mode": "median", "direct_repeat": null, "l2_flush": false},
+     "bench_level": "core", "shape_mode": "project", "tuner_cache": "isolated",
+     "direct_repeat": 1, "autotune_policy": "measured",
+     "autotune_mode": "record", "autotune_source": null}
+
+``autotune_mode``/``autotune_source`` are not caliber fields: they legitimately
+differ between cells and are judged on their own. Record pinning replays is the
+normal shape; two recorders in one workload is the record-vs-record trap
+(router_gemm -8.2%) and is refused by name; a shared tuner cache warns, because
+the pinned configs then depend on what else ran on the machine (mm "945
+variants -> 33"): relative conclusions hold, absolute latencies do not.
+
+`compare` is pure; `load_identities` and `guard` are the IO edges.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, TextIO
+
+from campaign.contract.artifacts import IDENTITY_FILE, Task, cell_dir_name
+from campaign.contract.errors import EXIT_CALIBER, CampaignError
+
+CALIBER_FIELDS = (
+    "backend", "device_name", "device_uuid", "device_target", "driver", "cuda", "torch", "triton", "flag_gems",
+    "timer", "bench_level", "shape_mode", "tuner_cache", "direct_repeat", "autotune_policy",
+)
+TIMER_FIELDS = ("kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush")
+# Compared only within a workload: null by design where the workload's provider is not FlagGems.
+WORKLOAD_ONLY = ("flag_gems",)
+MISSING = "<missing>"
+PREFIX = "!!! [caliber]"
+WARN_PREFIX = "warning [caliber]"
+
+
+def flatten(identity: Mapping) -> dict[str, object]:
+    """Caliber field -> value, the timer spelled out as ``timer.<name>``; absent keys are MISSING."""
+    out: dict[str, object] = {}
+    for name in CALIBER_FIELDS:
+        if name == "timer":
+            timer = identity.get("timer")
+            timer = timer if isinstance(timer, Mapping) else {}
+            for sub in TIMER_FIELDS:
+                out[f"timer.{sub}"] = timer.get(sub, MISSING)
+        else:
+            out[name] = identity.get(name, MISSING)
+    return out
+
+
+def _show(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One refusal: ``!!! [caliber] <field>: <a> vs <b>`` with the cells that show it."""
+
+    field: str
+    a: str
+    b: str
+    tasks: tuple[str, str]
+    cells: int = 1
+    note: str = ""
+
+    def line(self) -> str:
+        where = f"{self.tasks[0]} vs {self.tasks[1]}"
+        if self.cells > 1:
+            where += f"; {self.cells} cells"
+        note = f": {self.note}" if self.note else ""
+        return f"{PREFIX} {self.field}: {self.a} vs {self.b} ({where}){note}"
+
+
+@dataclass(frozen=True)
+class CaliberCheck:
+    findings: tuple[Finding, ...]             # refusals (exit 4 unless released)
+    warnings: tuple[str, ...]                 # printed, never refusing
+    table: dict[str, str]                     # field -> value, or "a | b" where cells differ
+    workloads: dict[str, tuple[str, ...]]     # workload -> its own refusals, as lines
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def lines(self) -> list[str]:
+        return [finding.line() for finding in self.findings] + list(self.warnings)
+
+    def as_dict(self, released: bool) -> dict:
+        return {"fields": dict(self.table), "findings": [f.line() for f in self.findings],
+                "warnings": list(self.warnings), "released": bool(released and self.findings)}
+
+
+def _differences(pairs: Iterable[tuple[str, Optional[Mapping]]], skip: tuple[str, ...] = ()) -> list[Finding]:
+    """Each field whose value differs from the first cell's, once per (field, a, b)."""
+    pairs = list(pairs)
+    found: dict[tuple[str, str, str], Finding] = {}
+    present = [(task_id, identity) for task_id, identity in pairs if identity is not None]
+    reference_id, reference = present[0] if present else ("none", None)
+    for task_id, identity in pairs:
+        if identity is None:
+            _count(found, ("run_identity.json", "present" if present else "missing", "missing"),
+                   (reference_id, task_id))
+            continue
+        ref_flat, flat = flatten(reference), flatten(identity)
+        for name, value in flat.items():
+            if value != ref_flat[name] and name not in skip:
+                _count(found, (name, _show(ref_flat[name]), _show(value)), (reference_id, task_id))
+    return list(found.values())
+
+
+def _count(found: dict, key: tuple[str, str, str], tasks: tuple[str, str]) -> None:
+    if key in found:
+        old = found[key]
+        found[key] = Finding(old.field, old.a, old.b, old.tasks, old.cells + 1, old.note)
+    else:
+        found[key] = Finding(*key, tasks=tasks)
+
+
+def _autotune(tasks: list[Task], identities: Mapping[str, Optional[Mapping]]) -> list[Finding]:
+    """Record pinning replays is normal; two recorders or a replay of the wrong source is refused."""
+    findings = []
+    recorders = [t.id for t in tasks if (identities.get(t.id) or {}).get("autotune_mode") == "record"]
+    if len(recorders) > 1:
+        findings.append(Finding("autotune_mode", "record", "record", (recorders[0], recorders[1]), len(recorders) - 1,
+                                "both sides tuned on their own, so configs and IR differ "
+                                "for reasons unrelated to the switch"))
+    for task in tasks:
+        identity = identities.get(task.id)
+        if identity is None:
+            continue
+        mode, source = identity.get("autotune_mode", MISSING), identity.get("autotune_source")
+        if mode != task.autotune.mode:
+            if mode == "record" and len(recorders) > 1:
+                continue
+            findings.append(Finding("autotune_mode", task.autotune.mode, _show(mode), ("matrix", task.id),
+                                    note="the cell did not tune as the matrix planned"))
+        elif mode == "replay" and source != task.autotune.source:
+            findings.append(Finding("autotune_source", _show(task.autotune.source), _show(source), ("matrix", task.id),
+                                    note="replayed a recording other than the workload's own"))
+    return findings
+
+
+def compare(tasks: Iterable[Task], identities: Mapping[str, Optional[Mapping]]) -> CaliberCheck:
+    """Judge the identities of every participating task (those present as keys)."""
+    taking_part = sorted((t for t in tasks if t.id in identities), key=lambda t: t.order)
+    by_workload: dict[str, list[Task]] = {}
+    for task in taking_part:
+        by_workload.setdefault(task.workload, []).append(task)
+    findings = _differences(((t.id, identities[t.id]) for t in taking_part), WORKLOAD_ONLY)
+    per_workload: dict[str, tuple[str, ...]] = {}
+    for workload, members in by_workload.items():
+        own = _differences((t.id, identities[t.id]) for t in members) + _autotune(members, identities)
+        per_workload[workload] = tuple(f.line() for f in own)
+        findings += [f for f in own if f.field.startswith("autotune") or f.field in WORKLOAD_ONLY]
+    warnings = []
+    shared = [t.id for t in taking_part if (identities[t.id] or {}).get("tuner_cache") == "shared"]
+    if shared:
+        warnings.append(f"{WARN_PREFIX} tuner_cache: shared in {len(shared)} cells ({shared[0]} …): configs depend on "
+                        "what else ran on the machine; relative conclusions hold, absolute latencies are not quotable")
+    return CaliberCheck(tuple(findings), tuple(warnings), _table(taking_part, identities), per_workload)
+
+
+def _table(tasks: list[Task], identities: Mapping[str, Optional[Mapping]]) -> dict[str, str]:
+    values: dict[str, list[str]] = {}
+    for task in tasks:
+        identity = identities[task.id]
+        flat = flatten(identity) if identity is not None else {}
+        for name in flatten({}):
+            shown = _show(flat.get(name, MISSING))
+            values.setdefault(name, [])
+            if shown not in values[name]:
+                values[name].append(shown)
+    return {name: " | ".join(found) for name, found in values.items()}
+
+
+def load_identities(root: Path, tasks: Iterable[Task]) -> dict[str, Optional[dict]]:
+    """Task id -> its run_identity.json (None where missing or unreadable)."""
+    out: dict[str, Optional[dict]] = {}
+    for task in tasks:
+        path = Path(root) / cell_dir_name(task.id) / IDENTITY_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        out[task.id] = data if isinstance(data, dict) else None
+    return out
+
+
+def guard(check: CaliberCheck, allow_mismatch: bool, stream: TextIO) -> None:
+    """Print every finding and warning; refuse (exit 4) on a finding unless released."""
+    for line in check.lines():
+        print(line, file=stream)
+    if check.findings and not allow_mismatch:
+        raise CampaignError([f"refused: {len(check.findings)} caliber finding(s) above; "
+                             "--allow-caliber-mismatch releases (the findings are still printed)"], EXIT_CALIBER)

@@ -1,0 +1,251 @@
+"""IR evidence of one cell: fingerprint and scoped convert topology over ``ir/``.
+
+Reads what `campaign.plugins.ir_capture` writes: ``ir/<hash>-<kernel>.<stage>``
+and ``ir/index.tsv`` (hash, kernel, launches, stages). The screen, the runner's
+adaptive rounds, the classifier and reaccount all judge IR through this module,
+so the criterion cannot drift between them.
+
+- The fingerprint names variants by kernel name and content, never by Triton's
+  cache hash: the hash covers the set environment variables, so a control cell
+  (``DISABLE_MMA_V3=0``) has new hashes and byte-identical code.
+- Source locations and the switch's own annotations are stripped first, so the
+  same code fingerprints the same in every cell and on every machine.
+- No IR file at all is *no comparable IR* (``None``), never "identical".
+- A cell that benchmarked autotune configs (round 1's recording baseline) holds a
+  variant for every config it tried, not only the one its measured calls use: its
+  IR set is comparable to no replaying cell (`holds_tuning_variants`). Measured on
+  the H200: FlagGems mm's recording cell held 162 TTGIR variants, every replaying
+  cell 2, so comparing the two called the control a leak and counted converts of
+  configs no timer ever saw.
+- Topology counts ``ttg.convert_layout`` only over variants launched more than
+  the floor; a stage file with no row in the index is *unjoinable*: evidence
+  missing, never zero.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+from campaign.contract import stripregex
+from campaign.contract.artifacts import AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, AutotuneFile
+
+CONVERT = "ttg.convert_layout"
+
+_LOC_DEF = re.compile(r"^#loc[\w.]*\s*=\s*loc\(.*$")
+_LLIR_DEBUG_LINE = re.compile(r"^(!\d+ = (distinct )?!DI|!llvm\.dbg\.|!llvm\.module\.flags|source_filename|; ModuleID)")
+_LLIR_DBG_REF = re.compile(r",\s*!dbg !\d+")
+_PTX_DEBUG_LINE = re.compile(r"^\s*\.(loc|file)\s")
+# nvdisasm prints every ELF section of a cubin under a banner: //----- .text.add_kernel -----
+_SASS_BANNER = re.compile(r"^//-+\s+(\S+)\s+-+\s*$")
+# Sections that hold no machine code and differ for identical code: .debug_line names
+# the kernel's source file (generated kernels live in the cell's own cache folder) and
+# .nv_debug_ptx_txt embeds the PTX text, which TRITON_DEFAULT_FP_FUSION=0 changes
+# (add.f16x2 -> add.rn.f16x2) while the instructions stay the same (measured, sm_90).
+_SASS_DEBUG_SECTION = re.compile(r"^\.(nv_)?debug")
+# An offset within its section (/*01c0*/): equal for equal code, shifted by any insertion.
+# Instruction encodings (/* 0x000fe20000000800 */) are kept: they carry the scheduling bits.
+_SASS_OFFSET = re.compile(r"/\*[0-9a-f]{4,}\*/")
+
+
+@dataclass(frozen=True)
+class Variant:
+    hash: str
+    kernel: str
+    launches: int
+
+
+@dataclass(frozen=True)
+class Topology:
+    scoped: int                          # converts in variants launched > floor
+    unscoped: int                        # converts in every variant
+    excluded: tuple[str, ...]            # files left out by the floor
+    unjoinable: tuple[str, ...]          # files with no row in index.tsv
+    floor: int
+
+    @property
+    def joinable(self) -> bool:
+        return not self.unjoinable
+
+
+@dataclass
+class Index:
+    variants: dict[str, Variant] = field(default_factory=dict)
+    present: bool = False
+
+
+def _strip_locs(text: str) -> str:
+    """Remove ``loc(...)`` attributes (balanced, quote-aware) and ``#loc`` definitions."""
+    out_lines = []
+    for line in text.splitlines():
+        if _LOC_DEF.match(line):
+            continue
+        out_lines.append(_strip_inline_locs(line))
+    return "\n".join(out_lines)
+
+
+def _strip_inline_locs(line: str) -> str:
+    result, i = [], 0
+    while True:
+        j = line.find("loc(", i)
+        if j < 0 or (j > 0 and (line[j - 1].isalnum() or line[j - 1] in "_#.")):
+            if j < 0:
+                result.append(line[i:])
+                return "".join(result).rstrip()
+            result.append(line[i:j + 4])
+            i = j + 4
+            continue
+        result.append(line[i:j])
+        depth, k, quoted = 0, j + 3, False
+        while k < len(line):
+            ch = line[k]
+            if quoted:
+                if ch == "\\":
+                    k += 1
+                elif ch == '"':
+                    quoted = False
+            elif ch == '"':
+                quoted = True
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        i = k + 1
+
+
+def sass_code(text: str) -> str:
+    """nvdisasm's output without its debug sections: the code, .nv.info attributes
+    (register count, stack size) and symbols. The capture writes this, and the
+    fingerprint drops debug sections again in case a file holds them."""
+    kept, debug = [], False
+    for line in text.splitlines():
+        banner = _SASS_BANNER.match(line)
+        if banner:
+            debug = bool(_SASS_DEBUG_SECTION.match(banner.group(1)))
+        if not debug:
+            kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
+def normalize(text: str, stage: str, strip_patterns: Iterable[str] = ()) -> str:
+    """The text a fingerprint is taken over: locations and the switch's annotations removed."""
+    if stage in ("ttir", "ttgir"):
+        text = _strip_locs(text)
+    elif stage == "llir":
+        text = "\n".join(_LLIR_DBG_REF.sub("", line) for line in text.splitlines()
+                         if not _LLIR_DEBUG_LINE.match(line))
+    elif stage == "ptx":
+        kept = []
+        for line in text.splitlines():
+            if line.strip().startswith(".section") and ".debug" in line:
+                break  # debug sections close a PTX module; nothing after them is code
+            if not _PTX_DEBUG_LINE.match(line):
+                kept.append(line)
+        text = "\n".join(kept)
+    elif stage == "sass":
+        text = _SASS_OFFSET.sub("", sass_code(text))
+    text = stripregex.strip(text, strip_patterns)  # under a time limit: a backtracking pattern is an error, not a hang
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip()) + "\n"
+
+
+def split_name(path: Path) -> tuple[str, str, str]:
+    """``<hash>-<kernel>.<stage>`` -> (hash, kernel, stage)."""
+    stem, _, stage = path.name.rpartition(".")
+    variant_hash, _, kernel = stem.partition("-")
+    return variant_hash, kernel, stage
+
+
+def stage_files(ir_dir: Path, stage: str) -> list[Path]:
+    if not ir_dir.is_dir():
+        return []
+    return sorted(p for p in ir_dir.iterdir() if p.is_file() and p.suffix == f".{stage}")
+
+
+def variant_digests(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> tuple[str, ...]:
+    """``kernel<TAB>sha256(normalized content)`` of every variant: what a fingerprint is taken over,
+    sorted, so one cell's variants can be looked up among another's (a recording cell holds
+    every config's variants; a replaying cell's must be among them)."""
+    patterns = tuple(strip_patterns)
+    items = []
+    for path in stage_files(Path(ir_dir), stage):
+        _, kernel, _ = split_name(path)
+        content = normalize(path.read_text(encoding="utf-8", errors="replace"), stage, patterns)
+        items.append(f"{kernel}\t{hashlib.sha256(content.encode()).hexdigest()}")
+    return tuple(sorted(items))
+
+
+def fingerprint_of(variants: Iterable[str]) -> Optional[str]:
+    items = sorted(variants)
+    return hashlib.sha256("\n".join(items).encode()).hexdigest() if items else None
+
+
+def fingerprint(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> Optional[str]:
+    """SHA-256 over (kernel name, normalized content) of every variant; None: no comparable IR."""
+    return fingerprint_of(variant_digests(ir_dir, stage, strip_patterns))
+
+
+def read_index(ir_dir: Path) -> Index:
+    path = Path(ir_dir) / INDEX_FILE
+    index = Index()
+    if not path.is_file():
+        return index
+    index.present = True
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle, delimiter="\t")
+        if tuple(reader.fieldnames or ()) != INDEX_COLUMNS:
+            raise ValueError(f"{path}: columns {reader.fieldnames} are not {list(INDEX_COLUMNS)}")
+        for row in reader:
+            index.variants[row["hash"]] = Variant(row["hash"], row["kernel"], int(row["launches"]))
+    return index
+
+
+def convert_count(text: str) -> int:
+    return text.count(CONVERT)
+
+
+def topology(ir_dir: Path, floor: int) -> Topology:
+    """Convert counts over TTGIR, scoped to variants launched more than ``floor`` times."""
+    ir_dir = Path(ir_dir)
+    index = read_index(ir_dir)
+    scoped = unscoped = 0
+    excluded, unjoinable = [], []
+    for path in stage_files(ir_dir, "ttgir"):
+        count = convert_count(path.read_text(encoding="utf-8", errors="replace"))
+        unscoped += count
+        variant = index.variants.get(split_name(path)[0])
+        if variant is None:
+            unjoinable.append(path.name)
+        elif variant.launches > floor:
+            scoped += count
+        else:
+            excluded.append(path.name)
+    return Topology(scoped, unscoped, tuple(excluded), tuple(unjoinable), floor)
+
+
+def holds_tuning_variants(autotune: Optional[AutotuneFile]) -> bool:
+    """True when the cell benchmarked configs: its ir/ then holds every config's variants."""
+    return autotune is not None and autotune.policy == "measured" and autotune.tuning_runs > 0
+
+
+def comparable_pair(baseline_tuned: bool, cells: Iterable[str]) -> Optional[tuple[str, str]]:
+    """The round-1 cells whose IR sets can be compared for "did the switch change code":
+    baseline and candidate, unless the baseline benchmarked configs; then the control,
+    which replays like the candidate and differs from it only by the switch. None: no
+    comparable pair (a tuning baseline and no control)."""
+    if not baseline_tuned:
+        return ("baseline", "candidate")
+    return ("control", "candidate") if "control" in cells else None
+
+
+def cell_holds_tuning_variants(cell_dir: Path) -> bool:
+    """`holds_tuning_variants` of a cell folder; a cell without autotune.json tuned nothing."""
+    path = Path(cell_dir) / AUTOTUNE_FILE
+    if not path.is_file():
+        return False
+    return holds_tuning_variants(AutotuneFile.model_validate_json(path.read_text(encoding="utf-8")))

@@ -1,0 +1,261 @@
+"""The screen's verdict and its table: pure functions over one pinned pair per workload.
+
+A screen runs round 1 only -- the baseline records the autotune configs, every
+other cell replays them -- and decides what deserves rounds:
+
+- ``TIMEOUT``    a cell ended by its timeout (rc 124/137): a cost problem, not a verdict.
+- ``NO_ROWS``    no cell produced a row: nothing ran, usually the dtype.
+- ``NO_TRITON``  rows but no IR file in any cell: aten or a vendor library ran.
+- ``NO_COMPARABLE_IR`` no pair of cells can be compared: one side has no IR, or the
+  baseline benchmarked autotune configs (its IR set holds every config's variants,
+  `campaign.judging.irevidence`) and there is no control to compare the candidate with.
+- ``IR_CHANGED`` the compared fingerprints differ: measure it.
+- ``NO_IR_DIFF`` they are equal: skip it; its timing range is the noise floor.
+
+Only IR_CHANGED and NO_IR_DIFF print a range (candidate/baseline - 1 over the
+shapes timed on both sides); anything else would read like a finding. The range
+keeps timing regimes apart, as `campaign.judging.stats` does: it is drawn from one regime
+(the primary: graph, then event, then direct; fallback rows only when nothing
+else) and ``range_regime``/``range_left_out`` say which and how many paired shapes
+of other regimes, or timed differently on the two sides, stayed out of it.
+
+When the baseline benchmarked autotune configs (the recording cell) its timings
+are not comparable with replaying cells (FlagGems mm on the H200: a replaying
+control with identical code measured -11.4 % against it), so the range is
+candidate/control - 1, both replaying (``range_vs``). The control's own A/A
+(control/baseline - 1, same regime) is shown beside any range (``aa_range``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+from campaign.judging import caliber, irevidence, stats
+from campaign.contract.manifest import CELL_NAMES
+from campaign.judging.stats import Sample
+
+IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS, TIMEOUT = "IR_CHANGED", "NO_IR_DIFF", "NO_TRITON", "NO_ROWS", "TIMEOUT"
+NO_COMPARABLE_IR = "NO_COMPARABLE_IR"
+TIMEOUT_RCS = (124, 137)
+TIMEOUT_NAMES = ("timed_out", "killed")
+PER_SIDE = ("fingerprint", "scoped", "unscoped", "elapsed", "rc")
+COLUMNS = (("workload", "op", "verdict", "dtypes")
+           + tuple(f"{what}_{cell}" for what in PER_SIDE for cell in CELL_NAMES)
+           + tuple(caliber.flatten({})) + ("range", "range_label", "range_vs", "range_regime", "range_left_out",
+                                            "aa_range", "aa_label", "weight_s", "note"))
+NOT_COMPARABLE = "range vs recording baseline (not comparable: baseline tuned)"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One cell of the pair, as read back from its folder."""
+
+    cell: str
+    rc: Optional[int] = None
+    rc_name: str = ""                    # status.tsv's name of the rc; "" when the cell has no row
+    elapsed_s: Optional[float] = None
+    rows: Optional[int] = None           # rows that ran (timed or compiled); None: no result.json
+    fingerprint: Optional[str] = None    # None: no IR file of the stage
+    ir_files: int = 0
+    scoped: Optional[int] = None
+    unscoped: Optional[int] = None
+    unjoinable: int = 0
+    tuning_variants: bool = False        # benchmarked configs: holds every config's variants
+    timed: bool = False
+    samples: Mapping[tuple, Sample] = field(default_factory=dict)
+
+    @property
+    def timed_out(self) -> bool:
+        return self.rc in TIMEOUT_RCS or self.rc_name in TIMEOUT_NAMES
+
+
+@dataclass(frozen=True)
+class Facts:
+    workload: str
+    op: str
+    backend: str
+    ir_stage: str
+    dtypes: tuple[str, ...]
+    dtypes_own: bool                     # the op's own set (the manifest did not name dtypes)
+    sides: Mapping[str, Side]            # the manifest's cells only
+    caliber: Mapping[str, str]           # field -> value, "a | b" where the cells differ
+    caliber_findings: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()       # artifacts present but unreadable
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    note: str
+    compared: Optional[tuple[str, str]] = None
+
+
+def _rc(side: Side) -> str:
+    return f"rc {side.rc if side.rc is not None else '-'} {side.rc_name}".rstrip()
+
+
+def verdict(f: Facts) -> Verdict:
+    sides = f.sides
+    late = [s for s in sides.values() if s.timed_out]
+    if late:
+        return Verdict(TIMEOUT, "; ".join(f"{s.cell} ended by its timeout ({_rc(s)}, {s.elapsed_s}s)" for s in late)
+                       + ": a cost problem, not a verdict about the switch")
+    ran = {cell: s.rows or 0 for cell, s in sides.items()}
+    if not any(ran.values()):
+        own = "the op's own set" if f.dtypes_own else "named by the manifest"
+        return Verdict(NO_ROWS, f"no cell produced a row ({', '.join(f'{c} {_rc(s)}' for c, s in sides.items())}): "
+                       f"nothing ran, usually the dtype ({','.join(f.dtypes)}: {own})")
+    notes = [f"{c} ran nothing ({_rc(sides[c])}) where {max(ran, key=ran.get)} produced {max(ran.values())} rows: "
+             "not a dtype problem, the switch may break the operator" for c in sides if not ran[c]]
+    if all(s.ir_files == 0 for s in sides.values()):
+        return Verdict(NO_TRITON, "; ".join(notes + [
+            f"rows but no *.{f.ir_stage} in any cell: nothing reached the Triton compiler (the operator ran through "
+            "aten or a vendor library); not a warm cache, each cell had its own TRITON_CACHE_DIR"]))
+    base = sides["baseline"]
+    pair = irevidence.comparable_pair(base.tuning_variants, sides)
+    if pair is None:
+        return Verdict(NO_COMPARABLE_IR, "; ".join(notes + [
+            "baseline benchmarked autotune configs, so its IR holds every config's variants and is comparable to no "
+            "replaying cell, and there is no control: add a control cell to the manifest and screen again"]))
+    if base.tuning_variants:
+        notes.append("baseline benchmarked autotune configs: the candidate is compared with the control")
+    elif "control" in sides and sides["control"].fingerprint not in (None, base.fingerprint) and base.fingerprint:
+        notes.append("control IR differs from baseline: the switch leaks into its off state")
+    missing = [c for c in pair if sides[c].fingerprint is None]
+    if missing:
+        return Verdict(NO_COMPARABLE_IR, "; ".join(notes + [
+            f"{' and '.join(missing)} has no *.{f.ir_stage}: no comparable IR (this does not mean the switch is inert)"]),
+            pair)
+    first, second = (sides[c] for c in pair)
+    topo = f"scoped converts {first.scoped} -> {second.scoped} (unscoped {first.unscoped} -> {second.unscoped})"
+    if any(sides[c].unjoinable for c in pair):
+        topo += "; a stage file has no launch count: topology is not evidence"
+    if first.fingerprint == second.fingerprint:
+        return Verdict(NO_IR_DIFF, "; ".join(notes + [
+            f"{pair[0]} and {pair[1]} {f.ir_stage} equal ({first.fingerprint[:12]}): the switch changed no "
+            f"generated code, skip it; {topo}"]), pair)
+    return Verdict(IR_CHANGED, "; ".join(notes + [f"{pair[0]} and {pair[1]} {f.ir_stage} differ: measure it; {topo}"]),
+                   pair)
+
+
+@dataclass(frozen=True)
+class Range:
+    """The screen's timing columns: a span and what it is relative to, and the control's A/A beside it."""
+
+    span: str = ""
+    label: str = ""
+    vs: str = ""                         # the cell the candidate is divided by: baseline, or control
+    regime: str = ""
+    left_out: Optional[int] = None       # paired shapes of other regimes or timed differently on the two sides
+    aa: str = ""
+    aa_label: str = ""
+
+
+def _paired(first: Side, second: Side) -> tuple[dict[str, list[float]], int]:
+    """second/first - 1 per shape, by regime; a shape the two sides timed differently is counted, never paired."""
+    by_regime: dict[str, list[float]] = {}
+    mixed = 0
+    for key, s in first.samples.items():
+        other = second.samples.get(key)
+        if other is None:
+            continue
+        if other.regime != s.regime:
+            mixed += 1
+            continue
+        by_regime.setdefault(s.regime, []).append(other.latency_ms / s.latency_ms - 1)
+    return by_regime, mixed
+
+
+def _span(deltas: list[float]) -> str:
+    return f"{min(deltas) * 100:+.2f}%…{max(deltas) * 100:+.2f}%"
+
+
+def _aa(f: Facts, regime: str) -> tuple[str, str]:
+    base, ctrl = f.sides["baseline"], f.sides.get("control")
+    if ctrl is None:
+        return "", ""
+    if not (base.timed and ctrl.timed):
+        return "", "no A/A: the control or the baseline ran untimed"
+    deltas = _paired(base, ctrl)[0].get(regime)
+    if not deltas:
+        return "", f"no A/A: no {regime} shape timed alike in control and baseline"
+    label = f"control/baseline-1 (A/A) over {len(deltas)} {regime} shapes"
+    if base.tuning_variants:
+        label += ": against the recording baseline, so it holds the recording cell's offset, not only noise"
+    return _span(deltas), label
+
+
+def shape_range(f: Facts, v: Verdict) -> Range:
+    """candidate/baseline - 1 (candidate/control - 1 when the baseline tuned) over one regime's shapes, min…max."""
+    base = f.sides["baseline"]
+    if v.name == NO_COMPARABLE_IR and base.tuning_variants and "control" not in f.sides:
+        return Range(label=f"{NOT_COMPARABLE}: not printed; there is no control to time the candidate against")
+    if v.name not in (IR_CHANGED, NO_IR_DIFF):
+        return Range()
+    vs = "control" if base.tuning_variants else "baseline"
+    ref, cand = f.sides.get(vs), f.sides["candidate"]
+    if f.backend == "cpu":
+        return Range(label="not timed: cpu compiles only, no range")
+    if ref is None or not (ref.timed and cand.timed):
+        missing = "" if vs == "baseline" else f"; {NOT_COMPARABLE}: not printed"
+        return Range(label=f"not timed: a side ran untimed, no range{missing}")
+    if f.caliber_findings:
+        return Range(label="no range: the cells differ in caliber (see note)")
+    by_regime, mixed = _paired(ref, cand)
+    regime = stats.primary_regime(list(by_regime))    # the regime a campaign verdict would rest on
+    if regime is None:
+        return Range(label="no range: no shape timed alike on both sides"
+                     + (f" ({mixed} timed differently)" if mixed else ""))
+    deltas = by_regime[regime]
+    others = {r: len(d) for r, d in sorted(by_regime.items()) if r != regime}
+    left = [f"{n} {r}" for r, n in others.items()] + ([f"{mixed} timed differently on the two sides"] if mixed else [])
+    what = f"candidate/{vs}-1 over {len(deltas)} {regime} shapes"
+    if vs == "control":
+        what += " (baseline tuned: both sides replay)"
+    label = (f"noise floor of one measurement (IR unchanged), {what}" if v.name == NO_IR_DIFF
+             else f"{what}, one measurement")
+    if left:
+        label += f"; left out: {', '.join(left)}"
+    aa, aa_label = _aa(f, regime)
+    return Range(_span(deltas), label, vs, regime, sum(others.values()) + mixed, aa, aa_label)
+
+
+def weight(f: Facts) -> Optional[float]:
+    """Seconds the screen's cells of this workload took: one round of a campaign."""
+    spent = [s.elapsed_s for s in f.sides.values() if s.elapsed_s is not None]
+    return round(sum(spent), 3) if spent else None
+
+
+def row(f: Facts) -> dict[str, str]:
+    v = verdict(f)
+    timing = shape_range(f, v)
+    out = {"workload": f.workload, "op": f.op, "verdict": v.name, "dtypes": ",".join(f.dtypes)}
+    for cell in CELL_NAMES:
+        side = f.sides.get(cell)
+        values = (side.fingerprint, side.scoped, side.unscoped, side.elapsed_s, side.rc) if side else (None,) * 5
+        out.update({f"{what}_{cell}": _text(value) for what, value in zip(PER_SIDE, values)})
+    out.update({name: _text(f.caliber.get(name)) for name in caliber.flatten({})})
+    notes = [v.note, *(f"caliber: {line}" for line in f.caliber_findings), *f.problems]
+    out.update({"range": timing.span, "range_label": timing.label, "range_vs": timing.vs,
+                "range_regime": timing.regime, "range_left_out": _text(timing.left_out), "aa_range": timing.aa,
+                "aa_label": timing.aa_label, "weight_s": _text(weight(f)), "note": "; ".join(notes)})
+    return out
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    return " ".join(str(value).replace("\r", " ").replace("\n", " | ").split("\t"))
+
+
+def render(rows: list[dict[str, str]]) -> str:
+    """screen.tsv: a header, then one line per workload in matrix order."""
+    return "".join("\t".join(line) + "\n" for line in [COLUMNS] + [[r[c] for c in COLUMNS] for r in rows])
+
+
+def parse(text: str) -> list[dict[str, str]]:
+    lines = text.splitlines()
+    if not lines:
+        return []
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"))) for line in lines[1:] if line]

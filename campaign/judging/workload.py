@@ -1,0 +1,198 @@
+"""The facts of one workload, gathered once from its tasks' evidence: what the classifier's
+rules (`campaign.judging.classify`) judge.
+
+IR and topology come only from cells that did not benchmark autotune configs: a recording
+cell holds every config's variants (`campaign.judging.irevidence.holds_tuning_variants`).
+Correctness is scoped to the workload's target; the screen column is the one screen
+verdict (`campaign.judging.screening.verdict`) over round 1's pair.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from campaign.judging import screening, stats, throttle
+from campaign.contract.artifacts import Outcomes, Targets
+from campaign.judging.evidence import RootEvidence, TaskEvidence
+
+
+def scope_outcomes(outcomes: Outcomes, targets: Targets) -> tuple[dict[str, int], int]:
+    """Outcome counts inside the workload's correctness target, and how many fell outside it."""
+    def inside(node: str) -> bool:
+        if targets.correctness_node_ids:
+            return any(node == n or node.endswith("/" + n) or n.endswith("/" + node) for n in targets.correctness_node_ids)
+        if "::" in targets.correctness:
+            function = targets.correctness.split("::", 1)[1]
+            return node.split("::")[-1].split("[")[0] == function
+        return True
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    outside = 0
+    for item in outcomes.outcomes:
+        if inside(item.node):
+            counts[item.outcome] += 1
+        else:
+            outside += 1
+    return counts, outside
+
+
+def _correctness(tasks: list[TaskEvidence]) -> dict:
+    state, reason, total, outside = "not_run", None, {"passed": 0, "failed": 0, "error": 0, "skipped": 0}, 0
+    for t in tasks:
+        if t.outcomes is None:
+            reason = reason or "no outcomes.json"
+            continue
+        if t.outcomes.state == "not_run":
+            reason = reason or t.outcomes.reason or "not run"
+            continue
+        state = "run"
+        counts, out = scope_outcomes(t.outcomes, t.task.targets)
+        outside += out
+        for k, v in counts.items():
+            total[k] += v
+    return {"state": state, "reason": None if state == "run" else reason, **total, "outside_target": outside}
+
+
+def _cell_summary(tasks: list[TaskEvidence]) -> dict:
+    markers: dict[str, int] = {}
+    for t in tasks:
+        for name, count in (t.result.markers if t.result else {}).items():
+            markers[name] = markers.get(name, 0) + count
+    return markers
+
+
+def _topology(t: Optional[TaskEvidence]) -> Optional[dict]:
+    if t is None or t.topology is None:
+        return None
+    topo = t.topology
+    return {"scoped": topo.scoped, "unscoped": topo.unscoped, "excluded": list(topo.excluded),
+            "unjoinable": list(topo.unjoinable), "task": t.task.id}
+
+
+def timed_out(t: TaskEvidence) -> bool:
+    return t.rc_name in screening.TIMEOUT_NAMES or (t.result is not None and t.result.rc in screening.TIMEOUT_RCS)
+
+
+def screen_verdict(w: "WorkloadFacts") -> str:
+    """What the screen would say of round 1: one definition, `campaign.judging.screening.verdict`."""
+    sides = {}
+    for cell in w.cells:
+        t = next((t for t in w.tasks if t.task.round == 1 and t.task.cell == cell), None)
+        if t is None or t.state == "skipped":
+            continue
+        r, topo = t.result, t.topology
+        sides[cell] = screening.Side(
+            cell=cell, rc=r.rc if r else None, rc_name=t.rc_name, elapsed_s=r.elapsed_s if r else None,
+            rows=(r.rows.ok + r.rows.compiled) if r else None, fingerprint=t.fingerprint, ir_files=t.ir_files,
+            scoped=topo.scoped if topo else None, unscoped=topo.unscoped if topo else None,
+            unjoinable=len(topo.unjoinable) if topo else 0, tuning_variants=t.tuned, timed=bool(r and r.timed))
+    if "baseline" not in sides or "candidate" not in sides:
+        return "MISSING"
+    first = w.tasks[0].task
+    facts = screening.Facts(workload=w.name, op=first.op, backend=w.ev.matrix.backend,
+                            ir_stage=w.ev.manifest.switch.ir_stage, dtypes=first.dtypes, dtypes_own=True,
+                            sides=sides, caliber={})
+    return screening.verdict(facts).name
+
+
+def _warm_isolated(t: TaskEvidence) -> Optional[str]:
+    """A cell labelled isolated whose tuner cache was not empty at start: another run's winners
+    were handed to it, which is what isolation exists to prevent."""
+    identity = t.identity or {}
+    at_start = identity.get("tuner_cache_at_start") or {}
+    if identity.get("tuner_cache") == "isolated" and at_start.get("files"):
+        return f"{t.task.id} started on a warm tuner cache ({at_start['files']} file(s)) though labelled isolated"
+    return None
+
+
+class WorkloadFacts:
+    """The facts of one workload, gathered once; `decide` applies the rules."""
+
+    def __init__(self, name: str, tasks: list[TaskEvidence], ev: RootEvidence):
+        self.name, self.ev = name, ev
+        self.tasks = sorted(tasks, key=lambda t: t.task.order)
+        self.cells = ev.matrix.cells
+        self.done = [t for t in self.tasks if t.state == "done"]
+        self.by_cell = {c: [t for t in self.done if t.task.cell == c] for c in self.cells}
+        self.first = {c: (ts[0] if ts else None) for c, ts in self.by_cell.items()}
+        # IR and topology come only from cells that did not benchmark autotune configs: a
+        # recording cell holds every config's variants (irevidence.holds_tuning_variants)
+        comparable = {c: [t for t in ts if not t.tuned] for c, ts in self.by_cell.items()}
+        self.tuned_only = [c for c in self.cells if self.by_cell[c] and not comparable[c]]
+        self.ir_task = {c: (ts[0] if ts else None) for c, ts in comparable.items()}
+        prints = {c: sorted({t.fingerprint or "" for t in ts}) for c, ts in comparable.items()}
+        self.unstable = [c for c, fps in prints.items() if len(fps) > 1]
+        self.fp = {c: (t.fingerprint if t else None) for c, t in self.ir_task.items()}
+        self.topo = {c: _topology(t) for c, t in self.ir_task.items()}
+        # When the baseline only ever recorded (adaptive rounds skipped its replaying rounds), the
+        # control stands in for it: it replays like the candidate and differs from it only by the
+        # switch. Whether the control itself leaks is then checked against the recording cell:
+        # each control variant must be among the variants the recording cell compiled.
+        self.ir_ref = "baseline"
+        if "baseline" in self.tuned_only and self.ir_task.get("control") is not None:
+            self.ir_ref = "control"
+            self.tuned_only = [c for c in self.tuned_only if c != "baseline"]
+        self.correct = {c: _correctness(ts) for c, ts in self.by_cell.items()}
+        self.markers = {c: _cell_summary(ts) for c, ts in self.by_cell.items()}
+        self.row_failures = self._row_failures()
+        self.taints = [m for m in (_warm_isolated(t) for t in self.done) if m]
+        self.taints += [f"harness file {f} changed during the run" for f in ev.harness_drift]
+        self.timing = self._timing()
+        self.clocks = throttle.summary(self.done)
+        # per side with throttled timed rows: "cell N of M timed row(s) (reasons)"
+        self.throttled = [f"{cell} {side.throttled_rows} of {side.rows} timed row(s) ({', '.join(side.reasons)})"
+                          for cell, side in self.clocks.items() if side.throttled_rows]
+
+    def _row_failures(self) -> dict[str, list]:
+        """Per cell, the row keys it failed; for candidate and control only those the baseline ran
+        (ok) somewhere, for the baseline every failed key: compared per shape, never as totals."""
+        states = {c: {} for c in self.cells}
+        for t in self.done:
+            for key, state in stats.row_states(t.rows or ()).items():
+                states[t.task.cell].setdefault(key, set()).add(state)
+        base = states.get("baseline", {})
+        out = {"baseline": sorted((k for k, s in base.items() if "failed" in s), key=repr)}
+        for cell in ("candidate", "control"):
+            if cell in states:
+                out[cell] = sorted((k for k, s in states[cell].items() if "failed" in s and "ok" in base.get(k, ())),
+                                   key=repr)
+        return out
+
+    def _timing(self) -> Optional[stats.Timing]:
+        per_round: dict[int, dict] = {}
+        orders: dict[int, str] = {}
+        references: dict[int, str] = {}
+        for t in self.done:
+            if t.rows is None:
+                return None
+            per_round.setdefault(t.task.round, {})[t.task.cell] = stats.samples(t.rows)
+            if t.task.cell == "baseline" and t.tuned and "control" in self.cells:
+                # its timings come from a process that benchmarked configs first: compare the
+                # candidate with the control there, both replaying (measured on the H200: mm's
+                # identical control read -11.4 % against the recording baseline)
+                references[t.task.round] = "control"
+        for r, cells in per_round.items():
+            ids = {t.task.cell: t.task.order for t in self.tasks if t.task.round == r}
+            ref = references.get(r, "baseline")
+            if ref in cells and "candidate" in cells:
+                orders[r] = stats.BASELINE_FIRST if ids["baseline"] < ids["candidate"] else stats.CANDIDATE_FIRST
+        per_round = {r: c for r, c in per_round.items() if r in orders}
+        if not per_round:
+            return None
+        return stats.timing(per_round, orders, "control" in self.cells,
+                            {r: c for r, c in references.items() if r in per_round})
+
+    def ir_changed(self) -> Optional[bool]:
+        b, c = self.fp.get(self.ir_ref), self.fp.get("candidate")
+        return None if b is None or c is None else b != c
+
+    def ref_topology(self) -> Optional[dict]:
+        return self.topo.get(self.ir_ref)
+
+    def control_matches(self) -> Optional[bool]:
+        if "control" not in self.cells or self.ir_task.get("control") is None:
+            return None
+        if self.ir_ref == "control":
+            recorded = {v for t in self.by_cell["baseline"] for v in t.variants}
+            return True if set(self.ir_task["control"].variants) <= recorded else None
+        if self.fp.get("baseline") is None:
+            return None
+        return self.fp["control"] == self.fp["baseline"]

@@ -1,0 +1,1 @@
+"""Planning: a validated manifest checked against ops/ and the test tree, frozen into a task matrix."""

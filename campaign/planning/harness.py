@@ -1,0 +1,68 @@
+"""The harness: every project file whose bytes can change what a cell measures.
+
+Digests are taken at prepare, before anything runs (a changed input recorded
+after the fact is recorded silently), compared again before `run` starts, and
+once more at the seal. Besides the project's own code, the files a cell's pytest
+session reads for the campaign's targets (`campaign.planning.targetfiles`) are harness
+files; the targets come from prepare.json, so each comparison looks at the same
+paths, and a file that appears at one of them since prepare is a change.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Iterable
+
+from campaign.planning import targetfiles
+from campaign.contract.canonical import sha256_file
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+HARNESS_DIRS = ("campaign", "worker", "plugins", "reaccount", "ops")
+HARNESS_SUFFIXES = {".py", ".csv", ".yaml", ".yml", ".json", ".toml"}
+HARNESS_FILES = ("pyproject.toml",)   # the root's pytest configuration and conftest.py: targetfiles
+
+
+def harness_files(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = ()) -> list[Path]:
+    files = [project_root / name for name in HARNESS_FILES if (project_root / name).is_file()]
+    for folder in HARNESS_DIRS:
+        base = project_root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and path.suffix in HARNESS_SUFFIXES and "__pycache__" not in path.parts:
+                files.append(path)
+    known = set(files)
+    files += sorted(path for path in targetfiles.candidates(project_root, targets)
+                    if path not in known and path.is_file())
+    return files
+
+
+def harness_digests(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = ()) -> dict[str, str]:
+    """Relative path -> SHA-256 of every harness file, those the ``targets`` read included."""
+    return {path.relative_to(project_root).as_posix(): sha256_file(path)
+            for path in harness_files(project_root, targets)}
+
+
+def record_targets(resolved_targets: dict[str, dict[str, Any]]) -> tuple[str, ...]:
+    """Every target prepare.json's ``resolved_targets`` names: what prepare digested and
+    what run and the seal must digest again (one function for both sides)."""
+    found: set[str] = set()
+    for entry in resolved_targets.values():
+        found.update(t for t in (entry.get("benchmark"), entry.get("correctness")) if t)
+        found.update(entry.get("correctness_node_ids") or ())
+    return tuple(sorted(found))
+
+
+def prepared_targets(prepare: dict[str, Any]) -> tuple[str, ...]:
+    return record_targets(prepare.get("resolved_targets") or {})
+
+
+def combined_digest(digests: dict[str, str]) -> str:
+    lines = "".join(f"{name}\t{digest}\n" for name, digest in sorted(digests.items()))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def changed_files(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
+    """Names added, removed or changed between two digest maps, sorted."""
+    names = set(recorded) | set(current)
+    return sorted(name for name in names if recorded.get(name) != current.get(name))

@@ -1,0 +1,73 @@
+"""ops/inventory.csv and ops/dismiss.csv: the workloads the project knows, and those it set aside.
+
+inventory.csv columns: op, provider, family, benchmark, correctness, dtypes
+(space-separated). dismiss.csv columns: op, provider, reason -- an entry
+without a reason is refused, so every exclusion stays visible in review.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from campaign.contract.errors import InputError
+
+INVENTORY_COLUMNS = ("op", "provider", "family", "benchmark", "correctness", "dtypes")
+DISMISS_COLUMNS = ("op", "provider", "reason")
+
+
+@dataclass(frozen=True)
+class Entry:
+    op: str
+    provider: str
+    family: str
+    benchmark: str
+    correctness: str
+    dtypes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Inventory:
+    entries: dict[tuple[str, str], Entry]
+    dismissed: dict[tuple[str, str], str]       # (op, provider) -> reason
+
+    def get(self, op: str, provider: str) -> Entry | None:
+        return self.entries.get((op, provider))
+
+
+def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+    try:
+        handle = open(path, encoding="utf-8", newline="")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    with handle:
+        reader = csv.DictReader(handle)
+        if tuple(reader.fieldnames or ()) != columns:
+            raise InputError(f"{path}:1: columns {reader.fieldnames} are not {list(columns)}")
+        return [(reader.line_num, {k: (v or "").strip() for k, v in row.items()}) for row in reader]
+
+
+def load(ops_dir: Path) -> Inventory:
+    problems: list[str] = []
+    entries: dict[tuple[str, str], Entry] = {}
+    inventory_path = Path(ops_dir) / "inventory.csv"
+    for line, row in _rows(inventory_path, INVENTORY_COLUMNS):
+        key = (row["op"], row["provider"])
+        missing = [c for c in INVENTORY_COLUMNS if not row[c]]
+        if missing:
+            problems.append(f"{inventory_path}:{line}: {', '.join(missing)} empty")
+        elif key in entries:
+            problems.append(f"{inventory_path}:{line}: {key[0]} ({key[1]}) is listed twice")
+        else:
+            entries[key] = Entry(row["op"], row["provider"], row["family"], row["benchmark"],
+                                 row["correctness"], tuple(row["dtypes"].split()))
+    dismissed: dict[tuple[str, str], str] = {}
+    dismiss_path = Path(ops_dir) / "dismiss.csv"
+    for line, row in _rows(dismiss_path, DISMISS_COLUMNS):
+        if len(row["reason"]) < 8:
+            problems.append(f"{dismiss_path}:{line}: {row['op']} is dismissed without a reason")
+        else:
+            dismissed[(row["op"], row["provider"])] = row["reason"]
+    if problems:
+        raise InputError(problems)
+    return Inventory(entries, dismissed)

@@ -1,0 +1,65 @@
+"""Expansion of a manifest into its task matrix: a pure function with byte-stable output.
+
+Order: canary workloads first (all their rounds, so a broken canary stops the
+campaign before anything else is measured), then round-major over the rest so
+every workload's round 1 exists before any later round (adaptive rounds read
+it). Within a round the cells alternate: odd rounds baseline -> control ->
+candidate, even rounds the reverse, cancelling one-directional drift. Round 1's
+baseline records the autotune configs; every other task replays that recording,
+so only the switch and noise remain between cells.
+"""
+from __future__ import annotations
+
+from campaign.contract.artifacts import Autotune, Matrix, Task
+from campaign.contract.manifest import Manifest
+from campaign.planning.resolve import Resolved
+
+
+def task_id(workload: str, round_number: int, cell: str) -> str:
+    return f"{workload}/r{round_number}/{cell}"
+
+
+def cell_order(cells: tuple[str, ...], round_number: int, alternate: bool) -> tuple[str, ...]:
+    return tuple(reversed(cells)) if alternate and round_number % 2 == 0 else cells
+
+
+def expand(manifest: Manifest, resolved: dict[str, Resolved]) -> Matrix:
+    cells = manifest.switch.cell_names()
+    policy = "first-config" if manifest.device.backend == "cpu" else "measured"
+    canaries = [w for w in manifest.workloads if w.canary]
+    others = [w for w in manifest.workloads if not w.canary]
+    schedule = [(w, r) for w in canaries for r in range(1, manifest.rounds.count + 1)]
+    schedule += [(w, r) for r in range(1, manifest.rounds.count + 1) for w in others]
+    tasks = []
+    for workload, round_number in schedule:
+        found = resolved[workload.name]
+        for cell in cell_order(cells, round_number, manifest.rounds.alternate_order):
+            records = round_number == 1 and cell == "baseline"
+            tasks.append(Task(
+                id=task_id(workload.name, round_number, cell),
+                order=len(tasks),
+                round=round_number,
+                cell=cell,
+                workload=workload.name,
+                op=workload.op,
+                provider=workload.provider,
+                canary=workload.canary,
+                env=dict(getattr(manifest.switch.cells, cell)),
+                autotune=Autotune(
+                    mode="record" if records else "replay",
+                    source=None if records else task_id(workload.name, 1, "baseline"),
+                    policy=policy,
+                ),
+                timeout_s=manifest.timeout_for(workload),
+                targets=found.targets,
+                dtypes=found.dtypes,
+                shapes=found.shapes,
+            ))
+    return Matrix(
+        campaign=manifest.campaign,
+        backend=manifest.device.backend,
+        switch=manifest.switch.name,
+        cells=cells,
+        rounds=manifest.rounds.count,
+        tasks=tuple(tasks),
+    )

@@ -1,0 +1,317 @@
+"""Does ``test_x[a-b]`` name a test pytest would collect? Read from the decorators, never imported.
+
+pytest gives each ``@pytest.mark.parametrize`` (the one closest to the function
+first) one id per parameter set and joins them with "-". An id is the explicit one
+(``pytest.param(id=...)``, then ``ids=[...]``); else, per value, the text of a str,
+number, bool or None, the name of a class or function, ``str()`` of an enum member;
+else ``<argname><index>``. Ids repeated within one decorator get a counter.
+
+The argument lists are followed through module constants, slices, ``+`` and
+``from module import NAME`` of a project module: ``dtype`` over
+``FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32]`` gives ``dtype0`` to
+``dtype2``. A value named but not defined in the project (``torch.float16``) may be
+an object, a class or an enum member, so each of those spellings is accepted for
+it. What cannot be read -- a computed value, an ``ids`` function, a parametrised
+fixture, a ``pytest_generate_tests`` hook, an unknown decorator -- raises
+`Unreadable`, and the caller says the id was not checked instead of claiming it.
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from campaign.planning import targetfiles
+
+MAX_DEPTH = 8          # names followed through constants and imports
+MAX_ALTERNATIVES = 64  # spellings of one parameter set
+LONG_STR = 100         # pytest's default ids a longer str by <argname><index>
+DYNAMIC_HOOKS = ("pytest_generate_tests", "pytest_make_parametrize_id")
+
+
+class Unreadable(Exception):
+    """The ids depend on something only running the code would show."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    argnames: tuple[str, ...]
+    ids: tuple[tuple[str, ...], ...]     # per parameter set, its accepted spellings
+
+
+class Module:
+    """One parsed project module: its top-level assignments and ``from ... import`` names."""
+
+    def __init__(self, project_root: Path, path: Path, cache: dict[Path, "Module"]):
+        self.project_root, self.path, self.cache = project_root, path, cache
+        self.tree = ast.parse(path.read_bytes(), filename=str(path))
+        self.assigns: dict[str, ast.expr] = {}
+        self.imports: dict[str, tuple[str, str, int]] = {}
+        for node in self.tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                self.assigns[node.targets[0].id] = node.value
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                self.assigns[node.target.id] = node.value
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    self.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
+
+    @classmethod
+    def load(cls, project_root: Path, path: Path, cache: dict[Path, "Module"]) -> "Module":
+        if path not in cache:
+            cache[path] = cls(project_root, path, cache)
+        return cache[path]
+
+    def lookup(self, name: str, depth: int) -> Optional[tuple[ast.expr, "Module"]]:
+        """The expression a module-level name is bound to, through project imports; None when unknown."""
+        if depth > MAX_DEPTH:
+            raise Unreadable(f"{name}: names refer to each other more than {MAX_DEPTH} deep")
+        if name in self.assigns:
+            return self.assigns[name], self
+        if name not in self.imports:
+            return None
+        module, original, level = self.imports[name]
+        if level:
+            folder = self.path.parent
+            for _ in range(level - 1):
+                folder = folder.parent
+            folders = [folder]
+        else:
+            folders = [targetfiles.base_folder(self.project_root, self.path), self.project_root]
+        for folder in folders:
+            stem = folder.joinpath(*module.split(".")) if module else folder
+            for path in (stem.with_name(stem.name + ".py"), stem / "__init__.py"):
+                if path.is_file() and targetfiles.inside(self.project_root, path):
+                    return Module.load(self.project_root, path, self.cache).lookup(original, depth + 1)
+        return None
+
+
+def _dotted(node: ast.expr) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _keyword(call: ast.Call, name: str, position: int) -> Optional[ast.expr]:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return call.args[position] if len(call.args) > position else None
+
+
+def _sequence(node: ast.expr, module: Module, depth: int = 0) -> list[tuple[ast.expr, Module]]:
+    """The elements of a list-valued expression, each with the module it is written in."""
+    if depth > MAX_DEPTH:
+        raise Unreadable(f"{ast.unparse(node)}: followed more than {MAX_DEPTH} names")
+    if isinstance(node, (ast.List, ast.Tuple)):
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            raise Unreadable(f"{ast.unparse(node)} unpacks another sequence")
+        return [(e, module) for e in node.elts]
+    if isinstance(node, ast.Name):
+        bound = module.lookup(node.id, depth)
+        if bound is None:
+            raise Unreadable(f"{node.id} is not a list defined in the project")
+        return _sequence(bound[0], bound[1], depth + 1)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        bounds = [_constant_int(part) for part in (node.slice.lower, node.slice.upper, node.slice.step)]
+        return _sequence(node.value, module, depth + 1)[slice(*bounds)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _sequence(node.left, module, depth + 1) + _sequence(node.right, module, depth + 1)
+    if (isinstance(node, ast.Call) and _dotted(node.func) in ("list", "tuple") and len(node.args) == 1
+            and not node.keywords):
+        return _sequence(node.args[0], module, depth + 1)
+    raise Unreadable(f"{ast.unparse(node)} is not a literal list")
+
+
+def _constant_int(node: Optional[ast.expr]) -> Optional[int]:
+    if node is None:
+        return None
+    value = ast.literal_eval(node) if isinstance(node, (ast.Constant, ast.UnaryOp)) else None
+    if type(value) is not int:
+        raise Unreadable(f"slice bound {ast.unparse(node)} is not an integer literal")
+    return value
+
+
+def _escaped(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("ascii", "backslashreplace")
+    return str(value).encode("unicode_escape").decode("ascii")
+
+
+def _idval(node: ast.expr, module: Module, argname: str, index: int, depth: int = 0) -> tuple[str, ...]:
+    """The spellings pytest may give one value (more than one only for a name it cannot see)."""
+    auto = f"{argname}{index}"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        try:
+            node = ast.Constant(ast.literal_eval(node))      # -3: its id is "-3"
+        except ValueError:
+            raise Unreadable(f"value {index} of {argname} is computed ({ast.unparse(node)})") from None
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, (str, bytes)):
+            return (_escaped(value),) if len(value) <= LONG_STR else (auto,)
+        if value is None or isinstance(value, (bool, int, float, complex)):
+            return (str(value),)
+        return (auto,)                                    # Ellipsis: no id of its own
+    if isinstance(node, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
+        return (auto,)
+    if isinstance(node, ast.Lambda):
+        return ("<lambda>",)
+    dotted = _dotted(node)
+    if dotted is not None:
+        if isinstance(node, ast.Name) and depth <= MAX_DEPTH:
+            bound = module.lookup(node.id, depth)
+            if bound is not None:
+                return _idval(bound[0], bound[1], argname, index, depth + 1)
+        parts = dotted.split(".")
+        # an object (auto), a class, function or module (__name__), an enum member (Class.MEMBER)
+        return tuple(dict.fromkeys((auto, parts[-1], ".".join(parts[-2:]))))
+    raise Unreadable(f"value {index} of {argname} is computed ({ast.unparse(node)})")
+
+
+def _layer(call: ast.Call, module: Module) -> Layer:
+    names_node, values_node = _keyword(call, "argnames", 0), _keyword(call, "argvalues", 1)
+    if names_node is None or values_node is None:
+        raise Unreadable(f"{ast.unparse(call)} has no literal argnames and argvalues")
+    try:
+        names_value = ast.literal_eval(names_node)
+    except ValueError:
+        raise Unreadable(f"argnames {ast.unparse(names_node)} is not a literal") from None
+    if isinstance(names_value, str):
+        names = tuple(n.strip() for n in names_value.split(",") if n.strip())
+    elif isinstance(names_value, (list, tuple)) and all(isinstance(n, str) for n in names_value):
+        names = tuple(names_value)
+    else:
+        raise Unreadable(f"argnames {ast.unparse(names_node)} is not a str or a list of str")
+    values = _sequence(values_node, module)
+    if not values:
+        raise Unreadable(f"{', '.join(names)}: an empty parameter list")
+    ids_node = _keyword(call, "ids", 3)
+    explicit: list[Optional[str]] = []
+    if ids_node is not None:
+        explicit = [_explicit(e) for e, _ in _sequence(ids_node, module)]
+    spellings = []
+    for index, (element, where) in enumerate(values):
+        given = explicit[index] if index < len(explicit) else None
+        parts: list[tuple[ast.expr, Module]] = [(element, where)]
+        if isinstance(element, ast.Call) and (_dotted(element.func) or "").endswith("param"):
+            id_node = _keyword(element, "id", 10**6)
+            if id_node is not None:
+                given = _explicit(id_node)
+            parts = [(e, where) for e in element.args]
+        elif len(names) > 1:
+            parts = _sequence(element, where)
+        if given is not None:
+            spellings.append((given,))
+            continue
+        if len(parts) != len(names):
+            raise Unreadable(f"parameter set {index} has {len(parts)} values for {len(names)} names")
+        options = [_idval(e, m, name, index) for (e, m), name in zip(parts, names)]
+        joined = tuple("-".join(c) for c in itertools.islice(itertools.product(*options), MAX_ALTERNATIVES + 1))
+        if len(joined) > MAX_ALTERNATIVES:
+            raise Unreadable(f"parameter set {index} of {', '.join(names)} has too many possible ids")
+        spellings.append(joined)
+    return Layer(names, _unique(spellings, names))
+
+
+def _explicit(node: ast.expr) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (type(None), str, bytes, int, float, bool)):
+        return None if node.value is None else _escaped(node.value)
+    raise Unreadable(f"explicit id {ast.unparse(node)} is not a literal")
+
+
+def _unique(spellings: list[tuple[str, ...]], names: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """pytest's counter for ids repeated within one decorator (`IdMaker.make_unique_parameterset_ids`)."""
+    primary = [s[0] for s in spellings]
+    counts = Counter(primary)
+    if any(len(s) > 1 for s in spellings):   # a spelling two sets may share makes the counter unknowable
+        if max(Counter(x for s in spellings for x in s).values()) > 1:
+            raise Unreadable(f"{', '.join(names)}: repeated ids whose spelling is not known")
+        return tuple(spellings)
+    if all(n == 1 for n in counts.values()):
+        return tuple(spellings)
+    taken, suffixes, out = set(primary), defaultdict(int), []
+    for value in primary:
+        if counts[value] > 1:
+            sep = "_" if value and value[-1].isdigit() else ""
+            new = f"{value}{sep}{suffixes[value]}"
+            while new in taken:
+                suffixes[value] += 1
+                new = f"{value}{sep}{suffixes[value]}"
+            suffixes[value] += 1
+            value = new
+        out.append((value,))
+    return tuple(out)
+
+
+def _dynamic(module: Module) -> Optional[str]:
+    """Why this module's tests may get parameters no decorator shows, or None."""
+    name = module.path.name
+    for node in module.tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name in DYNAMIC_HOOKS:
+                return f"{name} defines {node.name}"
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and (_dotted(deco.func) or "").endswith("fixture") \
+                        and any(k.arg == "params" for k in deco.keywords):
+                    return f"{name}: fixture {node.name} is parametrised"
+    for target in ("pytestmark", "pytest_plugins"):
+        if target in module.assigns:
+            return f"{name} sets {target}"
+    return None
+
+
+def check(project_root: Path, path: Path, function: str, bracket: str) -> Optional[str]:
+    """None when ``function[bracket]`` is one of the ids pytest collects from ``path``;
+    otherwise what is wrong. Raises `Unreadable` when that cannot be read from the files."""
+    cache: dict[Path, Module] = {}
+    module = Module.load(project_root, path, cache)
+    for folder in targetfiles.folders_down_to(project_root, path):
+        conftest = folder / targetfiles.CONFTEST
+        if conftest.is_file():
+            why = _dynamic(Module.load(project_root, conftest, cache))
+            if why:
+                raise Unreadable(why)
+    why = _dynamic(module)
+    if why:
+        raise Unreadable(why)
+    node = next(n for n in module.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name == function)
+    layers = []
+    for deco in reversed(node.decorator_list):      # the closest decorator is applied first
+        dotted = _dotted(deco.func if isinstance(deco, ast.Call) else deco) or ""
+        if dotted.endswith("mark.parametrize") and isinstance(deco, ast.Call):
+            layers.append(_layer(deco, module))
+        elif not (dotted.startswith("pytest.mark.") or dotted.startswith("mark.")):
+            raise Unreadable(f"decorator @{ast.unparse(deco)} may change {function}'s parameters")
+    if not layers:
+        return f"{function} is not parametrised: [{bracket}] names no test it collects"
+    if _matches(bracket, layers):
+        return None
+    return f"{function}[{bracket}] is not one of its ids: {describe(function, layers)}"
+
+
+def _matches(text: str, layers: list[Layer]) -> bool:
+    first, rest = layers[0], layers[1:]
+    for spelling in itertools.chain.from_iterable(first.ids):
+        if not rest and text == spelling:
+            return True
+        if rest and text.startswith(spelling + "-") and _matches(text[len(spelling) + 1:], rest):
+            return True
+    return False
+
+
+def describe(function: str, layers: list[Layer]) -> str:
+    shown = []
+    for layer in layers:
+        ids = [s[0] for s in layer.ids]
+        more = f", ... ({len(ids)})" if len(ids) > 6 else ""
+        shown.append(f"{','.join(layer.argnames)}: {', '.join(ids[:6])}{more}")
+    example = "-".join(layer.ids[0][0] for layer in layers)
+    return f"{len(layers)} parametrisation(s) ({'; '.join(shown)}), e.g. {function}[{example}]"

@@ -1,0 +1,117 @@
+"""Check a validated manifest against ops/ and the workload tree: what prepare freezes.
+
+Every benchmark and correctness target is resolved before anything runs; each
+refusal names its check and the manifest position of the key it concerns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from campaign.planning import shapes as shape_sets
+from campaign.planning import targets
+from campaign.contract.artifacts import Targets
+from campaign.contract.errors import CampaignError, EXIT_INPUT
+from campaign.planning.inventory import Inventory
+from campaign.contract.manifest import Manifest, Workload
+from campaign.contract.yamlio import position
+
+
+@dataclass(frozen=True)
+class Resolved:
+    workload: Workload
+    targets: Targets
+    dtypes: tuple[str, ...]
+    shapes: Optional[tuple[str, ...]]
+    family: Optional[str]
+    notes: tuple[str, ...] = ()     # what could not be checked statically, said rather than claimed
+
+
+@dataclass
+class _Problems:
+    where: str
+    document: Any
+    lines: list[str]
+
+    def add(self, check: str, loc: tuple, detail: str) -> None:
+        line, col = position(self.document, loc)
+        path = " -> ".join(str(p) for p in loc)
+        self.lines.append(f"PREPARE_REFUSED check={check}: {self.where}:{line}:{col}: {path}: {detail}")
+
+
+def resolve(manifest: Manifest, inventory: Inventory, project_root: Path,
+            where: str, document: Any) -> dict[str, Resolved]:
+    problems = _Problems(where, document, [])
+    resolved: dict[str, Resolved] = {}
+    shape_cache: dict[Path, dict] = {}
+    for index, workload in enumerate(manifest.workloads):
+        loc = ("workloads", index)
+        entry = inventory.get(workload.op, workload.provider)
+        dismissed = inventory.dismissed.get((workload.op, workload.provider))
+        if entry is None and workload.reason is None:
+            problems.add("inventory", loc + ("op",),
+                         f"{workload.op} ({workload.provider}) is not in ops/inventory.csv; "
+                         "add it there or give the workload a reason")
+        if dismissed is not None and workload.reason is None:
+            problems.add("dismissed", loc + ("op",),
+                         f"{workload.op} is on ops/dismiss.csv ({dismissed}); give a reason to run it anyway")
+        benchmark = workload.benchmark or (entry.benchmark if entry else None)
+        if benchmark is None:
+            problems.add("benchmark_target", loc, "no benchmark target: not in the inventory and none given")
+            continue
+        missing = targets.problem(project_root, benchmark)
+        if missing:
+            problems.add("benchmark_target", loc + (("benchmark",) if workload.benchmark else ("op",)), missing)
+        correctness = entry.correctness if entry else None
+        node_ids = workload.correctness.node_ids if workload.correctness else None
+        k = workload.correctness.k if workload.correctness else None
+        notes: list[str] = []
+        if node_ids:
+            correctness = correctness or targets.split(node_ids[0])[0]
+            for n, node in enumerate(node_ids):
+                missing, note = targets.node_problem(project_root, node)
+                if missing:
+                    problems.add("correctness_target", loc + ("correctness", "node_ids", n), missing)
+                if note:
+                    notes.append(note)
+        if correctness is None:
+            problems.add("correctness_target", loc,
+                         "no correctness target: not in the inventory; give correctness node_ids")
+            continue
+        if not node_ids:
+            missing = targets.problem(project_root, correctness)
+            if missing:
+                problems.add("correctness_target", loc + ("op",), missing)
+        if k is not None:
+            correctness = targets.split(correctness)[0]  # -k selects within the file
+        dtypes = workload.dtypes or (entry.dtypes if entry else ())
+        if not dtypes:
+            problems.add("dtypes", loc, "no dtypes: the op is not in the inventory; list the workload's dtypes")
+        shape_path = shape_sets.shape_file(project_root, workload.provider, manifest.defaults.bench_level)
+        if not shape_path.is_file():
+            problems.add("shape_file", loc + ("op",), f"{shape_path.relative_to(project_root)}: no such file")
+            continue
+        if shape_path not in shape_cache:
+            shape_cache[shape_path] = shape_sets.load_shapes(shape_path)
+        available = shape_cache[shape_path].get(workload.op)
+        if available is None:
+            problems.add("shape_file", loc + ("op",),
+                         f"{shape_path.relative_to(project_root)} has no shapes for {workload.op}")
+            continue
+        try:
+            shape_sets.select(available, workload.shapes)
+        except ValueError as exc:
+            problems.add("shapes", loc + ("shapes",), str(exc))
+        resolved[workload.name] = Resolved(
+            workload=workload,
+            targets=Targets(benchmark=benchmark, correctness=correctness,
+                            correctness_node_ids=node_ids, correctness_k=k),
+            dtypes=tuple(dtypes),
+            shapes=workload.shapes,
+            family=entry.family if entry else None,
+            notes=tuple(notes),
+        )
+    if problems.lines:
+        raise CampaignError(problems.lines, EXIT_INPUT)
+    return resolved

@@ -1,0 +1,86 @@
+"""Resolve pytest targets by reading files, never by importing them.
+
+Importing a benchmark file would import flag_gems and triton at prepare time; a
+target that does not resolve must be refused before anything runs, with the
+file and function named. A target is a path inside the project, relative to its
+root: prepare digests the project's files (`campaign.planning.harness`), so code outside it
+could change after prepare unseen. A node id's ``[params]`` is checked against the
+function's parametrisation as far as the files show it (`campaign.planning.paramids`).
+"""
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+from campaign.planning import paramids, targetfiles
+
+
+@lru_cache(maxsize=None)
+def _functions(path: Path, mtime_ns: int) -> frozenset[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return frozenset(node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def module_functions(path: Path) -> frozenset[str]:
+    return _functions(path, path.stat().st_mtime_ns)
+
+
+def split(target: str) -> tuple[str, str | None]:
+    """"file.py::function[param]" -> ("file.py", "function")."""
+    file_part, _, rest = target.partition("::")
+    function = rest.split("[", 1)[0] or None
+    return file_part, function
+
+
+def outside(project_root: Path, file_part: str) -> Optional[str]:
+    """Why ``file_part`` is not a path inside the project, or None."""
+    why = "a target must be a file of the project, given relative to its root, so prepare can digest it"
+    if Path(file_part).is_absolute():
+        return f"{file_part}: an absolute path; {why}"
+    if ".." in Path(file_part).parts:
+        return f"{file_part}: '..' leaves the folder it names; {why}"
+    if not targetfiles.inside(project_root, Path(project_root) / file_part):
+        return f"{file_part}: a symbolic link out of the project ({project_root}); {why}"
+    return None
+
+
+def problem(project_root: Path, target: str) -> str | None:
+    """None when ``target`` resolves; otherwise what is missing."""
+    file_part, function = split(target)
+    escape = outside(project_root, file_part)
+    if escape:
+        return escape
+    path = Path(project_root) / file_part
+    if not path.is_file():
+        return f"{file_part}: no such file"
+    try:
+        names = module_functions(path)
+    except SyntaxError as exc:
+        return f"{file_part}:{exc.lineno}: does not parse: {exc.msg}"
+    if function is not None and function not in names:
+        return f"{file_part}: no function {function}"
+    return None
+
+
+def node_problem(project_root: Path, node: str) -> tuple[Optional[str], Optional[str]]:
+    """(what is wrong, None) or (None, why its parameters were not checked) or (None, None).
+
+    Beyond `problem`: ``function[params]`` must be one of the ids pytest would give the
+    function's parametrisation; where the files cannot show that, the second item says so."""
+    missing = problem(project_root, node)
+    if missing:
+        return missing, None
+    file_part, _, rest = node.partition("::")
+    function, bracket, params = rest.partition("[")
+    if not bracket:
+        return None, None
+    if not function or not params.endswith("]"):
+        return f"{node}: a node id is file.py::function[params]", None
+    try:
+        return paramids.check(Path(project_root), Path(project_root) / file_part, function, params[:-1]), None
+    except paramids.Unreadable as exc:
+        return None, f"{node}: parameters not checked (cannot be read without running the code: {exc})"
+    except (SyntaxError, ValueError, OSError) as exc:
+        return None, f"{node}: parameters not checked ({type(exc).__name__}: {exc})"

@@ -1,0 +1,1 @@
+"""Reporting: verdicts and costs rendered for people and scripts."""

@@ -1,0 +1,177 @@
+"""<root>/run.lock: one `run` per root.
+
+The lock is created with O_EXCL and holds JSON: pid, host, start time, and --
+while a cell runs -- the worker's process group and task id, so that a runner
+that takes over a stale lock can end a worker orphaned by a killed runner
+before re-running its cell. A lock whose pid is dead on this host is stale: it
+is reported, then taken over. A lock from another host cannot be judged from
+here and is refused. The lock is not an artifact: the receipt leaves it out.
+The seal removes it only after the receipt is in place and every file and
+folder is read-only, so a lock found beside receipt.json marks a seal a crash
+stopped, which `campaign run` takes over and finishes (`campaign.sealing.receipt.complete`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Optional
+
+from campaign.contract.errors import Refused
+
+LOCK_FILE = "run.lock"
+
+
+@dataclass(frozen=True)
+class Holder:
+    pid: int
+    host: str
+    started_utc: str
+    worker_pgid: Optional[int] = None
+    task_id: Optional[str] = None
+
+    def describe(self) -> str:
+        text = f"pid {self.pid} on {self.host} since {self.started_utc}"
+        return text + (f" (running {self.task_id})" if self.task_id else "")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _read(path: Path) -> Optional[Holder]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Holder(int(data["pid"]), str(data["host"]), str(data["started_utc"]),
+                      data.get("worker_pgid"), data.get("task_id"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _is_worker_group(pgid: int) -> bool:
+    """Guard against pid reuse: only a group led by a campaign worker is ended."""
+    try:
+        cmdline = Path(f"/proc/{pgid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return False
+    return b"campaign.worker" in cmdline
+
+
+def end_group(pgid: int, grace_s: float) -> Optional[str]:
+    """TERM, grace, KILL a process group; the signal that ended it, or None if none was alive."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return None
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return "SIGTERM"
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        return "SIGTERM"
+    return "SIGKILL"
+
+
+class RunLock:
+    def __init__(self, root: Path, report: Callable[[str], None], grace_s: float = 10.0):
+        self.path = Path(root) / LOCK_FILE
+        self.report = report
+        self.grace_s = grace_s
+        self.holder = Holder(os.getpid(), socket.gethostname(),
+                             datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        self.held = False
+
+    def _payload(self, holder: Holder) -> str:
+        data = {"pid": holder.pid, "host": holder.host, "started_utc": holder.started_utc,
+                "worker_pgid": holder.worker_pgid, "task_id": holder.task_id}
+        return json.dumps(data, sort_keys=True) + "\n"
+
+    def _create(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(self._payload(self.holder))
+        self.held = True
+        return True
+
+    def acquire(self) -> None:
+        if self._create():
+            return
+        other = _read(self.path)
+        if other is None:
+            raise Refused("RUN_REFUSED", "lock", f"{self.path} exists and cannot be read; "
+                          "if no run is active, inspect and remove it by hand")
+        if other.host != self.holder.host:
+            raise Refused("RUN_REFUSED", "lock", f"{self.path}: held by {other.describe()}; "
+                          "a lock from another host cannot be judged stale from here")
+        if pid_alive(other.pid):
+            raise Refused("RUN_REFUSED", "lock", f"another run holds this root: {other.describe()}")
+        self._take_over(other)
+
+    def _take_over(self, stale: Holder) -> None:
+        self.report(f"RUN_LOCK stale lock taken over: {stale.describe()} is no longer running")
+        if stale.worker_pgid and _is_worker_group(stale.worker_pgid):
+            how = end_group(stale.worker_pgid, self.grace_s)
+            if how:
+                self.report(f"RUN_LOCK ended the orphaned worker group {stale.worker_pgid} "
+                            f"of {stale.task_id} with {how}")
+        # Rename first: of two runners judging the same stale lock, only one wins the rename.
+        aside = self.path.with_name(f"{LOCK_FILE}.stale-{os.getpid()}")
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            raise Refused("RUN_REFUSED", "lock", "another run took over the stale lock first") from None
+        moved = _read(aside)
+        if moved != stale:
+            try:
+                os.link(aside, self.path)   # put the live lock back
+            except FileExistsError:
+                pass
+            finally:
+                aside.unlink()
+            raise Refused("RUN_REFUSED", "lock", "another run took over the stale lock first")
+        aside.unlink()
+        if not self._create():
+            raise Refused("RUN_REFUSED", "lock", "another run took over the stale lock first")
+
+    def running(self, task_id: Optional[str], pgid: Optional[int]) -> None:
+        """Record (or clear) the worker group in the lock; replaced atomically."""
+        if not self.held:
+            return
+        self.holder = Holder(self.holder.pid, self.holder.host, self.holder.started_utc, pgid, task_id)
+        tmp = self.path.with_name(f"{LOCK_FILE}.tmp-{os.getpid()}")
+        tmp.write_text(self._payload(self.holder), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def __enter__(self) -> "RunLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

@@ -1,0 +1,299 @@
+"""The run loop: a prepared matrix, one worker subprocess per task, in order, serially.
+
+Protocol per task: write the cell's task.json (`CellPlan`), start
+``python -m campaign.worker task.json result.json`` in its own session (so the
+whole process group can be ended), wait under the task's timeout, read the one
+result.json, append one status row. Everything else -- refusals, the lock,
+telemetry start, progress display, sealing -- is the command's; progress is
+reported through `Events` callbacks so the loop never draws anything.
+
+Resume: a task is finished when its rows settle it (`status.settled`: the last
+is not ``interrupted``, nor the task's first death by a signal -- that one is
+run once more, at once). Unfinished tasks whose cell folder exists (a killed
+runner, an interrupted or killed cell) have it moved aside to
+``<cell>.interrupted-<n>`` -- kept, never deleted -- and are run again.
+Adaptive rounds: see `Runner.ir_skip`.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional, Protocol
+
+from campaign.contract import canonical
+from campaign.running import faults, status
+from campaign.contract.artifacts import (AUTOTUNE_FILE, CELLS_DIR, IR_DIR, MANIFEST_FILE, RESULT_FILE, STATUS_FILE,
+                                STDERR_LOG, STDOUT_LOG, TASK_FILE, CellPlan, CellResult, Matrix, Task)
+from campaign.running.cellproc import Ended, wait_worker
+from campaign.judging.irevidence import cell_holds_tuning_variants, comparable_pair, fingerprint
+from campaign.contract.manifest import Manifest
+from campaign.running.status import StatusRow
+from campaign.running.cellenv import cell_env
+
+COMPLETED, CANARY_FAILED, INTERRUPTED = "completed", "canary_failed", "interrupted"
+
+
+class Events(Protocol):
+    def started(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow]) -> None: ...
+    def cell_started(self, task: Task) -> None: ...
+    def cell_ended(self, task: Task, row: StatusRow, settled: bool = True) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+class Telemetry(Protocol):
+    def mark(self) -> None: ...
+    def window(self, start: float, end: float, cell_dir: Path): ...
+
+
+@dataclass
+class RunSetup:
+    """What the command built once and passes down; nothing here is read from globals."""
+
+    root: Path
+    project_root: Path
+    matrix: Matrix
+    manifest: Manifest
+    harness_digest: str
+    plugins: tuple[str, ...]
+    pinned_env: dict[str, str]
+    parent_env: Mapping[str, str]
+    scratch: Path                        # outside the root: per-cell caches, deleted after each cell
+    python: str
+    grace_s: float = 10.0
+    lock: Optional[object] = None        # campaign.running.lock.RunLock: told which worker group runs
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str                           # COMPLETED | CANARY_FAILED | INTERRUPTED
+    detail: str = ""
+
+
+def cell_path(root: Path, task: Task) -> Path:
+    return Path(root) / CELLS_DIR / task.id
+
+
+def set_aside(cell_dir: Path) -> Path:
+    """Move an unfinished cell folder to ``<cell>.interrupted-<n>``, the first free n."""
+    n = 1
+    while True:
+        target = cell_dir.with_name(f"{cell_dir.name}.interrupted-{n}")
+        if not target.exists():
+            cell_dir.rename(target)
+            return target
+        n += 1
+
+
+class Runner:
+    def __init__(self, setup: RunSetup, events: Events, telemetry: Telemetry):
+        self.setup = setup
+        self.events = events
+        self.telemetry = telemetry
+        self.stop = threading.Event()
+        self.stop_reason = ""
+        self._ir_verdicts: dict[str, Optional[tuple[str, str]]] = {}
+
+    def interrupt(self, reason: str) -> None:
+        self.stop_reason = reason
+        self.stop.set()
+
+    @property
+    def status_path(self) -> Path:
+        return self.setup.root / STATUS_FILE
+
+    def run(self) -> Outcome:
+        rows, bad = status.read(self.status_path)
+        for line in bad:
+            self.events.note(f"status.tsv: ignored a line that is not a row: {line}")
+        latest = status.settled(rows)
+        tasks = tuple(sorted(self.setup.matrix.tasks, key=lambda t: t.order))
+        self.events.started(tasks, latest)
+        for task in tasks:
+            # Until its row settles it: a first death by a signal is run again at once, so a
+            # recording cell's retry comes before every cell that replays its recording.
+            while task.id not in latest:
+                if self.stop.is_set():
+                    return Outcome(INTERRUPTED, self.stop_reason)
+                folder = cell_path(self.setup.root, task)
+                if folder.exists():
+                    moved = set_aside(folder)
+                    self.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
+                skip = self.ir_skip(task, latest)
+                row = self.skipped_row(task, *skip) if skip else self.run_cell(task)
+                row = status.noted(row, rows)
+                status.append(self.status_path, row)
+                rows.append(row)
+                latest = status.settled(rows)
+                self.events.cell_ended(task, row, task.id in latest)
+                if row.rc_name == status.INTERRUPTED:
+                    return Outcome(INTERRUPTED, self.stop_reason)
+            if task.canary and latest[task.id].failed:
+                return Outcome(CANARY_FAILED, _canary_reason(latest[task.id]))
+        return Outcome(COMPLETED)
+
+    # -- adaptive rounds -------------------------------------------------------------
+
+    def ir_skip(self, task: Task, latest: dict[str, StatusRow]) -> Optional[tuple[str, str]]:
+        """(marker, why) when a later round is not worth running; None: run it.
+
+        Rounds after the first measure a workload only when round 1's baseline and
+        candidate generated different IR. Equal fingerprints: the switch changed no
+        code, the rounds would measure noise (SWITCH_NO_IR_DIFF). A side without IR
+        files is no comparable IR -- never "identical" -- and is skipped under that
+        name (NO_COMPARABLE_IR): more rounds cannot supply IR the first did not.
+        """
+        manifest = self.setup.manifest
+        if task.round == 1 or not manifest.rounds.later_only_if_ir_changed:
+            return None
+        if task.workload not in self._ir_verdicts:
+            self._ir_verdicts[task.workload] = self._ir_verdict(task.workload, latest)
+        return self._ir_verdicts[task.workload]
+
+    def _ir_verdict(self, workload: str, latest: dict[str, StatusRow]) -> Optional[tuple[str, str]]:
+        switch = self.setup.manifest.switch
+        cells = self._comparable_pair(workload)
+        if cells is None:
+            self.events.note(f"{workload}: round 1 baseline benchmarked autotune configs and there is no control: "
+                             "no replaying cell to compare the candidate with; later rounds run")
+            return None
+        prints = {}
+        for cell in cells:
+            task_id = f"{workload}/r1/{cell}"
+            if task_id not in latest:
+                self.events.note(f"{workload}: round 1 {cell} has not finished; later rounds run")
+                return None
+            ir_dir = self.setup.root / CELLS_DIR / task_id / IR_DIR
+            prints[cell] = fingerprint(ir_dir, switch.ir_stage, switch.strip_annotations)
+        missing = [cell for cell, value in prints.items() if value is None]
+        if missing:
+            return ("NO_COMPARABLE_IR", f"round 1 {' and '.join(missing)} has no *.{switch.ir_stage} file: "
+                    "no comparable IR (this does not mean the switch is inert)")
+        first, second = cells
+        if prints[first] == prints[second]:
+            return ("SWITCH_NO_IR_DIFF", f"round 1 {first} and {second} {switch.ir_stage} fingerprints are "
+                    f"equal ({prints[first][:12]}): the switch changed no generated code")
+        return None
+
+    def _comparable_pair(self, workload: str) -> Optional[tuple[str, str]]:
+        baseline = self.setup.root / CELLS_DIR / f"{workload}/r1/baseline"
+        return comparable_pair(cell_holds_tuning_variants(baseline), self.setup.matrix.cells)
+
+    def skipped_row(self, task: Task, marker: str, why: str) -> StatusRow:
+        return StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,
+                         rc=None, rc_name=status.SKIPPED, note=f"{marker}: {why}")
+
+    # -- one cell --------------------------------------------------------------------
+
+    def plan(self, task: Task, cell_dir: Path) -> CellPlan:
+        setup = self.setup
+        tuner_mode = setup.manifest.defaults.tuner_cache
+        triton_cache = setup.scratch / f"triton-{task.order}"
+        tuner_cache = setup.scratch / ("tuner-shared" if tuner_mode == "shared" else f"tuner-{task.order}")
+        for folder in (triton_cache, tuner_cache):
+            folder.mkdir(parents=True, exist_ok=folder == tuner_cache and tuner_mode == "shared")
+        replay = None
+        if task.autotune.mode == "replay" and task.autotune.source:
+            replay = str(setup.root / CELLS_DIR / task.autotune.source / AUTOTUNE_FILE)
+        return CellPlan(task=task, project_root=str(setup.project_root), root=str(setup.root),
+                        cell_dir=str(cell_dir), replay_file=replay, triton_cache_dir=str(triton_cache),
+                        tuner_cache_dir=str(tuner_cache), tuner_cache=tuner_mode,
+                        pinned_env=dict(setup.pinned_env), plugins=setup.plugins,
+                        manifest_file=str(setup.root / MANIFEST_FILE), harness_digest=setup.harness_digest)
+
+    def run_cell(self, task: Task) -> StatusRow:
+        setup = self.setup
+        cell_dir = cell_path(setup.root, task)
+        cell_dir.mkdir(parents=True)
+        plan = self.plan(task, cell_dir)
+        with faults.naming(cell_dir / TASK_FILE):   # a full disk fails the write, which names no path
+            canonical.write_json_new(cell_dir / TASK_FILE, plan.model_dump(mode="json"))
+        argv = [setup.python, "-m", "campaign.worker", str(cell_dir / TASK_FILE), str(cell_dir / RESULT_FILE)]
+        self.events.cell_started(task)
+        self.telemetry.mark()
+        wall_start, start = time.time(), time.monotonic()
+        try:
+            with open(cell_dir / STDOUT_LOG, "xb") as out, open(cell_dir / STDERR_LOG, "xb") as err:
+                try:
+                    proc = subprocess.Popen(argv, cwd=setup.project_root, env=cell_env(setup.parent_env, plan),
+                                            stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                            start_new_session=True)
+                except (OSError, ValueError) as exc:  # a row says why, the campaign goes on
+                    ended = Ended(None, "not_started", [f"worker not started: {argv}: {exc}"])
+                else:
+                    if setup.lock is not None:
+                        setup.lock.running(task.id, proc.pid)
+                    ended = wait_worker(proc, task.timeout_s, start, setup.grace_s, self.stop,
+                                        lambda: self.stop_reason)
+        finally:
+            if setup.lock is not None:
+                setup.lock.running(None, None)
+            self._drop_caches(plan)
+        elapsed = time.monotonic() - start
+        self.telemetry.mark()
+        window = self.telemetry.window(wall_start, time.time(), cell_dir)
+        return self._row(task, cell_dir, ended, elapsed, window)
+
+    def _drop_caches(self, plan: CellPlan) -> None:
+        shutil.rmtree(plan.triton_cache_dir, ignore_errors=True)
+        if plan.tuner_cache == "isolated":
+            shutil.rmtree(plan.tuner_cache_dir, ignore_errors=True)
+
+    def _row(self, task: Task, cell_dir: Path, ended: Ended, elapsed: float, window) -> StatusRow:
+        notes = list(ended.notes)
+        result, problem = read_result(cell_dir / RESULT_FILE)
+        name = ended.name
+        if result is None:
+            notes.append(f"{problem}; {_tail(cell_dir / STDERR_LOG)}")
+            if name == "ok":
+                name = "no_result"
+        else:
+            if result.rc != ended.rc and ended.name not in ("timed_out", "killed", status.INTERRUPTED):
+                notes.append(f"result.json says rc {result.rc}, the worker exited {ended.rc}")
+            if result.note:
+                notes.append(result.note)
+            if result.rows.compiled:
+                # rows_ok counts timed rows; a compile-only cell's rows are launched for IR, never timed
+                notes.append(f"{result.rows.compiled} rows compiled, not timed (compile-only)")
+        preflight = ""
+        if result is not None and not result.preflight.ok:
+            preflight = result.preflight.failed_check or "unnamed"
+        return StatusRow(
+            task_id=task.id, round=task.round, workload=task.workload, cell=task.cell, rc=ended.rc,
+            rc_name=name, elapsed_s=round(elapsed, 3),
+            rows_ok=result.rows.ok if result else None, rows_failed=result.rows.failed if result else None,
+            markers=dict(result.markers) if result else None, preflight_failed=preflight,
+            sm_clock_min_mhz=window.sm_clock_min_mhz, sm_clock_median_mhz=window.sm_clock_median_mhz,
+            temp_max_c=window.temp_max_c, note="; ".join(notes))
+
+
+def read_result(path: Path) -> tuple[Optional[CellResult], str]:
+    """The worker's one result file, or why there is none; a missing file is a row, never a crash."""
+    if not path.is_file():
+        return None, "no result.json"
+    try:
+        return CellResult.model_validate(canonical.read_json(path)), ""
+    except (ValueError, OSError) as exc:
+        return None, f"result.json unreadable: {str(exc).splitlines()[0][:200]}"
+
+
+def _tail(path: Path, limit: int = 240) -> str:
+    try:
+        lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return f"{path.name} unreadable"
+    return f"{path.name}: {lines[-1][-limit:]}" if lines else f"{path.name} empty"
+
+
+def _canary_reason(row: StatusRow) -> str:
+    why = [f"rc {row.rc} ({row.rc_name})"]
+    if row.rows_failed:
+        why.append(f"{row.rows_failed} rows failed")
+    if row.preflight_failed:
+        why.append(f"preflight failed: {row.preflight_failed}")
+    if row.note:
+        why.append(row.note)
+    return f"canary {row.task_id} failed: " + "; ".join(why)

@@ -1,0 +1,234 @@
+"""status.tsv: one row per cell as it ends, append-only, read back by resume and review.
+
+Columns (tab-separated, header first)::
+
+    task_id round workload cell rc rc_name elapsed_s rows_ok rows_failed
+    AUTOTUNE_REPLAY_FALLBACK BENCHMARK_DIRECT_NO_CUDAGRAPH BENCHMARK_CAPTURE_POISONED
+    preflight_failed sm_clock_min_mhz sm_clock_median_mhz temp_max_c note
+
+- An empty field means "not known" (no result.json, no telemetry, a skipped
+  cell), never zero: the bookkeeping must not invent a count, nor mark a clean
+  cell failed because a count was missing.
+- ``rc_name`` names every outcome: ``ok``, ``timed_out`` (124: ended on SIGTERM
+  after the timeout), ``killed`` (137: needed SIGKILL after the timeout),
+  ``signal_<NAME>`` (the worker died by a signal on its own), ``interrupted``
+  (130: the runner was stopped), ``skipped`` (rc empty: adaptive rounds),
+  ``no_result`` (the worker exited 0 but wrote no result.json),
+  ``not_started`` (rc empty: the worker could not be started) and the
+  worker's own codes.
+- A task may have several rows: an ``interrupted`` row is history, not a
+  finish; `run` re-runs that cell on resume and appends its new row. The row
+  that counts for a task is its last one (`latest`).
+- A worker killed by a signal (``signal_<NAME>``: the OOM killer, a person's
+  ``kill -9``) may have died of something outside the cell, so its first such
+  row does not settle the task: it is run once more (`settled`). A second
+  death by a signal does: the same failure twice is deterministic, and its
+  row says so (`noted`).
+"""
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable, Optional
+
+from campaign.running import faults
+from campaign.contract.artifacts import MARKERS
+
+COLUMNS = ("task_id", "round", "workload", "cell", "rc", "rc_name", "elapsed_s", "rows_ok", "rows_failed",
+           *MARKERS, "preflight_failed", "sm_clock_min_mhz", "sm_clock_median_mhz", "temp_max_c", "note")
+
+RC_TIMED_OUT = 124
+RC_KILLED = 137
+RC_INTERRUPTED = 130
+INTERRUPTED = "interrupted"
+SKIPPED = "skipped"
+
+_WORKER_CODES = {0: "ok", 1: "tests_failed", 2: "pytest_interrupted", 3: "preflight_failed",
+                 4: "usage_error", 5: "no_tests_collected"}
+
+
+@dataclass(frozen=True)
+class StatusRow:
+    task_id: str
+    round: int
+    workload: str
+    cell: str
+    rc: Optional[int]
+    rc_name: str
+    elapsed_s: Optional[float] = None
+    rows_ok: Optional[int] = None
+    rows_failed: Optional[int] = None
+    markers: Optional[dict[str, int]] = None        # None: not known (no result.json)
+    preflight_failed: str = ""
+    sm_clock_min_mhz: Optional[float] = None
+    sm_clock_median_mhz: Optional[float] = None
+    temp_max_c: Optional[float] = None
+    note: str = ""
+
+    @property
+    def finished(self) -> bool:
+        """Not interrupted; whether the row also settles its task (a first death by a signal does not) is
+        for its history to say (`settled`)."""
+        return self.rc_name != INTERRUPTED
+
+    @property
+    def failed(self) -> bool:
+        """Failed by evidence only: a non-zero rc, failed rows, a failed preflight, no result."""
+        if self.rc_name == SKIPPED:
+            return False
+        return (self.rc != 0 or self.rc_name != "ok" or bool(self.rows_failed)
+                or bool(self.preflight_failed))
+
+
+def rc_name(rc: int, *, timed_out: bool = False) -> str:
+    """Name an exit status; ``rc`` is Popen's (negative: died by that signal)."""
+    if timed_out:
+        return "killed" if rc in (RC_KILLED, -signal.SIGKILL) else "timed_out"
+    if rc < 0:
+        try:
+            return f"signal_{signal.Signals(-rc).name}"
+        except ValueError:
+            return f"signal_{-rc}"
+    return _WORKER_CODES.get(rc, f"exit_{rc}")
+
+
+def shell_rc(rc: int) -> int:
+    """Popen's negative signal status as a shell would print it (128 + N)."""
+    return 128 - rc if rc < 0 else rc
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+    return " ".join(str(value).split("\t")).replace("\r", " ").replace("\n", " | ")
+
+
+def format_row(row: StatusRow) -> str:
+    markers = row.markers
+    values = [row.task_id, row.round, row.workload, row.cell, row.rc, row.rc_name, row.elapsed_s,
+              row.rows_ok, row.rows_failed,
+              *((markers.get(name, 0) if markers is not None else None) for name in MARKERS),
+              row.preflight_failed, row.sm_clock_min_mhz, row.sm_clock_median_mhz, row.temp_max_c, row.note]
+    return "\t".join(_cell(value) for value in values) + "\n"
+
+
+def header() -> str:
+    return "\t".join(COLUMNS) + "\n"
+
+
+def append(path: Path, row: StatusRow) -> None:
+    """Append one row with a single write; the header comes with the first row.
+
+    A line torn by a killed runner (no newline at the end) is closed first, so
+    the new row starts its own line; `parse` reports the torn one.
+    """
+    line = format_row(row)
+    with faults.naming(path):   # os.write and fsync report no path; a full disk must name this file
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size == 0:
+                line = header() + line
+            else:
+                with open(path, "rb") as handle:
+                    handle.seek(size - 1)
+                    if handle.read(1) != b"\n":
+                        line = "\n" + line
+            os.write(fd, line.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _opt(text: str, kind: type):
+    return kind(text) if text != "" else None
+
+
+def parse(text: str) -> tuple[list[StatusRow], list[str]]:
+    """Rows, and lines that are not rows (a torn write, a foreign header) for reporting."""
+    rows: list[StatusRow] = []
+    bad: list[str] = []
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        if number == 1 and line == header().rstrip("\n"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != len(COLUMNS):
+            bad.append(f"line {number}: {len(parts)} fields, expected {len(COLUMNS)}: {line[:120]}")
+            continue
+        value = dict(zip(COLUMNS, parts))
+        try:
+            markers = None if value[MARKERS[0]] == "" else {name: int(value[name]) for name in MARKERS}
+            rows.append(StatusRow(
+                task_id=value["task_id"], round=int(value["round"]), workload=value["workload"],
+                cell=value["cell"], rc=_opt(value["rc"], int), rc_name=value["rc_name"],
+                elapsed_s=_opt(value["elapsed_s"], float), rows_ok=_opt(value["rows_ok"], int),
+                rows_failed=_opt(value["rows_failed"], int), markers=markers,
+                preflight_failed=value["preflight_failed"],
+                sm_clock_min_mhz=_opt(value["sm_clock_min_mhz"], float),
+                sm_clock_median_mhz=_opt(value["sm_clock_median_mhz"], float),
+                temp_max_c=_opt(value["temp_max_c"], float), note=value["note"]))
+        except ValueError as exc:
+            bad.append(f"line {number}: {exc}: {line[:120]}")
+    return rows, bad
+
+
+def read(path: Path) -> tuple[list[StatusRow], list[str]]:
+    if not path.is_file():
+        return [], []
+    return parse(path.read_text(encoding="utf-8"))
+
+
+def latest(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
+    """Task id -> the row that counts for it (its last)."""
+    out: dict[str, StatusRow] = {}
+    for row in rows:
+        out[row.task_id] = row
+    return out
+
+
+def killed_by_signal(row: StatusRow) -> bool:
+    return row.rc_name.startswith("signal_")
+
+
+def settled(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
+    """Task id -> the row that settles it; a task absent here is run (again).
+
+    Not settled: a last row ``interrupted``, or a last row of the task's first
+    death by a signal (retried once). A later row of the task replaces both.
+    """
+    out: dict[str, StatusRow] = {}
+    died: set[str] = set()
+    for row in rows:
+        retry = killed_by_signal(row) and row.task_id not in died
+        if killed_by_signal(row):
+            died.add(row.task_id)
+        if row.finished and not retry:
+            out[row.task_id] = row
+        else:
+            out.pop(row.task_id, None)
+    return out
+
+
+def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
+    """``row`` with its note saying what a death by a signal means, given the task's ``earlier`` rows."""
+    if not killed_by_signal(row):
+        return row
+    first = next((r for r in earlier if r.task_id == row.task_id and killed_by_signal(r)), None)
+    signal_name = row.rc_name[len("signal_"):]
+    if first is None:
+        why = f"killed by {signal_name}: run once more (a kill may come from outside the cell)"
+    elif first.rc_name == row.rc_name:
+        why = f"killed by {signal_name} again: the same failure twice is deterministic; not retried again"
+    else:
+        why = f"killed by {first.rc_name[len('signal_'):]}, then by {signal_name}: not retried again"
+    return replace(row, note="; ".join(part for part in (row.note, why) if part))
+
+
+

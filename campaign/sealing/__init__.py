@@ -1,0 +1,1 @@
+"""Sealing: digests of a finished root, its receipt, verification and attestation."""

@@ -1,0 +1,113 @@
+"""A provenance statement for a sealed root: an in-toto v1 Statement, built with in-toto's own library.
+
+The statement is derived only from a root that verifies (`campaign.sealing.verification`):
+its subjects are the receipt's files, each with its SHA-256, so a consumer checks
+any file of the root against the statement without this tool. The predicate
+(``PREDICATE_TYPE``) carries what the receipt binds those files to: the manifest
+and prepare.json digests, the pinned sources and device, the harness digests and
+any drift since prepare, the run identities and the verdict counts, plus the
+receipt's own digests. The statement is unsigned; a signer wraps it in a DSSE
+envelope. Nothing is written inside the root.
+
+``in_toto_attestation`` (the in-toto Attestation Framework's Python bindings) is
+imported when a statement is made or read, so every other command works on a host
+without it. Its predicate is a protobuf Struct, where every number is a double;
+integral values are written back as integers, which is the same JSON number.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from campaign import __version__
+from campaign.contract import canonical, yamlio
+from campaign.contract.artifacts import MANIFEST_FILE, PREPARE_FILE, RECEIPT_FILE
+from campaign.contract.errors import EXIT_INPUT, Refused
+from campaign.sealing.verification import require_verified
+
+PREFIX = "ATTEST_REFUSED"
+PREDICATE_TYPE = "https://campaign.dev/attestation/run/v1"
+LIBRARY = "in-toto-attestation"
+
+
+def _library():
+    try:
+        from google.protobuf import json_format
+        from in_toto_attestation.v1 import statement, statement_pb2
+        from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+    except ImportError as exc:
+        raise Refused(PREFIX, "library", f"{LIBRARY} is not importable ({exc}): "
+                      f"`pip install {LIBRARY}` (a dependency of this project)") from None
+    return json_format, statement, statement_pb2, ResourceDescriptor
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+def require_sealed(root: Path) -> None:
+    """A folder holding a receipt; anything else is bad input (exit 2), named."""
+    if not Path(root).is_dir():
+        raise Refused(PREFIX, "sealed", f"{root}: no such directory", EXIT_INPUT)
+    if not os.path.lexists(Path(root) / RECEIPT_FILE):
+        raise Refused(PREFIX, "sealed", f"{root}: no {RECEIPT_FILE}: not a sealed root "
+                      "(`campaign run` seals a root when its matrix is done)", EXIT_INPUT)
+
+
+def predicate(root: Path, receipt) -> dict[str, Any]:
+    manifest, _ = yamlio.load(root / MANIFEST_FILE)
+    prepare = canonical.read_json(root / PREPARE_FILE)
+    verdicts = receipt.verdicts or {}
+    return {
+        "campaign": receipt.campaign,
+        "root": root.name,
+        "sealed_utc": receipt.sealed_utc,
+        "sealed_by": f"campaign {receipt.tool_version}",
+        "attested_by": f"campaign {__version__}",
+        "receipt": {"file": RECEIPT_FILE, "sha256": canonical.sha256_file(root / RECEIPT_FILE),
+                    "schema_version": receipt.schema_version,
+                    "content_sha256": getattr(receipt, "content_sha256", None)},
+        "manifest": {"file": MANIFEST_FILE, "sha256": receipt.manifest_sha256,
+                     "source": prepare.get("manifest_source")},
+        "prepare_sha256": receipt.prepare_sha256,
+        "status_sha256": receipt.status_sha256,
+        "sources": manifest.get("sources"),
+        "device": manifest.get("device"),
+        "switch": (manifest.get("switch") or {}).get("name"),
+        "harness": {"digest": receipt.harness_digest, "files": dict(receipt.harness),
+                    "changed_since_prepare": list(receipt.harness_changed_since_prepare)},
+        "run_identity": receipt.run_identity,
+        "distinct_run_identities": list(receipt.distinct_run_identities),
+        "verdict_counts": verdicts.get("counts"),
+        "verdicts_note": receipt.verdicts_note,
+    }
+
+
+def statement(root: Path) -> dict[str, Any]:
+    """The statement as JSON data; refuses (exit 5) a root that does not verify."""
+    root = Path(root)
+    require_sealed(root)
+    receipt = require_verified(root, PREFIX).receipt
+    json_format, library, _, ResourceDescriptor = _library()
+    subjects = [ResourceDescriptor(name=rel, digest={"sha256": entry.sha256}).pb
+                for rel, entry in sorted(receipt.files.items())]
+    made = library.Statement(subjects, PREDICATE_TYPE, json.loads(json.dumps(predicate(root, receipt))))
+    made.validate()
+    return _integral(json_format.MessageToDict(made.pb))
+
+
+def read(text: str):
+    """A statement read back and validated by the library (its `Statement`); raises ValueError."""
+    json_format, library, statement_pb2, _ = _library()
+    message = json_format.Parse(text, statement_pb2.Statement())
+    made = library.Statement.copy_from_pb(message)
+    made.validate()
+    return made

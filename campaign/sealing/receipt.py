@@ -1,0 +1,227 @@
+"""Sealing a finished root and verifying a sealed one: functions any command can call.
+
+receipt.json (canonical JSON, `campaign.contract.receiptmodel.Receipt`) records the
+SHA-256, size and mode of every file under the root except itself, every folder
+with its mode, the digests of the manifest and prepare.json, the harness digests
+taken at prepare (and any harness file that changed since), the run identity,
+the verdicts from `campaign.judging.classify.classify_root` -- or ``null`` with a note
+when no classifier is importable: verdicts are never invented here -- and the
+SHA-256 of its own content.
+
+The seal is crash-safe. In order: the receipt goes to receipt.json.partial, is
+fsync'd and renamed into place; files become 0444 and folders 0555; run.lock is
+removed; the root itself becomes 0555. A crash before the rename leaves no
+receipt (a resume seals again); after it, run.lock is still there, and
+`complete` (called by `campaign run` under the lock) finishes that seal.
+Verifying is `campaign.sealing.verification`.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from campaign import __version__
+from campaign.judging import caliber
+from campaign.contract import canonical
+from campaign.planning import harness
+from campaign.sealing import rootfiles
+from campaign.running import status
+from campaign.contract.artifacts import (CELLS_DIR, IDENTITY_FILE, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE,
+                                RECEIPT_FILE, STATUS_FILE, Matrix, cell_dir_name)
+from campaign.contract.errors import EXIT_VERIFY, Refused
+from campaign.running.lock import LOCK_FILE
+from campaign.contract.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt, content_digest
+from campaign.sealing.rootfiles import SEALED_FILE_MODE, SEALED_FOLDER_MODE, mode_text
+from campaign.sealing.verification import (UNRECORDED, UNVERIFIED, Difference, Verification,  # noqa: F401 (re-exported)
+                                   check, require_verified, verify_root, writable_entries)
+
+PARTIAL_FILE = RECEIPT_FILE + ".partial"
+PREFIX = "SEAL_REFUSED"
+
+
+def is_sealed(root: Path) -> bool:
+    """receipt.json is there (whole or not): nothing measures in this root again."""
+    return os.path.lexists(Path(root) / RECEIPT_FILE)
+
+
+def seal_interrupted(root: Path) -> bool:
+    """A receipt with run.lock still beside it: the seal stopped before its last steps."""
+    return is_sealed(root) and os.path.lexists(Path(root) / LOCK_FILE)
+
+
+def missing_cell_folders(root: Path) -> list[str]:
+    """Task ids whose last status row says finished but whose cell folder is gone.
+
+    A skipped task (adaptive rounds) never had a folder; every other finished row
+    is evidence the verdicts read, so its folder must exist for the seal to claim it.
+    """
+    rows, _ = status.read(Path(root) / STATUS_FILE)
+    return sorted(task_id for task_id, row in status.latest(rows).items()
+                  if row.finished and row.rc_name != status.SKIPPED
+                  and not (Path(root) / cell_dir_name(task_id)).is_dir())
+
+
+def run_identities(root: Path, matrix: Matrix) -> tuple[Optional[dict], list[dict]]:
+    """The first cell's identity (matrix order) and, when cells differ in caliber, each distinct
+    caliber (`campaign.judging.caliber.flatten`) with its tasks. Per-cell fields (task id, switch env,
+    autotune mode) are not caliber and do not make identities distinct."""
+    first: Optional[dict] = None
+    distinct: dict[str, dict] = {}
+    for task in sorted(matrix.tasks, key=lambda t: t.order):
+        path = Path(root) / CELLS_DIR / task.id / IDENTITY_FILE
+        if not path.is_file():
+            continue
+        identity = canonical.read_json(path)
+        first = identity if first is None else first
+        flat = caliber.flatten(identity) if isinstance(identity, dict) else {"unreadable": str(identity)}
+        entry = distinct.setdefault(canonical.dumps(flat), {"caliber": flat, "tasks": []})
+        entry["tasks"].append(task.id)
+    entries = list(distinct.values())
+    return first, (entries if len(entries) > 1 else [])
+
+
+def classify(root: Path, harness_drift: tuple[str, ...] = ()) -> tuple[Optional[dict], Optional[str]]:
+    """Verdicts from the classifier hook, or (None, why there are none)."""
+    try:
+        module = importlib.import_module("campaign.judging.classify")
+    except ModuleNotFoundError as exc:
+        if exc.name == "campaign.judging.classify":
+            return None, "no classifier installed (campaign.judging.classify is not importable): verdicts not derived"
+        raise
+    hook = getattr(module, "classify_root", None)
+    if hook is None:
+        return None, "campaign.judging.classify has no classify_root(root): verdicts not derived"
+    try:
+        return hook(Path(root), harness_drift=harness_drift), None
+    except Exception as exc:  # the seal records the failure; the evidence is still sealed
+        return None, f"campaign.judging.classify.classify_root failed: {type(exc).__name__}: {exc}"
+
+
+def build_receipt(root: Path, now: datetime) -> dict[str, Any]:
+    root = Path(root)
+    tree = rootfiles.scan(root, UNRECORDED)
+    if tree.refused:
+        raise Refused(PREFIX, "files", "a sealed root holds regular files and folders only: "
+                      + "; ".join(f"{rel}: {what}" for rel, what in tree.refused.items()))
+    prepare = canonical.read_json(root / PREPARE_FILE)
+    matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
+    identity, distinct = run_identities(root, matrix)
+    recorded = prepare.get("harness", {})
+    drift = harness.changed_files(recorded, harness.harness_digests(Path(prepare["project_root"]),
+                                                                    harness.prepared_targets(prepare)))
+    verdicts, verdicts_note = classify(root, tuple(drift))  # drift: no G or R stands on a changed harness
+    files = {}
+    for rel, path in tree.files.items():
+        digest, size = rootfiles.sha256_regular(path)
+        files[rel] = {"sha256": digest, "size": size, "mode": mode_text(SEALED_FILE_MODE)}
+    data = {
+        "schema_version": RECEIPT_VERSION,
+        "campaign": matrix.campaign,
+        "sealed_utc": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "tool_version": __version__,
+        "manifest_sha256": canonical.sha256_file(root / MANIFEST_FILE),
+        "prepare_sha256": canonical.sha256_file(root / PREPARE_FILE),
+        "status_sha256": canonical.sha256_file(root / STATUS_FILE) if (root / STATUS_FILE).is_file() else None,
+        "harness": recorded,
+        "harness_digest": prepare.get("harness_digest"),
+        "harness_changed_since_prepare": drift,
+        "run_identity": identity,
+        "distinct_run_identities": distinct,
+        "verdicts": verdicts,
+        "verdicts_note": verdicts_note,
+        "files": files,
+        "folders": {rel: mode_text(SEALED_FOLDER_MODE) for rel in tree.folders},
+    }
+    data[SELF_DIGEST] = content_digest(data)
+    Receipt.model_validate(data)  # never write a receipt that verify would reject
+    return data
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """A crash leaves no file at ``path`` or the whole text, never a torn one."""
+    partial = path.with_name(PARTIAL_FILE)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SEALED_FILE_MODE)
+    try:
+        data = memoryview(text.encode("utf-8"))
+        while data:   # a write may be short (a file size limit, a signal)
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(partial, path)
+    _fsync_folder(path.parent)
+
+
+def _finish(root: Path, release: Callable[[], None]) -> None:
+    """Modes, then the lock, then the root: while run.lock exists, `complete` can redo every step."""
+    tree = rootfiles.scan(root, frozenset({RECEIPT_FILE, LOCK_FILE}))
+    for path in tree.files.values():
+        os.chmod(path, SEALED_FILE_MODE)
+    for path in reversed(tree.folders.values()):
+        os.chmod(path, SEALED_FOLDER_MODE)
+    release()
+    _fsync_folder(root)
+    os.chmod(root, SEALED_FOLDER_MODE)
+
+
+def seal(root: Path, release: Callable[[], None] = lambda: None,
+         now: Optional[datetime] = None) -> dict[str, Any]:
+    """Write receipt.json, make the root read-only, call ``release`` (drop the run lock)."""
+    root = Path(root)
+    if is_sealed(root):
+        raise Refused(PREFIX, "sealed", f"{root / RECEIPT_FILE} exists: the root is already sealed")
+    missing = missing_cell_folders(root)
+    if missing:
+        raise Refused(PREFIX, "cell_folder", f"{root}: status.tsv says finished but the cell folder is missing: "
+                      + ", ".join(f"{CELLS_DIR}/{task_id}" for task_id in missing) + "; nothing was sealed")
+    # Left by a seal that stopped before its rename; the caller holds the lock, so it is nobody's.
+    (root / PARTIAL_FILE).unlink(missing_ok=True)
+    data = build_receipt(root, now or datetime.now(timezone.utc))
+    try:
+        _write_whole(root / RECEIPT_FILE, canonical.dumps(data))
+    except OSError as exc:   # disk full, a size limit: no receipt.json was made, so nothing is sealed
+        (root / PARTIAL_FILE).unlink(missing_ok=True)
+        raise Refused(PREFIX, "write", f"{root / RECEIPT_FILE}: {exc.strerror or exc}: nothing was sealed; "
+                      f"`campaign run {root}` seals it once the cause is fixed") from None
+    _finish(root, release)
+    return data
+
+
+def complete(root: Path, release: Callable[[], None]) -> Optional[dict[str, Any]]:
+    """Finish a seal that a crash interrupted; the caller holds the run lock.
+
+    A receipt that is not JSON was never finished (an empty file from an older,
+    in-place seal): it is removed and None is returned, so the caller seals again.
+    A whole receipt is finished only when the root still matches it -- file
+    modes aside, which are what finishing sets.
+    """
+    root = Path(root)
+    path = root / RECEIPT_FILE
+    try:
+        data = json.loads(rootfiles.read_regular(path).decode("utf-8"))
+    except ValueError:
+        path.unlink()
+        (root / PARTIAL_FILE).unlink(missing_ok=True)
+        return None
+    except rootfiles.NotRegular as exc:
+        raise Refused("RUN_REFUSED", "seal_interrupted", f"{path}: {exc.strerror}", EXIT_VERIFY) from None
+    differences = [d for d in check(root, UNRECORDED).differences if d.kind != "mode"]
+    if differences:
+        shown = "; ".join(d.line() for d in differences[:5])
+        raise Refused("RUN_REFUSED", "seal_interrupted",
+                      f"{root}: the interrupted seal's receipt.json does not match the root "
+                      f"({len(differences)} difference(s): {shown}); the seal is not finished", EXIT_VERIFY)
+    _finish(root, release)
+    return data

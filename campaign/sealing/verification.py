@@ -1,0 +1,166 @@
+"""Verifying a sealed root against its receipt.json: every difference, each by name.
+
+The receipt is trusted only after it is read as a regular file, parses, matches
+`campaign.contract.receiptmodel.ReceiptFile` and -- from version 2 -- hashes to its own
+``content_sha256``. The root is then walked with `campaign.sealing.rootfiles.scan`: a
+file changed, missing or added, a symbolic link, FIFO or device anywhere (never
+followed or opened), and -- from version 2 -- a mode changed or a folder added or
+removed, is a `Difference`. A version-1 receipt cannot support the last checks;
+`Verification.notes` says which were left out.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+from pydantic import ValidationError
+
+from campaign.sealing import rootfiles
+from campaign.contract.artifacts import RECEIPT_FILE
+from campaign.contract.errors import EXIT_VERIFY, Refused
+from campaign.running.lock import LOCK_FILE
+from campaign.contract.receiptmodel import Receipt, ReceiptFile, ReceiptV1, content_digest
+
+# Not recorded at seal: the receipt itself and the live run lock (removed right after).
+# Verify leaves out only the receipt: a lock found in a sealed root is an extra file.
+UNRECORDED = frozenset({RECEIPT_FILE, LOCK_FILE})
+UNVERIFIED = frozenset({RECEIPT_FILE})
+INTERRUPTED_HINT = "run.lock left beside receipt.json: the seal was interrupted; `campaign run ROOT` completes it"
+
+
+@dataclass(frozen=True)
+class Difference:
+    kind: str            # "changed" | "missing" | "extra" | "mode" | "refused" | "receipt"
+    path: str            # relative to the root; a folder ends in "/"
+    detail: str = ""
+
+    def line(self) -> str:
+        return f"{self.kind}: {self.path}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class Verification:
+    receipt: Optional[Union[ReceiptV1, Receipt]]     # None: the receipt itself could not be read
+    differences: tuple[Difference, ...]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        if self.receipt is None or not self.receipt.unsupported():
+            return ()
+        return (f"receipt.json is schema_version {self.receipt.schema_version}, sealed before these were "
+                "recorded, so they are not checked: " + "; ".join(self.receipt.unsupported())
+                + "; every file digest is checked",)
+
+
+def _schema_problem(exc: ValidationError) -> str:
+    shown = [" -> ".join(str(part) for part in error["loc"]) + ": " + error["msg"] for error in exc.errors()[:3]]
+    return "does not match its schema: " + "; ".join(shown)
+
+
+def read_receipt(root: Path) -> tuple[Optional[Union[ReceiptV1, Receipt]], list[Difference]]:
+    path = Path(root) / RECEIPT_FILE
+    if not os.path.lexists(path):
+        raise Refused("VERIFY_REFUSED", "receipt", f"{path}: no receipt: the root is not sealed")
+    hint = f"; {INTERRUPTED_HINT}" if os.path.lexists(Path(root) / LOCK_FILE) else ""
+    try:
+        data = json.loads(rootfiles.read_regular(path).decode("utf-8"))
+    except rootfiles.NotRegular as exc:
+        return None, [Difference("refused", RECEIPT_FILE, exc.strerror)]
+    except ValueError as exc:
+        return None, [Difference("receipt", RECEIPT_FILE, f"not JSON: {exc}{hint}")]
+    try:
+        model = ReceiptFile.model_validate(data).root
+    except ValidationError as exc:
+        return None, [Difference("receipt", RECEIPT_FILE, _schema_problem(exc))]
+    if isinstance(model, Receipt):
+        actual = content_digest(data)
+        if actual != model.content_sha256:
+            return model, [Difference("receipt", RECEIPT_FILE, f"content_sha256 {model.content_sha256[:12]}, its "
+                                      f"content hashes to {actual[:12]}: edited after the seal")]
+    return model, []
+
+
+def _compare_files(root: Path, model, tree: rootfiles.Tree) -> list[Difference]:
+    out = []
+    for rel in sorted(set(model.files) | set(tree.files)):
+        if rel in tree.refused:
+            continue
+        if rel not in tree.files:
+            out.append(Difference("missing", rel))
+            continue
+        if rel not in model.files:
+            detail = INTERRUPTED_HINT if rel == LOCK_FILE else ""
+            out.append(Difference("extra", rel, "not in the receipt" + (f"; {detail}" if detail else "")))
+            continue
+        entry, path = model.files[rel], tree.files[rel]
+        try:
+            digest, size = rootfiles.sha256_regular(path)
+        except rootfiles.NotRegular as exc:   # swapped since the listing
+            out.append(Difference("refused", rel, exc.strerror))
+            continue
+        if digest != entry.sha256 or size != entry.size:
+            out.append(Difference("changed", rel, f"sha256 {digest[:12]} size {size}, "
+                                                  f"receipt {entry.sha256[:12]} size {entry.size}"))
+        if isinstance(model, Receipt):
+            mode = rootfiles.mode_text(os.lstat(path).st_mode)
+            if mode != entry.mode:
+                out.append(Difference("mode", rel, f"{mode}, receipt {entry.mode}"))
+    return out
+
+
+def _compare_folders(model: Receipt, tree: rootfiles.Tree) -> list[Difference]:
+    out = []
+    for rel in sorted(set(model.folders) | set(tree.folders)):
+        if rel in tree.refused:
+            continue
+        if rel not in tree.folders:
+            out.append(Difference("missing", rel + "/", "folder"))
+        elif rel not in model.folders:
+            out.append(Difference("extra", rel + "/", "folder not in the receipt"))
+        else:
+            mode = rootfiles.mode_text(os.lstat(tree.folders[rel]).st_mode)
+            if mode != model.folders[rel]:
+                out.append(Difference("mode", rel + "/", f"{mode}, receipt {model.folders[rel]}"))
+    return out
+
+
+def check(root: Path, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
+    root = Path(root)
+    model, problems = read_receipt(root)
+    if model is None:
+        return Verification(None, tuple(problems))
+    tree = rootfiles.scan(root, leave_out)
+    found = [Difference("refused", rel, what) for rel, what in tree.refused.items()]
+    found += _compare_files(root, model, tree)
+    if isinstance(model, Receipt):
+        found += _compare_folders(model, tree)
+    return Verification(model, tuple(problems + sorted(found, key=lambda d: (d.path.rstrip("/"), d.kind))))
+
+
+def verify_root(root: Path) -> list[Difference]:
+    """Every difference between a sealed root and its receipt; empty when it verifies."""
+    return list(check(root).differences)
+
+
+def require_verified(root: Path, prefix: str) -> Verification:
+    """Refuse (exit 5) to derive anything from a root that does not verify, naming the first differences."""
+    verification = check(root)
+    if verification.differences:
+        shown = "; ".join(d.line() for d in verification.differences[:5])
+        raise Refused(prefix, "verify", f"{root} does not verify ({len(verification.differences)} difference(s): "
+                      f"{shown})", EXIT_VERIFY)
+    return verification
+
+
+def writable_entries(root: Path, verification: Verification) -> list[str]:
+    """Entries writable again, a warning: the root itself (its mode is not recorded) and, under a
+    receipt without modes, everything; a version-2 receipt reports the rest as mode differences."""
+    root = Path(root)
+    paths = {".": root}
+    if not isinstance(verification.receipt, Receipt):
+        tree = rootfiles.scan(root, UNVERIFIED)
+        paths.update({**tree.folders, **tree.files})
+    return sorted(rel for rel, path in paths.items() if os.lstat(path).st_mode & 0o222)
