@@ -21,6 +21,7 @@ COMMANDS = {
     "screen": "one pinned pair per workload: decide what deserves rounds",
     "cost": "where a root's seconds went, per workload and phase",
     "schema": "regenerate the JSON Schemas under schemas/",
+    "inventory": "a FlagGems checkout's benchmark items as a table",
 }
 
 

@@ -21,6 +21,15 @@ first call with a key, replay overwrites the tuner's cache entry unconditionally
 (LibTuner's cache is a persistent sqlite table that may already hold a different
 winner), and record reads this call's own key back after the call (a warm sqlite
 never writes it again, so diffing the cache would record nothing).
+
+The correctness session gets its own instance (``session="correctness"``, made by
+`campaign.worker.cell.correctness_plugins`), so correctness runs on the configs that
+were timed: the recording cell records the winners of the correctness shapes into
+``autotune-correctness.json`` (a key the benchmark session already tuned is read back
+from the tuner's in-process cache, untuned); a replaying cell replays both recordings
+there, and a key missing from both is an ``AUTOTUNE_REPLAY_FALLBACK`` counted on the
+cell's one log, exactly as in the benchmark session. Under *measured*, a key about to
+be tuned first has all its configs compiled in parallel (`campaign.plugins.warmup`).
 """
 from __future__ import annotations
 
@@ -30,8 +39,12 @@ import pytest
 import triton
 from triton.runtime.autotuner import Autotuner
 
-from campaign.contract.artifacts import AUTOTUNE_FILE, AutotuneEntry, AutotuneFile, TunedConfig
+from campaign.contract.artifacts import (AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, REPLAY_FALLBACK_MARKER,
+                                         AutotuneEntry, AutotuneFile, TunedConfig, WarmupEntry)
 from campaign.contract.canonical import read_json, write_json_new
+from campaign.plugins import warmup
+
+SESSION_FILES = {"benchmark": AUTOTUNE_FILE, "correctness": AUTOTUNE_CORRECTNESS_FILE}
 
 Ident = tuple[str, str, str]                      # (tuner, kernel, repr(key))
 
@@ -76,14 +89,27 @@ def from_tuned(tuned: TunedConfig, configs) -> triton.Config:
     return triton.Config(dict(tuned.kwargs), **options)
 
 
+def recording_files(replay_file: Path, session: str) -> tuple[Path, ...]:
+    """The recordings a session replays, first first: the benchmark session replays the
+    benchmark's; correctness replays the benchmark's (the configs that were timed) and the
+    correctness session's for the keys only correctness met. They lie side by side."""
+    if session == "benchmark":
+        return (replay_file,)
+    return (replay_file, replay_file.parent / AUTOTUNE_CORRECTNESS_FILE)
+
+
 class AutotunePlugin:
-    def __init__(self, ctx):
+    def __init__(self, ctx, session: str = "benchmark"):
         self.ctx = ctx
         spec = ctx.plan.task.autotune
         self.mode, self.policy, self.source = spec.mode, spec.policy, spec.source
+        self.session = session
+        self.file = SESSION_FILES[session]
+        self.workers = warmup.host_workers()
         self.recording: dict[Ident, TunedConfig] = {}
         self.entries: dict[Ident, AutotuneEntry] = {}
         self.fallbacks: dict[Ident, AutotuneEntry] = {}
+        self.warmups: dict[Ident, WarmupEntry] = {}
         self.seen: set[tuple[int, str]] = set()
         self.tuning_runs = 0
         self.patched: dict[type, object] = {}
@@ -107,7 +133,9 @@ class AutotunePlugin:
                 self.entries[ident] = AutotuneEntry(tuner=ident[0], kernel=ident[1], key=ident[2], config=recorded)
             else:
                 fallback = True
-                self.ctx.log.marker("AUTOTUNE_REPLAY_FALLBACK", reason="key_missing", kernel=ident[1], key=ident[2])
+                self.ctx.log.marker(REPLAY_FALLBACK_MARKER, reason="key_missing", kernel=ident[1], key=ident[2])
+        if self.policy == "measured" and key not in tuner.cache:
+            self.warm(tuner, ident, args, kwargs)
         if self.policy == "first-config" and key not in tuner.cache:
             tuner.nargs = dict(zip(tuner.arg_names, args))
             tuner.cache[key] = tuner.prune_configs(kwargs)[0]    # untimed: nothing can be measured here
@@ -120,6 +148,20 @@ class AutotunePlugin:
             entry = AutotuneEntry(tuner=ident[0], kernel=ident[1], key=ident[2], config=to_tuned(tuner.cache[key]))
             (self.fallbacks if fallback else self.entries)[ident] = entry
         return result
+
+    def warm(self, tuner, ident: Ident, args: tuple, kwargs: dict) -> None:
+        """Compile every config the tuner is about to benchmark; a config left cold is named."""
+        tuner.nargs = dict(zip(tuner.arg_names, args))       # prune_configs reads it, as run does
+        configs = tuner.prune_configs(kwargs)
+        # `warmup.warm` is looked up at call time: the worker's phase clock wraps it as tuning
+        done = warmup.warm(tuner, configs, args, kwargs, self.workers)
+        cold = tuple(name for name, _ in done.cold)
+        self.warmups[ident] = WarmupEntry(kernel=ident[1], key=ident[2], configs=done.configs,
+                                          warmed=done.configs - len(cold), cold=cold)
+        if cold:
+            why = "; ".join(f"{name}: {reason}" for name, reason in done.cold)
+            self.ctx.log.line(f"{warmup.PARTIAL_LINE} kernel={ident[1]} key={ident[2]} cold={len(cold)} "
+                              f"of={done.configs}: compiled inline by the benchmark ({why})")
 
     def _patch(self, cls) -> None:
         if cls in self.patched or "run" not in cls.__dict__:
@@ -145,9 +187,14 @@ class AutotunePlugin:
             path = self.ctx.plan.replay_file
             if path is None or not Path(path).is_file():
                 raise pytest.UsageError(f"autotune replay: recording {path!r} (task {self.source}) does not exist")
-            recorded = AutotuneFile.model_validate(read_json(Path(path)))
-            self.recording = {(e.tuner, e.kernel, e.key): e.config for e in recorded.entries + recorded.fallbacks}
-            self.ctx.log.line(f"autotune: replaying {len(self.recording)} entries from {self.source}")
+            # a correctness recording is absent where the recording cell ran no correctness
+            # session: its keys then fall back, each announced
+            for found in reversed(recording_files(Path(path), self.session)):
+                if found.is_file():
+                    recorded = AutotuneFile.model_validate(read_json(found))
+                    self.recording.update({(e.tuner, e.kernel, e.key): e.config
+                                           for e in recorded.entries + recorded.fallbacks})
+            self.ctx.log.line(f"autotune ({self.session}): replaying {len(self.recording)} entries from {self.source}")
         self._patch_tree(Autotuner)
         plugin = self
         # Tuner classes defined after this point (FlagGems imported by a test) are wrapped as they appear.
@@ -168,10 +215,13 @@ class AutotunePlugin:
         record = AutotuneFile(mode=self.mode, policy=self.policy, source=self.source,
                               entries=tuple(self.entries[i] for i in sorted(self.entries)),
                               fallbacks=tuple(self.fallbacks[i] for i in sorted(self.fallbacks)),
-                              tuning_runs=self.tuning_runs)
-        write_json_new(Path(self.ctx.cell_dir) / AUTOTUNE_FILE, record.model_dump(mode="json"))
-        self.ctx.log.line(f"autotune: {self.mode} ({self.policy}): {len(self.entries)} entries, "
-                          f"{len(self.fallbacks)} fallbacks, {self.tuning_runs} tuning runs")
+                              tuning_runs=self.tuning_runs, session=self.session,
+                              warmup=tuple(self.warmups[i] for i in sorted(self.warmups)))
+        write_json_new(Path(self.ctx.cell_dir) / self.file, record.model_dump(mode="json"))
+        cold = sum(len(w.cold) for w in self.warmups.values())
+        self.ctx.log.line(f"autotune ({self.session}): {self.mode} ({self.policy}): {len(self.entries)} entries, "
+                          f"{len(self.fallbacks)} fallbacks, {self.tuning_runs} tuning runs, "
+                          f"{sum(w.warmed for w in self.warmups.values())} configs warmed, {cold} cold")
 
     def pytest_unconfigure(self, config):
         for cls, original in self.patched.items():
@@ -185,5 +235,5 @@ class AutotunePlugin:
             self.added_init_subclass = False
 
 
-def make(ctx) -> AutotunePlugin:
-    return AutotunePlugin(ctx)
+def make(ctx, session: str = "benchmark") -> AutotunePlugin:
+    return AutotunePlugin(ctx, session)

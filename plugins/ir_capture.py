@@ -18,6 +18,14 @@ stage files; ``kernel_load_end_hook`` maps the loaded function handle to the has
 never loaded under this plugin cannot be joined: they are counted and reported in
 run.log, never folded into a variant.
 
+Several workloads in one process (`campaign.worker.batch`): a kernel an earlier workload
+compiled and loaded is in Triton's in-memory cache, so neither the listener nor the load
+hook fires for it again. `PROCESS` keeps, for the whole process, every loaded variant
+(hash, name, stage files in the process's Triton cache) and its handle; a launch of a
+variant this workload has not captured copies its stages from there into this workload's
+``ir/`` and counts the launch, so each workload's evidence is what a process of its own
+would hold for the kernels it launched. Loads in any session (correctness too) are recorded.
+
 SASS is ``nvdisasm -hex`` over the variant's cubin from Triton's cache (the listener
 hands its path on a GPU and offline alike; ``CompiledKernel.asm`` is not read),
 without the debug sections (`campaign.judging.irevidence.sass_code`: source paths and an
@@ -84,6 +92,28 @@ def _launch_handle(metadata) -> object:
     return data.get("function") if isinstance(data, dict) else None
 
 
+class ProcessRecord:
+    """Every variant loaded in this process and its function handle, across pytest sessions."""
+
+    def __init__(self):
+        self.handles: dict[object, str] = {}        # function handle -> hash
+        self.variants: dict[str, tuple[str, dict]] = {}   # hash -> (kernel, stage file name -> path)
+        self.installed = False
+
+    def on_loaded(self, module, function, name, metadata_group, hash):
+        self.handles[function] = hash
+        self.variants.setdefault(hash, (name, dict(metadata_group)))
+
+    def install(self) -> None:
+        # Never removed: the next workload of the process launches what this one loaded.
+        if not self.installed:
+            knobs.runtime.kernel_load_end_hook.add(self.on_loaded)
+            self.installed = True
+
+
+PROCESS = ProcessRecord()
+
+
 class IrCapturePlugin:
     def __init__(self, ctx):
         self.ctx = ctx
@@ -91,7 +121,7 @@ class IrCapturePlugin:
         self.sass = writes_sass(ctx)
         self.variants: dict[str, tuple[str, tuple[str, ...]]] = {}
         self.cubins: dict[str, str] = {}            # hash -> cubin path, disassembled at the end
-        self.handles: dict[object, str] = {}        # function handle -> hash
+        self.earlier: set[str] = set()              # variants loaded by an earlier workload of the process
         self.launches: Counter = Counter()
         self.unjoined: Counter = Counter()          # kernel name -> launches with an unknown handle
         self.previous_listener = None
@@ -107,17 +137,18 @@ class IrCapturePlugin:
                 self.previous_listener(src=src, metadata=metadata, metadata_group=metadata_group,
                                        times=times, cache_hit=cache_hit)
 
-    def on_loaded(self, module, function, name, metadata_group, hash):
-        self.handles[function] = hash
-
     def on_launch(self, metadata):
         handle = _launch_handle(metadata)
-        hash_ = self.handles.get(handle)
+        hash_ = PROCESS.handles.get(handle)
         if hash_ is None:
             data = getattr(metadata, "data", metadata)
             self.unjoined[data.get("name", "?") if isinstance(data, dict) else "?"] += 1
-        else:
-            self.launches[hash_] += 1
+            return
+        if hash_ not in self.variants:              # compiled before this session: no event fired here
+            kernel, metadata_group = PROCESS.variants[hash_]
+            self._copy_variant(hash_, kernel, metadata_group)
+            self.earlier.add(hash_)
+        self.launches[hash_] += 1
 
     def _copy_variant(self, hash_: str, kernel: str, metadata_group: dict) -> None:
         if hash_ in self.variants:
@@ -153,7 +184,7 @@ class IrCapturePlugin:
         self.ir_dir.mkdir(parents=True, exist_ok=True)
         self.previous_listener = knobs.compilation.listener
         knobs.compilation.listener = self.on_compiled
-        knobs.runtime.kernel_load_end_hook.add(self.on_loaded)
+        PROCESS.install()
         knobs.runtime.launch_enter_hook.add(self.on_launch)
         self.installed = True
 
@@ -164,6 +195,9 @@ class IrCapturePlugin:
         write_new(self.ir_dir / INDEX_FILE, index_text(self.variants, self.launches))
         total = sum(self.launches.values())
         self.ctx.log.line(f"ir-capture: {len(self.variants)} variants, {total} joined launches")
+        if self.earlier:
+            self.ctx.log.line(f"ir-capture: {len(self.earlier)} of them compiled by an earlier workload of this "
+                              "process, taken from its record at their first launch here")
         if self.unjoined:
             detail = " ".join(f"{name}={count}" for name, count in sorted(self.unjoined.items()))
             self.ctx.log.line(f"ir-capture: launches not joinable to a variant: {detail}")
@@ -173,7 +207,6 @@ class IrCapturePlugin:
             return
         if knobs.compilation.listener == self.on_compiled:
             knobs.compilation.listener = self.previous_listener
-        knobs.runtime.kernel_load_end_hook.remove(self.on_loaded)
         knobs.runtime.launch_enter_hook.remove(self.on_launch)
         self.installed = False
 

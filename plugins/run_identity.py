@@ -1,4 +1,5 @@
-"""run_identity.json: the cell's caliber, read at run time, written once at pytest_configure.
+"""run_identity.json: the cell's caliber, read at run time, written once at pytest_configure
+(the model: `campaign.contract.rootrecords.RunIdentity`).
 
 Keys (all always present; a value that does not apply is null)::
 
@@ -12,6 +13,7 @@ Keys (all always present; a value that does not apply is null)::
                                                              process began: empty in an isolated cell,
                                                              warm in a shared one after the first
     autotune_mode, autotune_source, autotune_policy,
+    autotune_from                                            the pinned source root's receipt digest, or null
     env, pinned_env, harness_digest,
     inherited_env                                            the code-selecting variables this process
                                                              inherited (PYTHONPATH, LD_LIBRARY_PATH, ...):
@@ -38,6 +40,7 @@ from typing import Optional
 from campaign.contract.artifacts import CODE_PATH_VARIABLES, IDENTITY_FILE, SCHEMA_VERSION
 from campaign.judging.caliber import CALIBER_FIELDS
 from campaign.contract.canonical import write_json_new
+from campaign.contract.rootrecords import RunIdentity
 
 __all__ = ("CALIBER_FIELDS", "L2_FLUSH", "device_section", "identity", "make", "timer_section")
 
@@ -86,7 +89,7 @@ def identity(ctx) -> dict:
 
     plan, task, manifest = ctx.plan, ctx.plan.task, ctx.manifest
     executes = ctx.backend.capabilities.executes
-    return {
+    return RunIdentity.model_validate({
         "schema_version": SCHEMA_VERSION,
         "task_id": task.id,
         "backend": manifest.device.backend,
@@ -105,6 +108,7 @@ def identity(ctx) -> dict:
         "autotune_mode": task.autotune.mode,
         "autotune_source": task.autotune.source,
         "autotune_policy": task.autotune.policy,
+        "autotune_from": manifest.defaults.autotune_from.receipt_sha256 if manifest.defaults.autotune_from else None,
         "env": dict(task.env),
         "pinned_env": dict(plan.pinned_env),
         "harness_digest": plan.harness_digest,
@@ -113,7 +117,7 @@ def identity(ctx) -> dict:
         # Also top level: the caliber lists it on its own (a repeat count changes what a
         # direct-timed number is, even where the timer kind is the same).
         "direct_repeat": manifest.timer.direct_repeat if executes else None,
-    }
+    }).dump()
 
 
 def _folder_size(folder: Path) -> dict[str, int]:

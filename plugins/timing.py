@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional
 import pytest
 import torch
 
+from campaign.backends import plan
 from campaign.planning import shapes as shape_sets
 from campaign.contract import timers
 from campaign.contract.artifacts import ROWS_FILE, Row, Rows
@@ -62,9 +63,11 @@ def torch_dtype(name: str):
 
 
 def plan_cases(project_root: Path, provider: str, level: str, op: str,
-               subset: Optional[tuple[str, ...]], dtypes: tuple[str, ...]) -> tuple[Case, ...]:
-    """Every case of a task, dtype-major: the op's (narrowed) shapes times its dtypes."""
-    path = shape_sets.shape_file(project_root, provider, level)
+               subset: Optional[tuple[str, ...]], dtypes: tuple[str, ...],
+               shape_file: Optional[str] = None) -> tuple[Case, ...]:
+    """Every case of a task, dtype-major: the op's (narrowed) shapes times its dtypes;
+    ``shape_file``: the campaign's own, in place of ops/shapes."""
+    path = shape_sets.shape_file(project_root, provider, level, shape_file)
     table = shape_sets.load_shapes(path)
     if op not in table:
         raise ValueError(f"{path}: no shapes for op {op!r}")
@@ -118,7 +121,8 @@ class TimingPlugin:
         task = self.ctx.task
         try:
             self.cases = plan_cases(Path(self.ctx.plan.project_root), task.provider,
-                                    self.ctx.manifest.defaults.bench_level, task.op, task.shapes, task.dtypes)
+                                    self.ctx.manifest.defaults.bench_level, task.op, task.shapes, task.dtypes,
+                                    task.targets.shape_file)
         except Exception as exc:                    # InputError carries its lines in str()
             raise pytest.UsageError(f"timing: {exc}") from None
         self.ctx.log.line(f"timing: timer={self._timer_label()} {len(self.cases)} cases of {task.op} "
@@ -261,5 +265,7 @@ class TimingPlugin:
         return row
 
 
-def make(ctx) -> TimingPlugin:
+def make(ctx):
+    if plan.timing_plugin(ctx.task.provider) != __name__:
+        return plan.Standby(__name__, ctx.task.provider)
     return TimingPlugin(ctx)

@@ -25,7 +25,7 @@ floor itself excluded every launched variant of a side (then X, as above).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from campaign.contract import canonical
 from campaign.sealing import receipt
@@ -35,6 +35,8 @@ from campaign.contract.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSIO
 from campaign.judging.classify import CLASSES, classify
 from campaign.judging.evidence import load_root
 from campaign.contract.errors import EXIT_INPUT, InputError, Refused
+from campaign.contract.receiptmodel import Receipt, ReceiptV1
+from campaign.contract.records import Verdicts
 
 PREFIX = "REACCOUNT_REFUSED"
 DEMOTIONS = {("G", "C"), ("G", "B"), ("C", "B"), ("R", "B")}
@@ -60,22 +62,22 @@ def default_out(root: Path, floor: int) -> Path:
     return Path(root).parent / f"{Path(root).name}.reaccount-floor{floor}"
 
 
-def check(root: Path, out: Path) -> dict:
-    """Refuse, naming the check; return the sealed receipt."""
+def check(root: Path, out: Path) -> Union[Receipt, ReceiptV1]:
+    """Refuse, naming the check; return the sealed receipt, as verify read it."""
     root, out = Path(root).resolve(), Path(out).resolve()
     if not (root / RECEIPT_FILE).is_file():
         raise Refused(PREFIX, "receipt", f"{root}: no campaign receipt: only a sealed root can be reaccounted",
                       EXIT_INPUT)
-    sealed = canonical.read_json(root / RECEIPT_FILE)
-    if sealed.get("kind") == "derived":
+    # a derived receipt is no campaign receipt: said so before verify calls it malformed
+    if canonical.read_json(root / RECEIPT_FILE).get("kind") == "derived":
         raise Refused(PREFIX, "receipt", f"{root}: holds a derived receipt, not a campaign receipt", EXIT_INPUT)
-    receipt.require_verified(root, PREFIX)
+    sealed = receipt.require_verified(root, PREFIX).receipt
     if out == root or root in out.parents:
         raise Refused(PREFIX, "out_inside_root", f"{out} is inside the sealed root {root}")
     if (out / RECEIPT_FILE).exists():
         raise Refused(PREFIX, "out_has_receipt", f"{out} already holds a derived receipt")
-    if sealed.get("verdicts") is None:
-        raise Refused(PREFIX, "verdicts", f"{root}: the receipt holds no verdicts ({sealed.get('verdicts_note')})")
+    if sealed.verdicts is None:
+        raise Refused(PREFIX, "verdicts", f"{root}: the receipt holds no verdicts ({sealed.verdicts_note})")
     return sealed
 
 
@@ -116,25 +118,26 @@ def demote(before: dict, after: dict, floor: int) -> tuple[dict, list[dict]]:
     return final, changes
 
 
-def derive(root: Path, floor: int, sealed: dict, sealed_digest: str) -> dict:
-    sealed_verdicts = sealed["verdicts"]
+def derive(root: Path, floor: int, sealed: Union[Receipt, ReceiptV1], sealed_digest: str) -> dict:
+    sealed_verdicts = sealed.verdicts
     evidence = load_root(Path(root), floor)
     fresh = classify(evidence)
-    workloads, changes = demote(sealed_verdicts["workloads"], fresh["workloads"], floor)
-    verdicts = {**fresh, "workloads": workloads,
-                "counts": {k: sum(1 for w in workloads.values() if w["class"] == k) for k in CLASSES}}
-    cells = {n: w["topology"]["cells"] for n, w in workloads.items()}
+    # the demote rule reads the JSON form (`classify`'s output), as the sealed verdicts were written
+    workloads, changes = demote(sealed_verdicts.dump()["workloads"], fresh["workloads"], floor)
+    verdicts = Verdicts.read({**fresh, "workloads": workloads,
+                              "counts": {k: sum(1 for w in workloads.values() if w["class"] == k) for k in CLASSES}})
+    cells = {n: w.topology.cells for n, w in verdicts.workloads.items()}
     return {
-        "schema_version": SCHEMA_VERSION, "kind": "derived", "campaign": sealed_verdicts["campaign"],
-        "rule": {"name": "measured_launch_floor", "sealed": sealed_verdicts["rule"]["measured_launch_floor"],
+        "schema_version": SCHEMA_VERSION, "kind": "derived", "campaign": sealed_verdicts.campaign,
+        "rule": {"name": "measured_launch_floor", "sealed": sealed_verdicts.rule.measured_launch_floor,
                  "derived": floor, "demote_only": True},
         "sealed_root": str(Path(root).resolve()), "sealed_receipt_sha256": sealed_digest,
         "changes": changes,
         "excluded": {task_id: list(t.topology.excluded) for task_id, t in sorted(evidence.tasks.items())
                      if t.topology and t.topology.excluded},
-        "unscoped": {n: {c: t["unscoped"] for c, t in cs.items() if t} for n, cs in cells.items()},
-        "scoped": {n: {c: t["scoped"] for c, t in cs.items() if t} for n, cs in cells.items()},
-        "verdicts": verdicts,
+        "unscoped": {n: {c: t.unscoped for c, t in cs.items() if t} for n, cs in cells.items()},
+        "scoped": {n: {c: t.scoped for c, t in cs.items() if t} for n, cs in cells.items()},
+        "verdicts": verdicts.dump(),
     }
 
 

@@ -11,6 +11,9 @@ import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_ROOT / "tests" / "fixtures"
+# tests/data holds stand-ins for other projects' trees (a FlagGems checkout, a user's do_bench
+# file): their own conftest.py and test files are run by cells, never collected here
+collect_ignore = ["data"]
 
 
 @pytest.fixture(autouse=True)

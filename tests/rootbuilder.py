@@ -279,7 +279,7 @@ def rng_increase(name: str = "dropout", op: str = "dropout", **kw) -> Workload:
 def screen_root(base: Path, workloads: list[Workload], options: Optional[Options] = None,
                 name: str = "screen") -> Path:
     """A sealed one-round root prepared for the screen, its screen.tsv written before the seal as the screen does."""
-    from campaign.sealing import receipt
+    from campaign.flows import session
     from campaign.judging import screening, screenroot
     options = options or Options()
     options.rounds = 1
@@ -288,15 +288,15 @@ def screen_root(base: Path, workloads: list[Workload], options: Optional[Options
     (root / PREPARE_FILE).unlink()
     canonical.write_json_new(root / PREPARE_FILE, {**prepare, "mode": "screen"})
     canonical.write_new(root / screenroot.SCREEN_FILE, screening.render(screenroot.table(root)))
-    receipt.seal(root)
+    session.seal_root(root)
     return root
 
 
 def sealed(base: Path, workloads: Optional[list[Workload]] = None) -> Path:
     """A built root of matmul and add, sealed as `campaign run` seals it."""
-    from campaign.sealing import receipt
+    from campaign.flows import session
     root = build(base, workloads or [mm(), pointwise()])
-    receipt.seal(root)
+    session.seal_root(root)
     return root
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from campaign.commands.prepare import check
+from campaign.flows.freeze import check
 from campaign.contract.errors import CampaignError
 from campaign.contract.manifest import DTYPES
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from campaign.contract import stripregex, yamlio
-from campaign.commands.prepare import check
+from campaign.flows.freeze import check
 from campaign.contract.errors import CampaignError, InputError
 from campaign.contract.manifest import Manifest
 from conftest import FIXTURES, PROJECT_ROOT

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from campaign.contract import canonical
-from campaign.commands.prepare import check
+from campaign.flows.freeze import check
 from campaign.planning.matrix import cell_order
 from conftest import FIXTURES, PROJECT_ROOT
 

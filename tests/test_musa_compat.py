@@ -69,8 +69,8 @@ def test_a_module_level_guard_is_found_on_the_node_chain(pytester):
     assert plugin.dropped == ["test_sort.py::test_sort[1]"]     # dropped once, from the Module node
 
 
-def test_the_shipped_table_is_empty_and_the_vendor_comes_from_flag_gems(monkeypatch):
-    assert musa_compat.OVERRIDES == ()
+def test_the_shipped_table_is_pinned_and_the_vendor_comes_from_flag_gems(monkeypatch):
+    assert musa_compat.FLAGGEMS_VERSION == "5.0.2" and {o.path for o in musa_compat.OVERRIDES} == {"tests/test_embedding.py"}
     monkeypatch.delitem(sys.modules, "flag_gems", raising=False)
     assert flag_gems_vendor() is None
     monkeypatch.setitem(sys.modules, "flag_gems", types.SimpleNamespace(vendor_name="mthreads"))

@@ -8,7 +8,7 @@ import pytest
 
 from campaign.contract import canonical
 from campaign.planning import inventory
-from campaign.commands.prepare import claim_root
+from campaign.flows.freeze import claim_root
 from campaign.contract.errors import InputError
 from conftest import FIXTURES, PROJECT_ROOT
 

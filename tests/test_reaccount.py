@@ -5,6 +5,7 @@ import json
 import os
 
 import rootbuilder as rb
+from campaign.flows import session
 from campaign.sealing import receipt
 from campaign.contract.canonical import read_json, sha256_file
 from campaign.reaccount.derive import default_out, demote, reaccount
@@ -12,7 +13,7 @@ from campaign.reaccount.derive import default_out, demote, reaccount
 
 def sealed_root(tmp_path, floor=0, name="root"):
     root = rb.build(tmp_path, [rb.mm(), rb.pointwise(), rb.rng_inputs()], rb.Options(floor=floor), name=name)
-    receipt.seal(root)
+    session.seal_root(root)
     return root
 
 

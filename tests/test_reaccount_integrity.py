@@ -3,6 +3,7 @@ judge (X, not B), and a sealed R becomes B only when the timing, not the floor a
 from __future__ import annotations
 
 import rootbuilder as rb
+from campaign.flows import session
 from campaign.sealing import receipt
 from campaign.contract.canonical import read_json
 from campaign.judging.classify import classify_root
@@ -11,7 +12,7 @@ from campaign.reaccount.derive import demote, reaccount, says_slower
 
 def sealed(tmp_path, workload, floor=0):
     root = rb.build(tmp_path, [workload], rb.Options(floor=floor))
-    receipt.seal(root)
+    session.seal_root(root)
     return root
 
 

@@ -102,19 +102,24 @@ def test_cpu_report_says_nothing_was_timed(tmp_path):
 
 
 def test_cli_report_on_a_sealed_root_matches_its_receipt(tmp_path, cli):
-    from campaign.sealing import receipt
+    from campaign.flows import session
     root = rb.build(tmp_path, [rb.mm(), rb.pointwise()])
-    sealed = receipt.seal(root)
+    sealed = session.seal_root(root)
     done = cli("report", root, "--format", "json")
     assert done.returncode == 0 and done.stderr == ""
     assert json.loads(done.stdout) == sealed["verdicts"]
     assert sealed["verdicts"]["counts"] == {"G": 1, "C": 0, "B": 1, "R": 0, "F": 0, "X": 0}
 
 
-def test_class_changes_name_each_workload_whose_verdict_moved():
+def test_class_changes_name_each_workload_whose_verdict_moved(tmp_path):
     from campaign.commands.report import class_changes
-    sealed = {"workloads": {"mm": {"class": "F", "reason": "control IR differs"}, "add": {"class": "B", "reason": "same"}}}
-    derived = {"workloads": {"mm": {"class": "R", "reason": "slower in both orders"}, "add": {"class": "B", "reason": "same"},
-                             "new": {"class": "X", "reason": "r"}}}
-    assert class_changes(sealed, derived) == ["mm: F -> R (slower in both orders)", "new: - -> X (r)"]
+    from campaign.contract.records import Verdicts
+    sealed = Verdicts.read(classify_root(rb.build(tmp_path, [rb.mm(), rb.pointwise()])))
+    mm = sealed.workloads["matmul"]
+    moved = mm.model_copy(update={"klass": "F" if mm.klass != "F" else "R", "reason": "slower in both orders"})
+    new = mm.model_copy(update={"klass": "X", "reason": "r"})
+    derived = sealed.model_copy(update={"workloads": {**sealed.workloads, "matmul": moved, "new": new}})
+    assert class_changes(sealed, derived) == [f"matmul: {mm.klass} -> {moved.klass} (slower in both orders)",
+                                              "new: - -> X (r)"]
+    assert class_changes(derived, sealed)[-1] == "new: X -> - (absent now)"
     assert class_changes(sealed, sealed) == []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import rootbuilder as rb
@@ -77,11 +76,10 @@ def test_released_caliber_guard_always_warns(tmp_path: Path, cli):
     assert again.stdout.startswith(NOT_SEALED)
 
 
-def test_a_seal_without_verdicts_is_reported_as_derived_now(tmp_path: Path, cli, monkeypatch):
+def test_a_seal_without_verdicts_is_reported_as_derived_now(tmp_path: Path, cli):
     root = rb.build(tmp_path, [rb.pointwise()])
-    monkeypatch.setitem(sys.modules, "campaign.judging.classify", None)   # a seal where no classifier was installed
-    receipt.seal(root)
-    monkeypatch.delitem(sys.modules, "campaign.judging.classify")
+    # what an older seal recorded where no classifier was installed
+    receipt.seal(root, receipt.Judgement(None, "no classifier installed: verdicts not derived", ()))
     done = cli("report", root)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("> **Derived now, not sealed.** The seal recorded no verdicts: no classifier")

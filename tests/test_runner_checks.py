@@ -16,11 +16,14 @@ from pathlib import Path
 import pytest
 
 from campaign.contract import canonical
+from campaign.contract import devicerule
+from campaign.flows import roots
 from campaign.running import runchecks
 from campaign.backends.base import DeviceInfo
 from campaign.contract.errors import Refused
 from campaign.running.lock import LOCK_FILE, RunLock
 from campaign.contract.manifest import Device, Pin, Sources
+from conftest import PROJECT_ROOT
 from runroots import demo, prepare, run
 
 
@@ -39,11 +42,11 @@ def test_version_problems():
     assert runchecks.version_problems(sources, installed) == ["flag_gems: manifest pins 5.0.2, not installed"]
     assert runchecks.version_problems(sources, {**installed, "triton": "3.5.1", "flag_gems": "5.0.2"}) == [
         "triton: manifest pins 3.6.0, installed 3.5.1"]
-    assert not runchecks.version_matches("2.13.0+cu130", "2.13.0+cpu")
+    assert not devicerule.version_matches("2.13.0+cu130", "2.13.0+cpu")
     # measured on the GPU host: metadata says 2.11.0, torch.__version__ says 2.11.0+cu130
-    assert runchecks.version_matches("2.11.0+cu130", "2.11.0")
-    assert runchecks.version_matches("2.11.0", "2.11.0+cu130")
-    assert not runchecks.version_matches("2.11.1", "2.11.0+cu130")
+    assert devicerule.version_matches("2.11.0+cu130", "2.11.0")
+    assert devicerule.version_matches("2.11.0", "2.11.0+cu130")
+    assert not devicerule.version_matches("2.11.1", "2.11.0+cu130")
     assert runchecks.version_problems(Sources(triton=Pin(commit="abcdef1")), {}) == []
 
 
@@ -65,7 +68,7 @@ def test_prepared_roots_newest_first_unsealed_only(tmp_path: Path):
         (tmp_path / name / "prepare.json").write_text(json.dumps({"created_utc": created}))
     (tmp_path / "c" / "receipt.json").write_text("{}")
     (tmp_path / "scratch").mkdir()
-    assert [p.name for p in runchecks.prepared_roots(tmp_path)] == ["b", "a"]
+    assert [p.name for p in roots.prepared_roots(tmp_path)] == ["b", "a"]
 
 
 def _dead_pid() -> int:
@@ -139,3 +142,29 @@ def test_run_and_preflight_apply_one_device_rule():
         assert preflight.check_device(wanted, [seen], "CUDA_VISIBLE_DEVICES=0")[0] is True, written
     wrong = Device(backend="cuda", name="NVIDIA H200", uuid="GPU-00000000-0000-0000-0000-000000000000", target="cuda:90")
     assert runchecks.device_problems(wrong, [seen]) and preflight.check_device(wrong, [seen], "x")[0] is False
+    # tools pad names: both sides compare them without surrounding blanks (run once compared them as written)
+    padded = DeviceInfo(index=0, name="NVIDIA H200 ", uuid=bare, target="cuda:90")
+    assert runchecks.device_problems(wanted, [padded]) == []
+    assert preflight.check_device(wanted, [padded], "CUDA_VISIBLE_DEVICES=0")[0] is True
+    other = DeviceInfo(index=0, name="NVIDIA H100", uuid=bare, target="cuda:90")
+    assert runchecks.device_problems(wanted, [other]) == ["device 0: name 'NVIDIA H100' is not the manifest's 'NVIDIA H200'"]
+    assert preflight.check_device(wanted, [other], "x")[0] is False
+
+
+def test_the_worker_never_imports_parent_only_modules():
+    """The child side of a cell (the worker and every plugin it loads) shares the contract,
+    planning and backends with the parent, and nothing of running, sealing, reporting, the
+    flows or the commands: what a cell does cannot depend on the parent's code paths."""
+    import pkgutil
+    import campaign.plugins
+    plugins = [f"campaign.plugins.{m.name}" for m in pkgutil.iter_modules(campaign.plugins.__path__)]
+    code = ("import importlib, sys\n"
+            f"for name in {['campaign.worker.__main__', *plugins]!r}:\n"
+            "    importlib.import_module(name)\n"
+            "print('\\n'.join(sorted(sys.modules)))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT)
+    assert done.returncode == 0, done.stderr
+    parent_only = ("campaign.running", "campaign.sealing", "campaign.reporting", "campaign.flows", "campaign.commands")
+    leaked = [m for m in done.stdout.split() if m.startswith(parent_only)]
+    assert leaked == []
+    assert "campaign.contract.devicerule" in done.stdout.split()   # the rules it shares with `run`

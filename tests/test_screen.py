@@ -11,7 +11,7 @@ import pytest
 
 from campaign.judging import caliber, screening
 from campaign.contract import canonical, yamlio
-from campaign.commands import prepare
+from campaign.flows import freeze
 from campaign.contract.manifest import Manifest
 from campaign.judging.screening import Facts, Side
 from campaign.judging.stats import Sample
@@ -134,8 +134,8 @@ def test_a_timeout_and_an_empty_workload_end_to_end(tmp_path: Path):
 
 
 def test_run_leaves_screen_roots_to_the_screen(tmp_path: Path):
-    checked = prepare.check(DEMO)
-    root = prepare.freeze(checked, tmp_path / "runs", mode="screen")
+    checked = freeze.check(DEMO)
+    root = freeze.freeze(checked, tmp_path / "runs", mode="screen")
     assert root.name.startswith("demo-cpu-screen-")
     named = run_cli("run", root)
     assert named.returncode == 1 and "RUN_REFUSED check=mode" in named.stderr

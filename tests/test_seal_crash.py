@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from campaign.contract import canonical
+from campaign.flows import session
 from campaign.sealing import receipt
 from conftest import PROJECT_ROOT, run_cli
 from runroots import demo, prepare, run, start_run
@@ -206,7 +207,7 @@ def test_the_lock_goes_only_after_the_modes_and_before_the_root(sealed, tmp_path
         seen.append((_mode(root / "cells/add/r1/baseline/result.json"), _mode(root / "cells"), _mode(root),
                      (root / "receipt.json").is_file()))
 
-    receipt.seal(root, release=release)
+    session.seal_root(root, release=release)
     assert seen == [(0o444, 0o555, 0o755, True)]
     assert _mode(root) == 0o555 and _mode(root / "receipt.json") == 0o444
     assert receipt.verify_root(root) == []

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from campaign.contract import canonical
+from campaign.flows import session
 from campaign.sealing import receipt
 from campaign.contract.errors import Refused
 from campaign.contract.receiptmodel import ReceiptFile, content_digest
@@ -79,15 +80,16 @@ def test_verify_refuses_an_unsealed_root(tmp_path: Path, cli):
     assert "VERIFY_REFUSED check=receipt:" in done.stderr and "not sealed" in done.stderr
 
 
-def test_seal_without_a_classifier_writes_null_verdicts_never_invented(tmp_path: Path, monkeypatch):
+def test_seal_writes_the_verdicts_it_is_handed_null_with_its_note_never_invented(tmp_path: Path):
     root = prepare(tmp_path, [demo("add")])
-    monkeypatch.setitem(sys.modules, "campaign.judging.classify", None)
     released = []
-    sealed = receipt.seal(root, release=lambda: released.append(True),
+    handed = receipt.Judgement(None, "no verdicts: the test hands none", ("plugins/timing.py",))
+    sealed = receipt.seal(root, handed, release=lambda: released.append(True),
                           now=datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc))
     assert released == [True]
     assert sealed["verdicts"] is None
-    assert sealed["verdicts_note"].startswith("no classifier installed")
+    assert sealed["verdicts_note"] == "no verdicts: the test hands none"
+    assert sealed["harness_changed_since_prepare"] == ["plugins/timing.py"]   # the drift the verdicts were judged with
     assert sealed["sealed_utc"] == "2026-11-29T08:00:00Z"
     assert sealed["status_sha256"] is None and sealed["run_identity"] is None
     assert sorted(sealed["files"]) == ["manifest.yaml", "matrix.json", "prepare.json"]
@@ -95,7 +97,7 @@ def test_seal_without_a_classifier_writes_null_verdicts_never_invented(tmp_path:
     assert canonical.read_json(root / "receipt.json") == sealed
     assert receipt.verify_root(root) == []
     with pytest.raises(Refused, match="already sealed"):
-        receipt.seal(root)
+        receipt.seal(root, handed)
     root.chmod(0o755)
     (root / "run.lock").write_text("{}")  # left out at seal, but never hidden from verify
     assert [d.line() for d in receipt.verify_root(root)] == [
@@ -103,12 +105,23 @@ def test_seal_without_a_classifier_writes_null_verdicts_never_invented(tmp_path:
         "`campaign run ROOT` completes it)"]
 
 
+def test_a_classifier_that_fails_is_sealed_as_null_verdicts_naming_the_failure(tmp_path: Path):
+    """The session judges, the receipt records: a root the classifier cannot read is still sealed,
+    its verdicts null and the failure named."""
+    root = prepare(tmp_path, [demo("add")])
+    (root / "manifest.yaml").write_text("campaign: [\n", encoding="utf-8")   # the copy the classifier reads
+    sealed = session.seal_root(root)
+    assert sealed["verdicts"] is None
+    assert sealed["verdicts_note"].startswith("campaign.judging.classify.classify_root failed: InputError: ")
+    assert receipt.verify_root(root) == []
+
+
 # -- strict verify: regular files only, modes, folders, the receipt's own integrity ----------------
 
 def _sealed_root(tmp_path: Path) -> Path:
     import rootbuilder as rb
     root = rb.build(tmp_path, [rb.pointwise()])
-    receipt.seal(root)
+    session.seal_root(root)
     root.chmod(0o755)            # the root's own mode is not recorded: tampering below is what is seen
     return root
 
@@ -159,7 +172,7 @@ def test_seal_refuses_a_root_holding_a_link_and_writes_nothing(tmp_path: Path):
     root = rb.build(tmp_path, [rb.pointwise()])
     (root / "status-link.tsv").symlink_to(root / "status.tsv")
     with pytest.raises(Refused) as refused:
-        receipt.seal(root)
+        session.seal_root(root)
     assert refused.value.check == "files" and "status-link.tsv: symbolic link to" in refused.value.detail
     assert not (root / "receipt.json").exists() and _mode(root) == 0o755
 

@@ -13,7 +13,7 @@ import pytest
 from campaign.contract import canonical, yamlio
 from campaign.running import telemetry
 from campaign.contract.artifacts import ROWS_FILE
-from campaign.commands import run
+from campaign.commands import add_execution_arguments
 from campaign.contract.manifest import Manifest
 from campaign.running.telemetry import Sample, Sampler
 from conftest import FIXTURES
@@ -170,5 +170,5 @@ def test_the_default_interval_puts_a_sample_in_the_shortest_committed_timing_win
     shortest = min((m.timer.warmup_ms + m.timer.rep_ms) / 1000.0
                    for m in (yamlio.validate(Manifest, p) for p in sorted((root / "manifests").glob("h200-*.yaml"))))
     parser = argparse.ArgumentParser()
-    run.add_execution_arguments(parser)
+    add_execution_arguments(parser)
     assert telemetry.INTERVAL_S < shortest and parser.parse_args([]).telemetry_interval == telemetry.INTERVAL_S

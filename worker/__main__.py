@@ -1,4 +1,6 @@
 """``python -m campaign.worker TASK_JSON RESULT_JSON``: run one cell, write one result file.
+(``--batch BATCH_JSON``: several cells of one side in sequence, each exactly as below:
+`campaign.worker.batch`.)
 
 The runner writes task.json (`CellPlan`), starts this with an explicit argv and the
 env of `campaign.running.cellenv.cell_env`, redirects stdout/stderr to the cell's logs
@@ -8,8 +10,9 @@ and reads exactly RESULT_JSON afterwards. Nothing is reported on stdout.
 2. preflight (`campaign.worker.preflight`): on failure ``PREFLIGHT_FAILED check=…``, exit 3;
 3. the benchmark target in one pytest session with the planned plugins, built in
    plan order (``module.make(ctx)``);
-4. the correctness target in a second session with only the outcomes plugin (and the
-   workload's dtype narrowing, `campaign.worker.cell.correctness_plugins`), or,
+4. the correctness target in a second session with the outcomes plugin, the autotune
+   plugin on the configs that were timed, and the workload's dtype narrowing
+   (`campaign.worker.cell.correctness_plugins`), or,
    on a backend that executes nothing, correctness recorded as not run;
 5. phases.json (`campaign.worker.phases`: where the seconds went), then result.json,
    written once, from the files the plugins left (`campaign.worker.cell`).
@@ -40,20 +43,21 @@ from campaign.contract.manifest import Manifest
 from campaign.worker import cell, facts, lifeline, phases, preflight
 from campaign.worker.context import CellContext, CellLog
 
-USAGE = "usage: python -m campaign.worker TASK_JSON RESULT_JSON"
+USAGE = "usage: python -m campaign.worker TASK_JSON RESULT_JSON | --batch BATCH_JSON"
+BATCH_FLAG = "--batch"
 
 
 class Cell:
     """One execution: what is known so far, so a crash at any step still yields a result."""
 
-    def __init__(self, plan: CellPlan, started: float):
+    def __init__(self, plan: CellPlan, started: float, first_in_process: bool = True):
         self.plan = plan
         self.started = started
         self.cell_dir = Path(plan.cell_dir)
         self.log = CellLog(self.cell_dir / RUN_LOG)
         self.preflight: Optional[Preflight] = None
         self.timed = False
-        self.phases = phases.Recorder(started)
+        self.phases = phases.Recorder(started, first_in_process=first_in_process)
 
     def say(self, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -116,7 +120,7 @@ class Cell:
         else:
             args = cell.correctness_args(plan)
             self.say(f"correctness: pytest {' '.join(args)}")
-            session_plugins = [importlib.import_module(OUTCOMES).make(ctx), *cell.correctness_plugins(plan, manifest, self.say)]
+            session_plugins = [importlib.import_module(OUTCOMES).make(ctx), *cell.correctness_plugins(plan, manifest, self.say, ctx)]
             with self.phases.session("correctness") as watch:
                 correctness_rc = int(pytest.main(args, plugins=[*session_plugins, watch]))
             self.say(f"correctness: pytest exit {correctness_rc}")
@@ -136,10 +140,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     started = time.monotonic()
     unbound = lifeline.bind_to_parent()   # first: a worker outliving a killed runner runs with no timeout
+    notes = [unbound] if unbound else []
+    if len(argv) == 2 and argv[0] == BATCH_FLAG:
+        from campaign.worker import batch
+        return batch.run(Path(argv[1]).resolve(), started, notes)
     if len(argv) != 2:
         print(USAGE, file=sys.stderr)
         return EXIT_INPUT
-    task_path, result_path = Path(argv[0]).resolve(), Path(argv[1]).resolve()
+    return run_cell(Path(argv[0]).resolve(), Path(argv[1]).resolve(), started, notes)
+
+
+def run_cell(task_path: Path, result_path: Path, started: float, notes: list[str],
+             first_in_process: bool = True) -> int:
+    """One cell: its task file in, its result file (and phases.json) out; the result's rc."""
     if result_path.exists():
         print(f"{result_path}: exists; a finished cell is never re-run or overwritten", file=sys.stderr)
         return EXIT_REFUSED
@@ -153,9 +166,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"worker: {gone}; the cell is not run", file=sys.stderr)
         return EXIT_REFUSED
     os.chdir(plan.project_root)
-    current = Cell(plan, started)
-    if unbound:
-        current.say(f"note: {unbound}")
+    current = Cell(plan, started, first_in_process)
+    for note in notes:
+        current.say(f"note: {note}")
     try:
         result = current.run()
     except Exception as exc:        # recorded as a failure result, never swallowed

@@ -7,8 +7,11 @@ evidence in result.json, never as a worker crash that leaves no result at all.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable, Optional
+
+import pytest
 
 from campaign.contract.artifacts import (AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, IR_DIR, OUTCOMES_FILE, ROWS_FILE,
                                 AutotuneFile, AutotuneSummary, CellPlan, Correctness, Outcomes, Rows, RowCounts)
@@ -17,6 +20,7 @@ from campaign.contract.manifest import DTYPES, Manifest
 from campaign.contract.timers import POISONED_MARKER
 
 PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q")
+AUTOTUNE_PLUGIN = "campaign.plugins.autotune"
 NOT_EXECUTED = "compile-only backend: launches are not executed"
 POISONED = f"not run: a graph capture poisoned this process's device context ({POISONED_MARKER})"
 
@@ -33,20 +37,22 @@ def correctness_not_run(markers: dict[str, int], executes: bool) -> Optional[str
     return None
 
 
-def pytest_args(nodes: list[str], plan: CellPlan) -> list[str]:
-    return [*nodes, *PYTEST_FLAGS, f"--rootdir={plan.project_root}"]
+def pytest_args(nodes: list[str], plan: CellPlan, options: tuple[str, ...] = ()) -> list[str]:
+    # a FlagGems checkout's items run in its own pytest tree: its pytest.ini and conftest.py
+    root = plan.task.targets.checkout or plan.project_root
+    return [*nodes, *options, *PYTEST_FLAGS, f"--rootdir={root}"]
 
 
 def benchmark_args(plan: CellPlan) -> list[str]:
-    return pytest_args([plan.task.targets.benchmark], plan)
+    return pytest_args([plan.task.targets.benchmark], plan, plan.task.targets.benchmark_options)
 
 
 def correctness_args(plan: CellPlan) -> list[str]:
     targets = plan.task.targets
     if targets.correctness_node_ids:
-        return pytest_args(list(targets.correctness_node_ids), plan)
+        return pytest_args(list(targets.correctness_node_ids), plan, targets.correctness_options)
     selector = ["-k", targets.correctness_k] if targets.correctness_k else []
-    return pytest_args([targets.correctness, *selector], plan)
+    return pytest_args([targets.correctness, *selector], plan, targets.correctness_options)
 
 
 def narrowed_dtypes(plan: CellPlan, manifest: Manifest) -> Optional[tuple[str, ...]]:
@@ -91,10 +97,36 @@ class DtypeNarrowing:
                  f"{len(dropped)} node(s) of other dtypes deselected, {len(items)} kept")
 
 
-def correctness_plugins(plan: CellPlan, manifest: Manifest, say: Callable[[str], None]) -> list:
-    """The correctness session's plugins besides outcomes."""
+class InCellDir:
+    """Runs a session in the cell folder: FlagGems' tests/conftest.py writes ``result_<time>.json``
+    into the working directory at every session's end, which must land in the cell, not the project."""
+
+    def __init__(self, cell_dir: str):
+        self.cell_dir = cell_dir
+        self.before: Optional[str] = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config) -> None:
+        self.before = os.getcwd()
+        os.chdir(self.cell_dir)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config) -> None:
+        if self.before is not None:
+            os.chdir(self.before)
+
+
+def correctness_plugins(plan: CellPlan, manifest: Manifest, say: Callable[[str], None], ctx=None) -> list:
+    """The correctness session's plugins besides outcomes; with the cell's context, the
+    autotune plugin too, so correctness runs on the configs that were timed."""
     dtypes = narrowed_dtypes(plan, manifest)
-    return [] if dtypes is None else [DtypeNarrowing(dtypes, say)]
+    if ctx is not None and AUTOTUNE_PLUGIN in plan.plugins:
+        from campaign.plugins import autotune            # imports triton: only in a worker
+        say("correctness: autotune " + ("records" if plan.task.autotune.mode == "record" else "replays")
+            + " the configs of the correctness shapes")
+        return [autotune.make(ctx, session="correctness"), *correctness_plugins(plan, manifest, say)]
+    in_cell = [InCellDir(plan.cell_dir)] if plan.task.targets.checkout else []
+    return in_cell + ([] if dtypes is None else [DtypeNarrowing(dtypes, say)])
 
 
 def _load(path: Path, model):
@@ -137,7 +169,8 @@ def read_autotune(cell_dir: Path) -> tuple[Optional[AutotuneSummary], Optional[s
     return AutotuneSummary(mode=recording.mode, policy=recording.policy,
                            recorded=entries if recording.mode == "record" else 0,
                            injected=entries if recording.mode == "replay" else 0,
-                           tuning_runs=recording.tuning_runs), None
+                           tuning_runs=recording.tuning_runs,
+                           warmup_cold=sum(len(w.cold) for w in recording.warmup)), None
 
 
 def read_index(cell_dir: Path) -> tuple[int, int, Optional[str]]:

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from campaign.running.lock import LOCK_FILE
+from campaign.contract.artifacts import LOCK_FILE
 
 PR_SET_PDEATHSIG = 1   # <linux/prctl.h>
 

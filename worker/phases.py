@@ -15,13 +15,20 @@ write of phases.json, is in exactly one of them:
   both sessions (the ``times`` ``knobs.compilation.listener`` is handed; cache hits included).
 - ``tuning``: wall time inside ``Autotuner._bench`` (Triton's tuner and every subclass that
   does not replace it: FlagGems' LibTuner), in both sessions, the compiles of the configs it
-  benchmarks included.
+  benchmarks included, and inside their parallel warm-up (`campaign.plugins.warmup.warm`,
+  whose threads' compile times overlap, so only its wall time is counted).
 - ``timing``: the rest of the benchmark session: collection, input construction, the
   timer's warmup and repetitions, the launches (on the compile-only backend, the calls that
   compile and count launches).
 - ``correctness``: the rest of the correctness session; zero where it is not run.
 - ``write-out``: the end of each session (rows.json, autotune.json, the IR index and any
   SASS disassembly, pytest's summary) and reading the plugins' files back into result.json.
+
+Several workloads in one process (`campaign.worker.batch`): process start and the imports
+are paid once, by the process's first workload, which records them as above. Each later
+workload records ``start`` as 0 and ``imports`` as what it still had to import (flag_gems
+for the first FlagGems workload after builtin ones), both labelled so: the costs are not
+split, so a batch's per-workload sums add up to what its process spent.
 """
 from __future__ import annotations
 
@@ -48,6 +55,10 @@ LABELS = {
     "write-out": "sessions' end (rows, autotune, IR index, SASS) and result.json's reading of them",
 }
 NO_PROC = "not measured: no /proc/self/stat"
+LATER_IN_PROCESS = {
+    "start": "0: the process started once for its batch; its first workload carries the start",
+    "imports": "what this workload still imported: modules an earlier workload of its process imported are loaded",
+}
 
 
 @dataclass(eq=False)           # a pytest plugin: hashed by identity
@@ -79,8 +90,11 @@ def watching(session: Session) -> Iterator[Session]:
     from triton import knobs
     from triton.runtime.autotuner import Autotuner
 
+    from campaign.plugins import warmup
+
     previous = knobs.compilation.listener
     original_bench = Autotuner.__dict__["_bench"]
+    original_warm = warmup.warm
 
     def listener(*, src, metadata, metadata_group, times, cache_hit):
         if session.depth == 0:
@@ -88,21 +102,25 @@ def watching(session: Session) -> Iterator[Session]:
         if previous is not None:
             previous(src=src, metadata=metadata, metadata_group=metadata_group, times=times, cache_hit=cache_hit)
 
-    def _bench(tuner, *args, **kwargs):
-        session.depth += 1
-        start = session.clock()
-        try:
-            return original_bench(tuner, *args, **kwargs)
-        finally:
-            session.depth -= 1
-            if session.depth == 0:
-                session.tuning_s += session.clock() - start
+    def as_tuning(original):
+        def timed(*args, **kwargs):
+            session.depth += 1
+            start = session.clock()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                session.depth -= 1
+                if session.depth == 0:
+                    session.tuning_s += session.clock() - start
+        return timed
 
     knobs.compilation.listener = listener
-    Autotuner._bench = _bench
+    Autotuner._bench = as_tuning(original_bench)
+    warmup.warm = as_tuning(original_warm)
     try:
         yield session
     finally:
+        warmup.warm = original_warm
         Autotuner._bench = original_bench
         knobs.compilation.listener = previous
 
@@ -111,13 +129,16 @@ class Recorder:
     """The running phase and the seconds of every phase so far, on one monotonic clock."""
 
     def __init__(self, started: float, clock: Callable[[], float] = time.monotonic,
-                 process_age: Callable[[], Optional[float]] = process_age_s):
-        """``started``: the clock at the worker's main; ``process_age``: seconds since process start."""
+                 process_age: Callable[[], Optional[float]] = process_age_s, first_in_process: bool = True):
+        """``started``: the clock at the worker's main (a later workload of a batch: at its own start);
+        ``process_age``: seconds since process start."""
         self.clock = clock
         now = clock()
-        age = process_age()
         self.seconds: dict[str, Optional[float]] = {name: 0.0 for name in PHASE_NAMES}
-        self.seconds["start"] = None if age is None else max(0.0, age - (now - started))
+        self.labels = dict(LABELS) if first_in_process else {**LABELS, **LATER_IN_PROCESS}
+        if first_in_process:
+            age = process_age()
+            self.seconds["start"] = None if age is None else max(0.0, age - (now - started))
         self.running, self.mark = "preflight", started
 
     def begin(self, name: str) -> None:
@@ -148,7 +169,7 @@ class Recorder:
         self.begin(self.running)
         return Phases(task_id=task_id, phases=tuple(
             Phase(name=name, seconds=None if self.seconds[name] is None else round(self.seconds[name], 3),
-                  label=NO_PROC if self.seconds[name] is None else LABELS[name]) for name in PHASE_NAMES))
+                  label=NO_PROC if self.seconds[name] is None else self.labels[name]) for name in PHASE_NAMES))
 
     def write(self, cell_dir: Path, task_id: str) -> None:
         write_json_new(Path(cell_dir) / PHASES_FILE, self.record(task_id).model_dump(mode="json"))

@@ -17,11 +17,11 @@ from typing import Callable, Mapping, Optional
 
 from campaign.planning import shapes, targets
 from campaign.contract.artifacts import AutotuneFile, CellPlan, Preflight
-from campaign.backends.base import Backend, DeviceInfo, same_uuid
+from campaign.backends.base import Backend, DeviceInfo
 from campaign.backends.plan import plugin_plan
 from campaign.contract.canonical import read_json
+from campaign.contract.devicerule import device_mismatches, version_matches
 from campaign.contract.manifest import Device, Manifest, Pin
-from campaign.running.runchecks import version_matches
 from campaign.worker import facts
 
 CHECKS = ("interpreter", "targets", "replay_file", "shape_file", "plugin_plan", "device", "versions")
@@ -30,7 +30,7 @@ Result = tuple[bool, str]
 
 
 def needed_modules(provider: str) -> tuple[str, ...]:
-    return ("torch", "triton", "flag_gems") if provider == "flaggems" else ("torch", "triton")
+    return ("torch", "triton", "flag_gems") if provider in ("flaggems", "flaggems_upstream") else ("torch", "triton")
 
 
 def check_interpreter(executable: str, errors: Mapping[str, Optional[str]]) -> Result:
@@ -42,6 +42,9 @@ def check_interpreter(executable: str, errors: Mapping[str, Optional[str]]) -> R
 
 def check_targets(project_root: Path, plan_targets) -> Result:
     wanted = [plan_targets.benchmark, plan_targets.correctness, *(plan_targets.correctness_node_ids or ())]
+    if plan_targets.checkout:   # a FlagGems checkout's targets are absolute paths inside it
+        project_root = Path(plan_targets.checkout)
+        wanted = [t[len(plan_targets.checkout) + 1:] if t.startswith(plan_targets.checkout + "/") else t for t in wanted]
     problems = [p for p in (targets.problem(project_root, t) for t in wanted) if p is not None]
     if problems:
         return False, "; ".join(problems)
@@ -63,8 +66,9 @@ def check_replay_file(plan: CellPlan) -> Result:
     return True, f"{path}: {len(recording.entries)} recorded configs"
 
 
-def check_shape_file(project_root: Path, provider: str, level: str, op: str, subset) -> Result:
-    path = shapes.shape_file(project_root, provider, level)
+def check_shape_file(project_root: Path, provider: str, level: str, op: str, subset,
+                     given: Optional[str] = None) -> Result:
+    path = shapes.shape_file(project_root, provider, level, given)
     if not path.is_file():
         return False, f"{path}: no such file"
     available = shapes.load_shapes(path).get(op)
@@ -94,13 +98,10 @@ def check_device(device: Device, devices: list[DeviceInfo], visibility: str) -> 
         return False, f"no {device.backend} device visible ({visibility})"
     seen = "; ".join(f"{d.index}: {d.name} {d.uuid or '-'} {d.target}" for d in devices)
     used = devices[0]
-    wrong = []
-    if device.name is not None and used.name.strip() != device.name.strip():
-        wrong.append(f"name {used.name!r} != {device.name!r}")
-    if device.uuid is not None and not same_uuid(used.uuid, device.uuid):
-        wrong.append(f"uuid {used.uuid!r} != {device.uuid!r}")
-    if used.target != device.target:
-        wrong.append(f"target {used.target} != {device.target}")
+    mismatched = device_mismatches(device, used.name, used.uuid, used.target)
+    worded = {"name": f"name {used.name!r} != {device.name!r}", "uuid": f"uuid {used.uuid!r} != {device.uuid!r}",
+              "target": f"target {used.target} != {device.target}"}
+    wrong = [worded[field] for field in ("name", "uuid", "target") if field in mismatched]
     if wrong:
         return False, f"device 0 is not the manifest's device: {', '.join(wrong)} (visible: {seen}; {visibility})"
     return True, f"device 0: {used.name} {used.uuid or '-'} {used.target} driver {used.driver or 'unknown'} ({visibility})"
@@ -155,7 +156,10 @@ def run(plan: CellPlan, manifest: Manifest, backend: Backend, env: Mapping[str, 
         "interpreter": lambda: check_interpreter(sys.executable, facts.import_errors(needed_modules(task.provider))),
         "targets": lambda: check_targets(root, task.targets),
         "replay_file": lambda: check_replay_file(plan),
-        "shape_file": lambda: check_shape_file(root, task.provider, manifest.defaults.bench_level, task.op, task.shapes),
+        "shape_file": lambda: (check_shape_file(root, task.provider, manifest.defaults.bench_level, task.op, task.shapes,
+                                                task.targets.shape_file)
+                               if task.provider not in ("pytest", "flaggems_upstream") else
+                               (True, f"provider {task.provider}: the test builds its own inputs")),
         "plugin_plan": lambda: check_plugin_plan(plan.plugins, plugin_plan(backend), tuple(
             name for name in plan.plugins if importlib.util.find_spec(name) is None)),
         "device": device,

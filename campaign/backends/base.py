@@ -22,17 +22,6 @@ class Capabilities:
     disassembler: Optional[str]     # tool that yields sass, when present
 
 
-def same_uuid(a: Optional[str], b: Optional[str]) -> bool:
-    """One device rule for the runner and the worker's preflight: torch reports bare uuids,
-    nvidia-smi and NVML print them with a "GPU-" prefix; case and the prefix do not count."""
-    def bare(text: Optional[str]) -> Optional[str]:
-        if text is None:
-            return None
-        text = text.strip().lower()
-        return text[4:] if text.startswith("gpu-") else text
-    return a is not None and b is not None and bare(a) == bare(b)
-
-
 @dataclass(frozen=True)
 class DeviceInfo:
     index: int

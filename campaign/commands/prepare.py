@@ -2,41 +2,15 @@
 
 The root gets the manifest byte for byte, matrix.json and prepare.json (digests
 of the manifest, the inventory and every harness file, taken before anything
-runs). A refusal prints ``PREPARE_REFUSED check=<name>: ...``, exits 2 and
-leaves nothing behind. The last stdout line is the run root's path.
+runs): `campaign.flows.freeze`. A refusal prints ``PREPARE_REFUSED check=<name>: ...``,
+exits 2 and leaves nothing behind. The last stdout line is the run root's path.
 """
 from __future__ import annotations
 
 import argparse
-import itertools
-import platform
-import shutil
-import sys
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-from campaign import __version__
-from campaign.contract import canonical, yamlio
-from campaign.planning import harness, inventory
-from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, Matrix
-from campaign.contract.manifest import Manifest
-from campaign.planning.matrix import expand
-from campaign.planning.resolve import Resolved, resolve
-
-
-@dataclass(frozen=True)
-class Checked:
-    manifest_path: Path
-    manifest: Manifest
-    resolved: dict[str, Resolved]
-    matrix: Matrix
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        """What was not checked statically (a node id's parameters), for validate and prepare to say."""
-        return tuple(note for found in self.resolved.values() for note in found.notes)
+from campaign.flows import freeze
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,82 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run roots are made (default: runs/)")
 
 
-def check(manifest_path: Path, project_root: Path = harness.PROJECT_ROOT) -> Checked:
-    """Every check prepare runs; raises CampaignError, writes nothing."""
-    manifest = yamlio.validate(Manifest, manifest_path)
-    _, document = yamlio.load(manifest_path)
-    known = inventory.load(project_root / "ops")
-    resolved = resolve(manifest, known, project_root, str(manifest_path), document)
-    return Checked(manifest_path, manifest, resolved, expand(manifest, resolved))
-
-
-def claim_root(runs_dir: Path, campaign: str, now: datetime) -> Path:
-    """Create a new, unique root atomically: two prepares in one second get two roots."""
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    base = f"{campaign}-{now.strftime('%Y%m%dT%H%M%SZ')}"
-    for n in itertools.count(1):
-        root = runs_dir / (base if n == 1 else f"{base}-{n}")
-        try:
-            root.mkdir()
-            return root
-        except FileExistsError:
-            continue
-    raise AssertionError("unreachable")
-
-
-def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: str = "campaign") -> dict[str, Any]:
-    resolved_targets = {
-        name: {
-            "benchmark": found.targets.benchmark,
-            "correctness": found.targets.correctness,
-            "correctness_node_ids": list(found.targets.correctness_node_ids or ()),
-            "correctness_k": found.targets.correctness_k,
-            "dtypes": list(found.dtypes),
-            "shapes": list(found.shapes) if found.shapes is not None else None,
-            "family": found.family,
-        }
-        for name, found in sorted(checked.resolved.items())
-    }
-    # the targets' files, conftest.py chain and pytest configuration are harness files too
-    digests = harness.harness_digests(project_root, harness.record_targets(resolved_targets))
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "campaign": checked.manifest.campaign,
-        "mode": mode,                    # "campaign" | "screen" (one round, `campaign screen`)
-        "created_utc": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "project_root": str(project_root),
-        "manifest_source": str(checked.manifest_path),
-        "manifest_sha256": canonical.sha256_file(checked.manifest_path),
-        "inventory_sha256": canonical.sha256_file(project_root / "ops" / "inventory.csv"),
-        "harness": digests,
-        "harness_digest": harness.combined_digest(digests),
-        "tool_version": __version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "tasks": len(checked.matrix.tasks),
-        "resolved_targets": resolved_targets,
-    }
-
-
-def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJECT_ROOT, mode: str = "campaign") -> Path:
-    """A campaign root is named ``<campaign>-<stamp>``, any other mode ``<campaign>-<mode>-<stamp>``."""
-    now = datetime.now(timezone.utc)
-    record = prepare_record(checked, project_root, now, mode)
-    name = checked.manifest.campaign if mode == "campaign" else f"{checked.manifest.campaign}-{mode}"
-    root = claim_root(runs_dir, name, now)
-    try:
-        shutil.copyfile(checked.manifest_path, root / MANIFEST_FILE)
-        canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))
-        canonical.write_json_new(root / PREPARE_FILE, record)
-    except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
-        raise
-    return root
-
-
 def main(args: argparse.Namespace) -> int:
-    checked = check(args.manifest)
-    root = freeze(checked, args.runs_dir)
+    checked = freeze.check(args.manifest)
+    root = freeze.freeze(checked, args.runs_dir)
     tasks = checked.matrix.tasks
     for note in checked.notes:
         print(f"note: {note}")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from campaign.judging import caliber
 from campaign.sealing import receipt
-from campaign.reporting import report
-from campaign.contract.artifacts import RESULT_FILE, cell_dir_name
+from campaign.reporting import report, speedup
 from campaign.judging.classify import classify_root
-from campaign.judging.evidence import load_frame
+from campaign.contract.records import Verdicts
+from campaign.judging.evidence import caliber_of, load_frame
 
 PREFIX = "REPORT_REFUSED"
 NOT_SEALED = ("> **Not sealed.** These verdicts are derived now from the root's files; no receipt records them, "
@@ -38,8 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_caliber(root: Path, allow: bool) -> caliber.CaliberCheck:
     """The guard, before any latency is read."""
     _, matrix = load_frame(root)
-    ran = [t for t in matrix.tasks if (root / cell_dir_name(t.id) / RESULT_FILE).is_file()]
-    check = caliber.compare(matrix.tasks, caliber.load_identities(root, ran))
+    check, _ = caliber_of(root, matrix.tasks)
     caliber.guard(check, allow, sys.stderr)
     return check
 
@@ -53,7 +52,8 @@ def main(args: argparse.Namespace) -> int:
               "different calibers mean different things (any re-derived workload they touch is X)", file=sys.stderr)
     # re-derived from the same evidence the seal judged, a harness changed during the run included
     drift = tuple(verified.receipt.harness_changed_since_prepare) if verified else ()
-    derived = classify_root(root, allow_caliber_mismatch=args.allow_caliber_mismatch, harness_drift=drift)
+    derived = Verdicts.read(classify_root(root, allow_caliber_mismatch=args.allow_caliber_mismatch,
+                                          harness_drift=drift))
     if verified is None:
         print(f"note: {root} is not sealed: verdicts derived now, not a sealed record", file=sys.stderr)
         verdicts, banner = derived, NOT_SEALED
@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         if changes:
             print("warning: classes moved since the seal (re-derived now); the sealed verdicts are shown and are "
                   "the record: " + "; ".join(changes), file=sys.stderr)
-        elif verdicts != derived:
+        elif verdicts.dump() != derived.dump():
             print("note: the classifier's output changed since the seal; every class and reason is the sealed one",
                   file=sys.stderr)
     for note in verified.notes if verified else ():
@@ -78,18 +78,18 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(report.json_text(verdicts))
     else:
-        sys.stdout.write(banner + report.markdown(verdicts))
+        sys.stdout.write(banner + report.markdown(verdicts, tuple(speedup.section(root, args.allow_caliber_mismatch))))
     return 0
 
 
-def class_changes(sealed: dict, derived: dict) -> list[str]:
+def class_changes(sealed: Verdicts, derived: Verdicts) -> list[str]:
     """'workload: A -> B (reason)' for every workload whose class or reason is not the sealed one."""
     out = []
-    old, new = sealed.get("workloads", {}), derived.get("workloads", {})
+    old, new = sealed.workloads, derived.workloads
     for name in sorted(set(old) | set(new)):
-        a, b = old.get(name, {}), new.get(name, {})
-        if (a.get("class"), a.get("reason")) != (b.get("class"), b.get("reason")):
-            out.append(f"{name}: {a.get('class', '-')} -> {b.get('class', '-')} ({b.get('reason', 'absent now')})")
+        a, b = old.get(name), new.get(name)
+        if (a and (a.klass, a.reason)) != (b and (b.klass, b.reason)):
+            out.append(f"{name}: {a.klass if a else '-'} -> {b.klass if b else '-'} ({b.reason if b else 'absent now'})")
     return out
 
 

@@ -14,8 +14,12 @@ from campaign.contract.errors import CampaignError
 from campaign.planning.harness import PROJECT_ROOT
 from campaign.contract.manifest import Manifest
 from campaign.contract.receiptmodel import ReceiptFile
+from campaign.contract.records import Verdicts
+from campaign.contract.rootrecords import Prepare, Rescore, RunIdentity
 
-SCHEMAS = {"manifest.schema.json": Manifest, "matrix.schema.json": Matrix, "receipt.schema.json": ReceiptFile}
+SCHEMAS = {"manifest.schema.json": Manifest, "matrix.schema.json": Matrix, "receipt.schema.json": ReceiptFile,
+           "prepare.schema.json": Prepare, "run_identity.schema.json": RunIdentity,
+           "verdicts.schema.json": Verdicts, "rescore.schema.json": Rescore}
 
 
 def render() -> dict[str, str]:

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.commands.prepare import check
+from campaign.flows.freeze import check
 from campaign.contract.errors import EXIT_OK, CampaignError
 
 

@@ -17,9 +17,15 @@ Root layout::
         rows.json                 `Rows`: one row per benchmark case
         outcomes.json             `Outcomes`: pytest outcome per correctness node
         autotune.json             `AutotuneFile`: what was recorded / replayed
+        autotune-correctness.json `AutotuneFile` of the correctness session (same configs)
         phases.json               `Phases`: where the cell's seconds went (`campaign.worker.phases`)
         ir/<hash>-<kernel>.<stage> every compiled variant's stages
         ir/index.tsv              `INDEX_COLUMNS`: variant -> launch count
+    <root>/batches/<nnnn>/        one worker process that ran several workloads (`BatchRecord`;
+                                  only where the manifest allows ``workloads_per_process`` > 1)
+        batch.json                `BatchRecord`, written by the runner before the process starts
+        progress.tsv              the worker's ``start``/``end`` line per workload (`PROGRESS_COLUMNS`)
+        stdout.log / stderr.log   the process's streams outside its workloads' own logs
     <root>/receipt.json           written at seal; the root is read-only afterwards
 
 Every JSON file is canonical (`campaign.contract.canonical.dumps`) and carries
@@ -27,13 +33,19 @@ Every JSON file is canonical (`campaign.contract.canonical.dumps`) and carries
 """
 from __future__ import annotations
 
-from typing import Literal, Optional
+from pathlib import Path
+from typing import Callable, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 SCHEMA_VERSION = 1
 
-MARKERS = ("AUTOTUNE_REPLAY_FALLBACK", "BENCHMARK_DIRECT_NO_CUDAGRAPH", "BENCHMARK_CAPTURE_POISONED")
+# Marker names: a cell's run.log lines that changed how a row was measured, counted in
+# result.json and status.tsv. Every module names them from here.
+REPLAY_FALLBACK_MARKER = "AUTOTUNE_REPLAY_FALLBACK"     # a replaying cell tuned a key the recording lacked
+FALLBACK_MARKER = "BENCHMARK_DIRECT_NO_CUDAGRAPH"        # a graph campaign's row timed direct
+POISONED_MARKER = "BENCHMARK_CAPTURE_POISONED"           # a capture left the device context unusable
+MARKERS = (REPLAY_FALLBACK_MARKER, FALLBACK_MARKER, POISONED_MARKER)
 INDEX_COLUMNS = ("hash", "kernel", "launches", "stages")
 
 MANIFEST_FILE = "manifest.yaml"
@@ -42,6 +54,7 @@ PREPARE_FILE = "prepare.json"
 STATUS_FILE = "status.tsv"
 TELEMETRY_FILE = "telemetry.tsv"
 RECEIPT_FILE = "receipt.json"
+LOCK_FILE = "run.lock"             # `campaign.running.lock`; not an artifact: the receipt leaves it out
 CELLS_DIR = "cells"
 
 TASK_FILE = "task.json"
@@ -60,7 +73,14 @@ CODE_PATH_VARIABLES = ("PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CUDA_HOM
 ROWS_FILE = "rows.json"
 OUTCOMES_FILE = "outcomes.json"
 AUTOTUNE_FILE = "autotune.json"
+AUTOTUNE_CORRECTNESS_FILE = "autotune-correctness.json"
 PHASES_FILE = "phases.json"
+BATCHES_DIR = "batches"
+BATCH_FILE = "batch.json"
+PROGRESS_FILE = "progress.tsv"
+# event is "start" or "end"; unix is time.time(), monotonic is time.monotonic() (one clock for
+# every process of the machine); rc is the workload's exit status on "end", empty on "start".
+PROGRESS_COLUMNS = ("event", "task_id", "unix", "monotonic", "rc")
 IR_DIR = "ir"
 INDEX_FILE = "index.tsv"
 
@@ -74,6 +94,24 @@ class Targets(Record):
     correctness: str                     # "path.py" or "path.py::function"
     correctness_node_ids: Optional[tuple[str, ...]] = None
     correctness_k: Optional[str] = None
+    # A FlagGems checkout's items (`campaign.planning.checkout`): targets are absolute paths in it,
+    # pytest's rootdir is it, and each session's own options (-m op, --level, --mode) are recorded here.
+    checkout: Optional[str] = None
+    benchmark_options: tuple[str, ...] = ()
+    correctness_options: tuple[str, ...] = ()
+    # the campaign's own shape file (defaults.shape_file), absolute; None: ops/shapes or the checkout's
+    shape_file: Optional[str] = None
+
+    @model_serializer(mode="wrap")
+    def _project_targets_unchanged(self, handler):
+        # a project target's matrix.json and prepare.json keep the bytes they had before checkouts
+        data = handler(self)
+        if self.shape_file is None:
+            data.pop("shape_file", None)
+        if self.checkout is None:
+            for key in ("checkout", "benchmark_options", "correctness_options"):
+                data.pop(key, None)
+        return data
 
 
 class Autotune(Record):
@@ -91,7 +129,7 @@ class Task(Record):
     cell: Literal["baseline", "control", "candidate"]
     workload: str
     op: str
-    provider: Literal["builtin", "flaggems"]
+    provider: Literal["builtin", "flaggems", "pytest", "flaggems_upstream"]
     canary: bool
     env: dict[str, str]                  # the cell's switch env
     autotune: Autotune
@@ -129,6 +167,23 @@ class CellPlan(Record):
     harness_digest: str
 
 
+class BatchRecord(Record):
+    """batch.json: the workloads one worker process runs, in order, all of one round and cell.
+
+    ``planned`` is the batch as the runner chose it; ``tasks`` what this process was given
+    (the planned ones not settled yet); ``continues`` names the process of the same batch
+    that ended before its last workload (a timeout, a crash), whose unfinished rest this runs."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    id: str                              # the folder name under batches/
+    root: str
+    round: int
+    cell: str
+    planned: tuple[str, ...]
+    tasks: tuple[str, ...]
+    continues: Optional[str] = None
+
+
 class Preflight(Record):
     ok: bool
     interpreter: str
@@ -157,6 +212,7 @@ class AutotuneSummary(Record):
     recorded: int = 0
     injected: int = 0
     tuning_runs: int = 0                 # configs benchmarked in this cell (replay wants 0)
+    warmup_cold: int = 0                 # configs whose parallel compile failed: compiled inline
 
 
 class CellResult(Record):
@@ -194,6 +250,8 @@ class Row(Record):
     # or written before windows were recorded.
     window_start_unix: Optional[float] = None
     window_end_unix: Optional[float] = None
+    # reference: timed beside the measured rows (FlagGems' torch side), never paired (`campaign.judging.stats.keyed`)
+    role: Literal["measured", "reference"] = "measured"
 
 
 class Rows(Record):
@@ -229,6 +287,16 @@ class AutotuneEntry(Record):
     config: TunedConfig
 
 
+class WarmupEntry(Record):
+    """One tuned key's parallel compile warm-up (`campaign.plugins.warmup`)."""
+
+    kernel: str
+    key: str
+    configs: int                         # configs the tuner benchmarked for this key
+    warmed: int
+    cold: tuple[str, ...] = ()           # configs that did not warm, compiled inline by the benchmark
+
+
 class AutotuneFile(Record):
     schema_version: Literal[1] = SCHEMA_VERSION
     mode: Literal["record", "replay"]
@@ -237,6 +305,8 @@ class AutotuneFile(Record):
     entries: tuple[AutotuneEntry, ...]   # record: what was chosen; replay: what was injected
     fallbacks: tuple[AutotuneEntry, ...] = ()   # replay: keys tuned because the recording lacked them
     tuning_runs: int = 0
+    session: Literal["benchmark", "correctness"] = "benchmark"
+    warmup: tuple[WarmupEntry, ...] = ()
 
 
 # Where a cell's seconds go, in the order they are spent; `campaign.worker.phases` says
@@ -256,5 +326,34 @@ class Phases(Record):
     phases: tuple[Phase, ...]
 
 
+def task_id(workload: str, round_number: int, cell: str) -> str:
+    """The task id, which is also the cell folder's path under cells/."""
+    return f"{workload}/r{round_number}/{cell}"
+
+
 def cell_dir_name(task_id: str) -> str:
     return f"{CELLS_DIR}/{task_id}"
+
+
+def cell_dir(root: Path, task_id: str) -> Path:
+    return Path(root) / CELLS_DIR / task_id
+
+
+# Names a folder takes beside one that must not be overwritten: ``<name><suffix><n>``.
+INTERRUPTED_SUFFIX = ".interrupted-"     # an unfinished cell folder, kept and run again
+RESCORE_SUFFIX = ".rescore-"             # a rescore of a sealed screen root, beside it
+
+
+def first_free(name_for: Callable[[int], Path], take: Callable[[Path], None]) -> Path:
+    """The first of ``name_for(1)``, ``name_for(2)``, ... that ``take`` claims.
+
+    ``take`` raises FileExistsError for a name that is taken (``Path.mkdir`` does), so a
+    name is claimed and checked in one step and two claimants never get the same one."""
+    n = 1
+    while True:
+        path = name_for(n)
+        try:
+            take(path)
+            return path
+        except FileExistsError:
+            n += 1

@@ -7,6 +7,7 @@ Models only: reading YAML and mapping errors to file positions lives in
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, model_validator
@@ -19,6 +20,7 @@ SCHEMA_VERSION = 1
 # bounded, so a typo cannot expand into a million-round matrix or a year-long timeout.
 MAX_TIMEOUT_S = 86_400                  # one cell, one day
 MAX_ROUNDS = 100
+MAX_WORKLOADS_PER_PROCESS = 256
 MAX_MS = 60_000                         # timer windows, per measurement
 Count = Annotated[int, Field(strict=True, ge=1)]
 Seconds = Annotated[int, Field(strict=True, ge=1, le=MAX_TIMEOUT_S)]
@@ -57,7 +59,8 @@ WorkloadName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 EnvValue = Annotated[str, Field(strict=True)]
 Reason = Annotated[str, StringConstraints(min_length=8, strip_whitespace=True)]
-Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*)?$")]
+# a file, a function of it, or one parametrised node id of it (its [params] checked at prepare)
+Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*(\[[^\]\s]+\])?)?$")]
 
 CELL_NAMES = ("baseline", "control", "candidate")
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
@@ -93,12 +96,31 @@ class Pin(Model):
     commit: Optional[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]] = None
 
 
+class Checkout(Model):
+    """A FlagGems source checkout whose own benchmark/ and tests/ files are run
+    (`campaign.planning.checkout`): prepare refuses it unless HEAD is the pinned commit or
+    tag and the tree is clean."""
+
+    path: Annotated[str, StringConstraints(min_length=1)]    # relative to the manifest's folder, or absolute
+    commit: Optional[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]] = None
+    tag: Optional[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")]] = None
+    # FlagGems' tests/ take --quick for smaller shape lists (the earlier harness ran both sides with it)
+    quick: StrictBool = False
+
+    @model_validator(mode="after")
+    def _pinned(self) -> "Checkout":
+        if self.commit is None and self.tag is None:
+            raise FieldError(("commit",), "a checkout needs the commit or tag it must be at: what ran is named by it")
+        return self
+
+
 class Sources(Model):
     triton: Pin
     triton_flavor: Literal["triton", "flagtree"] = "triton"
     torch: Optional[Pin] = None
     flag_gems: Optional[Pin] = None
     harness: Optional[Pin] = None
+    flag_gems_checkout: Optional[Checkout] = None
 
 
 class Device(Model):
@@ -169,11 +191,30 @@ class Rounds(Model):
     later_only_if_ir_changed: StrictBool = True
 
 
+class AutotuneFrom(Model):
+    """Replay the autotune configs an earlier sealed root recorded (`campaign.planning.pinning`):
+    every cell replays, none records, nothing is re-tuned."""
+
+    root: Annotated[str, StringConstraints(min_length=1)]    # relative to the project root, or absolute
+    receipt_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]   # of its receipt.json
+
+
 class Defaults(Model):
     timeout_s: Seconds = 2400
     bench_level: Literal["core", "comprehensive"] = "core"
-    shape_mode: Literal["project", "subset"] = "project"
+    # upstream: a FlagGems checkout's core_shapes.yaml, looked up as FlagGems does (provider flaggems_upstream)
+    shape_mode: Literal["project", "subset", "upstream"] = "project"
+    # A user's trace of real shapes (YAML, relative to the manifest or absolute): replaces ops/shapes for
+    # builtin and flaggems, core_shapes.yaml (--shape_file) for flaggems_upstream; digested at prepare
+    shape_file: Optional[Annotated[str, StringConstraints(min_length=1)]] = None
     tuner_cache: Literal["isolated", "shared"] = "isolated"
+    # The most workloads one worker process runs in sequence (one side, one round:
+    # `campaign.running.batching`). 1 by default: a FlagGems workload's LibTuner sqlite
+    # lives in the process's one FLAGGEMS_CACHE_DIR, so a later workload of a batch would
+    # start on a warm tuner cache, which keeps it from any timing claim; opt in per manifest.
+    workloads_per_process: Annotated[Count, Field(le=MAX_WORKLOADS_PER_PROCESS)] = 1
+    # configs pinned across roots: a screen's winners replayed by its campaign, so both time the same code
+    autotune_from: Optional[AutotuneFrom] = None
 
 
 class Correctness(Model):
@@ -196,14 +237,29 @@ class Correctness(Model):
         return self
 
 
+def own_test_op(benchmark: object) -> Optional[str]:
+    """A pytest workload's default op: its test file's stem, lowercased, minus a ``test_`` prefix."""
+    if not isinstance(benchmark, str) or ".py" not in benchmark:
+        return None
+    stem = benchmark.partition("::")[0].rsplit("/", 1)[-1].removesuffix(".py").lower()
+    stem = re.sub(r"[^a-z0-9_]", "_", stem.removeprefix("test_")) or "test"
+    return stem
+
+
 class Workload(Model):
     # narrowing needs a stated reason: expressed for JSON Schema users too
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={
-        "dependentRequired": {"correctness": ["reason"], "shapes": ["reason"]}})
+        "dependentRequired": {"correctness": ["reason"], "shapes": ["reason"]},
+        "if": {"properties": {"provider": {"const": "pytest"}}, "required": ["provider"]},
+        "then": {"required": ["benchmark"], "not": {"anyOf": [{"required": ["dtypes"]}, {"required": ["shapes"]}]}},
+        "else": {"required": ["op"]}})
 
     name: WorkloadName
-    op: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
-    provider: Literal["builtin", "flaggems"] = "builtin"
+    # Optional only for provider pytest, whose op defaults to the test file's stem (`_own_test_op`).
+    op: Optional[Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]] = None
+    # pytest: a user's own test file that times with triton.testing.do_bench (`campaign.plugins.dobench`)
+    # flaggems_upstream: FlagGems' own benchmark items from sources.flag_gems_checkout; op is their op mark
+    provider: Literal["builtin", "flaggems", "pytest", "flaggems_upstream"] = "builtin"
     benchmark: Optional[Target] = None
     correctness: Optional[Correctness] = None
     dtypes: Optional[tuple[DType, ...]] = None
@@ -214,6 +270,30 @@ class Workload(Model):
     weight_s: Optional[Annotated[float, Field(strict=True, ge=0, le=3 * MAX_TIMEOUT_S, allow_inf_nan=False)]] = None
     canary: StrictBool = False
     reason: Optional[Reason] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_test_op(cls, data):
+        if isinstance(data, dict) and data.get("provider") == "pytest" and data.get("op") is None:
+            stem = own_test_op(data.get("benchmark"))
+            if stem is not None:
+                data = {**data, "op": stem}
+        return data
+
+    @model_validator(mode="after")
+    def _per_provider(self) -> "Workload":
+        if self.provider != "pytest":
+            if self.op is None:
+                raise FieldError(("op",), "Field required: the op names the workload's shapes and inventory entry")
+            return self
+        if self.benchmark is None:
+            raise FieldError(("benchmark",), "provider pytest times a test file of the project: name it (file.py, "
+                                             "file.py::test_function or one node id)")
+        # the test builds its own inputs: a planned dtype or shape would be a label with nothing behind it
+        for field in ("dtypes", "shapes"):
+            if getattr(self, field) is not None:
+                raise FieldError((field,), f"provider pytest takes its {field} from the test itself; leave {field} out")
+        return self
 
     @model_validator(mode="after")
     def _narrowing_has_reason(self) -> "Workload":
@@ -253,6 +333,14 @@ class Manifest(Model):
             if workload.name in seen:
                 raise FieldError(("workloads", index, "name"), f"name {workload.name!r} is already used by workload {seen[workload.name]}")
             seen[workload.name] = index
+            if workload.provider == "flaggems_upstream" and self.sources.flag_gems_checkout is None:
+                raise FieldError(("workloads", index, "provider"),
+                                 "provider flaggems_upstream runs a FlagGems checkout: name it in sources.flag_gems_checkout")
+            # one shape source per campaign: the caliber records one shape_mode for every row
+            if (workload.provider == "flaggems_upstream") != (self.defaults.shape_mode == "upstream"):
+                raise FieldError(("workloads", index, "provider"),
+                                 f"provider {workload.provider} with defaults.shape_mode {self.defaults.shape_mode}: "
+                                 "FlagGems' own benchmark items take shape_mode upstream, and only they do")
         if self.device.backend == "cpu" and self.timer.kind == "graph":
             # Nothing is timed on cpu; graph would be a label with nothing behind it.
             raise FieldError(("timer", "kind"), "graph needs an accelerator; a cpu campaign times nothing: use event")

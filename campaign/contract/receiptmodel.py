@@ -14,16 +14,16 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import Field, RootModel, StringConstraints
 
 from campaign.contract import canonical
-from campaign.contract.artifacts import Record
+from campaign.contract.records import SealedRecord, Sha256, Verdicts
+from campaign.contract.rootrecords import RunIdentity
 
 RECEIPT_VERSION = 2
 SELF_DIGEST = "content_sha256"
 
-Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 Mode = Annotated[str, StringConstraints(pattern=r"^0[0-7]{3}$")]   # octal permission bits, "0444"
 
 
-class FileEntry(Record):
+class FileEntry(SealedRecord):
     sha256: Sha256
     size: int = Field(ge=0)
 
@@ -32,7 +32,14 @@ class SealedFile(FileEntry):
     mode: Mode
 
 
-class _Common(Record):
+class DistinctIdentity(SealedRecord):
+    """One caliber the cells ran under (`campaign.judging.caliber.flatten`), with the tasks that ran under it."""
+
+    caliber: dict[str, Any]
+    tasks: tuple[str, ...]
+
+
+class _Common(SealedRecord):
     campaign: str
     sealed_utc: str
     tool_version: str
@@ -42,9 +49,9 @@ class _Common(Record):
     harness: dict[str, Sha256]
     harness_digest: Optional[Sha256]
     harness_changed_since_prepare: tuple[str, ...]
-    run_identity: Optional[dict[str, Any]]
-    distinct_run_identities: tuple[dict[str, Any], ...]
-    verdicts: Optional[dict[str, Any]]          # `campaign.judging.classify.classify_root`'s output, or None
+    run_identity: Optional[RunIdentity]         # the first cell's, in run order
+    distinct_run_identities: tuple[DistinctIdentity, ...]   # empty when every cell ran under one caliber
+    verdicts: Optional[Verdicts]                # `campaign.judging.classify.classify_root`'s output, or None
     verdicts_note: Optional[str]                # why verdicts is None
 
 

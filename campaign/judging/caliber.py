@@ -12,8 +12,13 @@ them back through here. ``run_identity.json`` (one per cell) is a flat object::
      "timer": {"kind": "graph", "warmup_ms": 25.0, "rep_ms": 100.0,
                "return_mode": "median", "direct_repeat": null, "l2_flush": false},
      "bench_level": "core", "shape_mode": "project", "tuner_cache": "isolated",
-     "direct_repeat": 1, "autotune_policy": "measured",
+     "direct_repeat": 1, "autotune_policy": "measured", "autotune_from": null,
      "autotune_mode": "record", "autotune_source": null}
+
+``autotune_from`` is the receipt digest of the sealed root whose recorded configs every
+cell replays (`campaign.planning.pinning`), null where the root recorded its own: configs
+pinned from elsewhere are a different caliber from configs tuned here. Roots sealed before
+it existed have no such key; their tables leave the row out rather than show it missing.
 
 ``autotune_mode``/``autotune_source`` are not caliber fields: they legitimately
 differ between cells and are judged on their own. Record pinning replays is the
@@ -22,7 +27,8 @@ normal shape; two recorders in one workload is the record-vs-record trap
 the pinned configs then depend on what else ran on the machine (mm "945
 variants -> 33"): relative conclusions hold, absolute latencies do not.
 
-`compare` is pure; `load_identities` and `guard` are the IO edges.
+`compare` is pure; `load_identities` (called by `campaign.judging.evidence.caliber_of`, the one
+road a root's identities are read by) and `guard` are the IO edges.
 """
 from __future__ import annotations
 
@@ -36,8 +42,10 @@ from campaign.contract.errors import EXIT_CALIBER, CampaignError
 
 CALIBER_FIELDS = (
     "backend", "device_name", "device_uuid", "device_target", "driver", "cuda", "torch", "triton", "flag_gems",
-    "timer", "bench_level", "shape_mode", "tuner_cache", "direct_repeat", "autotune_policy",
+    "timer", "bench_level", "shape_mode", "tuner_cache", "direct_repeat", "autotune_policy", "autotune_from",
 )
+# Fields added after roots were sealed without them: absent from every cell, the table omits them.
+RECORDED_SINCE = ("autotune_from",)
 TIMER_FIELDS = ("kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush")
 # Compared only within a workload: null by design where the workload's provider is not FlagGems.
 WORKLOAD_ONLY = ("flag_gems",)
@@ -182,7 +190,8 @@ def _table(tasks: list[Task], identities: Mapping[str, Optional[Mapping]]) -> di
             values.setdefault(name, [])
             if shown not in values[name]:
                 values[name].append(shown)
-    return {name: " | ".join(found) for name, found in values.items()}
+    return {name: " | ".join(found) for name, found in values.items()
+            if not (name in RECORDED_SINCE and found == [MISSING])}
 
 
 def load_identities(root: Path, tasks: Iterable[Task]) -> dict[str, Optional[dict]]:

@@ -50,6 +50,7 @@ from campaign.judging import significance, stats, timingjson
 from campaign.contract.artifacts import SCHEMA_VERSION
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
 from campaign.contract.manifest import IR_STAGES
+from campaign.contract.records import Verdicts
 from campaign.judging.workload import WorkloadFacts, screen_verdict, timed_out
 
 CLASSES = ("G", "C", "B", "R", "F", "X")
@@ -304,14 +305,15 @@ def _environment(ev: RootEvidence) -> dict:
 
 
 def classify(ev: RootEvidence) -> dict:
-    """The verdicts of a root: what the seal writes into the receipt and the report renders."""
+    """The verdicts of a root: what the seal writes into the receipt and the report renders
+    (the JSON form of `campaign.contract.records.Verdicts`, checked against it here)."""
     names = list(dict.fromkeys(t.workload for t in ev.matrix.tasks))
     workloads = {n: classify_workload(n, [t for t in ev.tasks.values() if t.task.workload == n], ev) for n in names}
     holm_pass(workloads, {n: (w["timing"]["primary"]["p_value"] if w["timing"] else None)
                           for n, w in workloads.items()})
     counts = {k: sum(1 for v in workloads.values() if v["class"] == k) for k in CLASSES}
     switch = ev.manifest.switch
-    return {
+    return Verdicts.model_validate({
         "schema_version": SCHEMA_VERSION, "campaign": ev.matrix.campaign, "backend": ev.matrix.backend,
         "switch": ev.matrix.switch, "cells": list(ev.matrix.cells),
         "production_default_policy": ev.manifest.production_default_policy,
@@ -322,7 +324,7 @@ def classify(ev: RootEvidence) -> dict:
         "harness_drift": list(ev.harness_drift),
         "environment": _environment(ev),
         "caliber": ev.caliber.as_dict(ev.caliber_released), "counts": counts, "workloads": workloads,
-    }
+    }).dump()
 
 
 def classify_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,

@@ -1,15 +1,19 @@
-"""Reading a run root into the evidence the classifier judges: the IO edge of classify.
+"""Reading a run root into evidence: the one road by which a root's results are read.
 
-Everything read here is named in `campaign.contract.artifacts`; nothing is written. The
-caliber is compared first and a workload whose own cells disagree on it has no
-latency read at all unless the mismatch was released.
+The classifier (`load_root`), the screen's table (`campaign.judging.screenroot`, through
+`load_task`) and the runner's adaptive rounds (`cell_tuned`, `cell_fingerprint`) all read
+a root's cells, status.tsv, run identities and telemetry here, so what one judges is what
+the others judge; `tests/test_read_road.py` fails when another module opens those files.
+Everything read is named in `campaign.contract.artifacts`; nothing is written. The
+caliber is compared first (`caliber_of`) and a workload whose own cells disagree on it
+has no latency read at all unless the mismatch was released.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from pydantic import ValidationError
 
@@ -17,7 +21,7 @@ from campaign.judging import caliber, irevidence, throttle
 from campaign.running import status, telemetry
 from campaign.contract import yamlio
 from campaign.contract.artifacts import (AUTOTUNE_FILE, FAILED_SUFFIX, IR_DIR, MANIFEST_FILE, MATRIX_FILE, OUTCOMES_FILE,
-                                RESULT_FILE, ROWS_FILE, STATUS_FILE, TELEMETRY_FILE, AutotuneFile, CellResult,
+                                REPLAY_FALLBACK_MARKER, RESULT_FILE, ROWS_FILE, STATUS_FILE, TELEMETRY_FILE, AutotuneFile, CellResult,
                                 Matrix, Outcomes, Row, Rows, Task, cell_dir_name)
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
@@ -40,6 +44,7 @@ class TaskEvidence:
     variants: tuple[str, ...] = ()               # irevidence.variant_digests of the IR stage
     identity: Optional[dict] = None              # run_identity.json as the cell wrote it
     throttle: Optional[throttle.TaskThrottle] = None   # timed rows vs telemetry; None: no telemetry.tsv or no rows
+    row: Optional[status.StatusRow] = None       # the task's latest status.tsv row; None: it has none
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,51 @@ def load_frame(root: Path) -> tuple[Manifest, Matrix]:
     return manifest, matrix
 
 
+def read_status(root: Path) -> tuple[list[status.StatusRow], list[str]]:
+    """status.tsv's rows, and the lines that are not rows."""
+    return status.read(Path(root) / STATUS_FILE)
+
+
+def latest_status(root: Path) -> dict[str, status.StatusRow]:
+    return status.latest(read_status(root)[0])
+
+
+def caliber_of(root: Path, tasks: Iterable[Task]) -> tuple[caliber.CaliberCheck, dict[str, Optional[dict]]]:
+    """The caliber of ``tasks`` and the identities it was judged on: every task whose cell
+    wrote result.json takes part (an identity missing or unreadable there is a finding)."""
+    tasks = list(tasks)
+    ran = [t for t in tasks if (Path(root) / cell_dir_name(t.id) / RESULT_FILE).is_file()]
+    identities = caliber.load_identities(root, ran)
+    return caliber.compare(tasks, identities), identities
+
+
+def _autotune(cell: Path, problems: list[str]) -> tuple[Optional[AutotuneFile], bool]:
+    """autotune.json and whether the cell benchmarked configs; an unreadable one counts as
+    tuned: a cell that may hold every config's variants is never compared."""
+    before = len(problems)
+    autotune = read_model(cell / AUTOTUNE_FILE, AutotuneFile, problems)
+    return autotune, irevidence.holds_tuning_variants(autotune) or len(problems) > before
+
+
+def cell_tuned(root: Path, task: Task) -> bool:
+    """Whether ``task``'s cell benchmarked autotune configs (`irevidence.holds_tuning_variants`)."""
+    return _autotune(Path(root) / cell_dir_name(task.id), [])[1]
+
+
+def cell_variants(root: Path, task: Task, manifest: Manifest, extra_strip: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """`irevidence.variant_digests` of the cell's IR stage, the manifest's annotations (and ``extra_strip``) stripped."""
+    strip = tuple(manifest.switch.strip_annotations) + tuple(extra_strip)
+    return irevidence.variant_digests(Path(root) / cell_dir_name(task.id) / IR_DIR, manifest.switch.ir_stage, strip)
+
+
+def cell_fingerprint(root: Path, task: Task, manifest: Manifest) -> Optional[str]:
+    """The cell's IR fingerprint; None: no comparable IR."""
+    return irevidence.fingerprint_of(cell_variants(root, task, manifest))
+
+
 def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optional[status.StatusRow],
-              read_rows: bool, identity: Optional[dict] = None) -> TaskEvidence:
+              read_rows: bool, identity: Optional[dict] = None, extra_strip: tuple[str, ...] = ()) -> TaskEvidence:
+    """One task's evidence; ``extra_strip`` adds annotation patterns to the manifest's (a rescore)."""
     cell = Path(root) / cell_dir_name(task.id)
     problems: list[str] = []
     result = read_model(cell / RESULT_FILE, CellResult, problems)
@@ -90,9 +138,7 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     if failed:
         problems.append(f"{failed[0].name}: the {stage} of {len(failed)} variant(s) could not be produced "
                         f"({failed[0].read_text(encoding='utf-8', errors='replace').strip()[:200]})")
-    variants = irevidence.variant_digests(ir_dir, stage, manifest.switch.strip_annotations)
-    fingerprint = irevidence.fingerprint_of(variants)
-    ir_files = len(variants)
+    variants = cell_variants(root, task, manifest, extra_strip)
     try:
         topology = irevidence.topology(ir_dir, floor) if ir_dir.is_dir() else None
     except ValueError as exc:
@@ -100,12 +146,12 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
         topology = None
     outcomes = read_model(cell / OUTCOMES_FILE, Outcomes, problems)
     rows_file = read_model(cell / ROWS_FILE, Rows, problems) if read_rows else None
-    autotune = read_model(cell / AUTOTUNE_FILE, AutotuneFile, problems)
-    fallbacks = max(result.markers.get("AUTOTUNE_REPLAY_FALLBACK", 0) if result else 0,
+    autotune, tuned = _autotune(cell, problems)
+    fallbacks = max(result.markers.get(REPLAY_FALLBACK_MARKER, 0) if result else 0,
                     len(autotune.fallbacks) if autotune else 0)
-    return TaskEvidence(task, state, result, rc_name, fingerprint, ir_files, topology, outcomes,
-                        rows_file.rows if rows_file else None, fallbacks, tuple(problems),
-                        irevidence.holds_tuning_variants(autotune), variants, identity)
+    return TaskEvidence(task, state, result, rc_name, irevidence.fingerprint_of(variants), len(variants), topology,
+                        outcomes, rows_file.rows if rows_file else None, fallbacks, tuple(problems), tuned, variants,
+                        identity, row=row)
 
 
 def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,
@@ -114,11 +160,8 @@ def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: b
     root = Path(root)
     manifest, matrix = load_frame(root)
     floor = manifest.measured_launch_floor if floor is None else floor
-    rows, _ = status.read(root / STATUS_FILE)
-    latest = status.latest(rows)
-    ran = [t for t in matrix.tasks if (root / cell_dir_name(t.id) / RESULT_FILE).is_file()]
-    identities = caliber.load_identities(root, ran)
-    check = caliber.compare(matrix.tasks, identities)
+    latest = latest_status(root)
+    check, identities = caliber_of(root, matrix.tasks)
     tasks = {}
     for task in matrix.tasks:
         refused = bool(check.workloads.get(task.workload)) and not allow_caliber_mismatch

@@ -1,9 +1,10 @@
 """IR evidence of one cell: fingerprint and scoped convert topology over ``ir/``.
 
 Reads what `campaign.plugins.ir_capture` writes: ``ir/<hash>-<kernel>.<stage>``
-and ``ir/index.tsv`` (hash, kernel, launches, stages). The screen, the runner's
-adaptive rounds, the classifier and reaccount all judge IR through this module,
-so the criterion cannot drift between them.
+and ``ir/index.tsv`` (hash, kernel, launches, stages), called with a cell's ``ir/`` by
+`campaign.judging.evidence`. The screen, the runner's adaptive rounds, the classifier
+and reaccount all judge IR through this module, and "did the IR change" is one
+function, `ir_change`, so the criterion cannot drift between them.
 
 - The fingerprint names variants by kernel name and content, never by Triton's
   cache hash: the hash covers the set environment variables, so a control cell
@@ -28,10 +29,10 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 from campaign.contract import stripregex
-from campaign.contract.artifacts import AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, AutotuneFile
+from campaign.contract.artifacts import INDEX_COLUMNS, INDEX_FILE, AutotuneFile
 
 CONVERT = "ttg.convert_layout"
 
@@ -243,9 +244,39 @@ def comparable_pair(baseline_tuned: bool, cells: Iterable[str]) -> Optional[tupl
     return ("control", "candidate") if "control" in cells else None
 
 
-def cell_holds_tuning_variants(cell_dir: Path) -> bool:
-    """`holds_tuning_variants` of a cell folder; a cell without autotune.json tuned nothing."""
-    path = Path(cell_dir) / AUTOTUNE_FILE
-    if not path.is_file():
-        return False
-    return holds_tuning_variants(AutotuneFile.model_validate_json(path.read_text(encoding="utf-8")))
+EQUAL, DIFFER, NOT_COMPARABLE = "equal", "differ", "not_comparable"
+NO_PAIR, NO_IR = "no_pair", "no_ir"
+
+
+@dataclass(frozen=True)
+class IrChange:
+    """Whether the switch changed the generated code: `ir_change`'s answer.
+
+    ``reason`` says why a pair is not comparable: ``NO_PAIR`` (the baseline tuned and
+    there is no control) or ``NO_IR`` (``missing`` cells of the pair have no stage file)."""
+
+    state: str                                   # EQUAL | DIFFER | NOT_COMPARABLE
+    pair: Optional[tuple[str, str]]              # the cells compared; None: no comparable pair
+    reason: str = ""
+    missing: tuple[str, ...] = ()
+    fingerprint: Optional[str] = None            # the pair's first cell's, where comparable
+
+    @property
+    def changed(self) -> Optional[bool]:
+        """True: differ; False: equal; None: not comparable -- never "identical"."""
+        return None if self.state == NOT_COMPARABLE else self.state == DIFFER
+
+
+def ir_change(baseline_tuned: bool, cells: Iterable[str], prints: Mapping[str, Optional[str]]) -> IrChange:
+    """The one decision "did the IR change" for the screen, the adaptive rounds and the classifier.
+
+    ``prints``: cell -> fingerprint (None: no IR file of the stage); only the pair's cells
+    are looked at. A pair with a side without IR is not comparable, never equal."""
+    pair = comparable_pair(baseline_tuned, cells)
+    if pair is None:
+        return IrChange(NOT_COMPARABLE, None, NO_PAIR)
+    missing = tuple(c for c in pair if prints.get(c) is None)
+    if missing:
+        return IrChange(NOT_COMPARABLE, pair, NO_IR, missing)
+    first, second = (prints[c] for c in pair)
+    return IrChange(EQUAL if first == second else DIFFER, pair, fingerprint=first)

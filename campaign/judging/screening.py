@@ -11,6 +11,8 @@ other cell replays them -- and decides what deserves rounds:
   `campaign.judging.irevidence`) and there is no control to compare the candidate with.
 - ``IR_CHANGED`` the compared fingerprints differ: measure it.
 - ``NO_IR_DIFF`` they are equal: skip it; its timing range is the noise floor.
+  The last three are `campaign.judging.irevidence.ir_change`'s answer, the one the
+  runner's adaptive rounds and the classifier give too.
 
 Only IR_CHANGED and NO_IR_DIFF print a range (candidate/baseline - 1 over the
 shapes timed on both sides); anything else would read like a finding. The range
@@ -81,6 +83,7 @@ class Facts:
     caliber: Mapping[str, str]           # field -> value, "a | b" where the cells differ
     caliber_findings: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()       # artifacts present but unreadable
+    provider: str = "builtin"            # pytest: the test's own do_bench calls are its rows
 
 
 @dataclass(frozen=True)
@@ -103,8 +106,10 @@ def verdict(f: Facts) -> Verdict:
     ran = {cell: s.rows or 0 for cell, s in sides.items()}
     if not any(ran.values()):
         own = "the op's own set" if f.dtypes_own else "named by the manifest"
+        why = (f"nothing ran, usually the dtype ({','.join(f.dtypes)}: {own})" if f.provider != "pytest" else
+               "the test times nothing: no call of triton.testing.do_bench (or do_bench_cudagraph) ran in it")
         return Verdict(NO_ROWS, f"no cell produced a row ({', '.join(f'{c} {_rc(s)}' for c, s in sides.items())}): "
-                       f"nothing ran, usually the dtype ({','.join(f.dtypes)}: {own})")
+                       + why)
     notes = [f"{c} ran nothing ({_rc(sides[c])}) where {max(ran, key=ran.get)} produced {max(ran.values())} rows: "
              "not a dtype problem, the switch may break the operator" for c in sides if not ran[c]]
     if all(s.ir_files == 0 for s in sides.values()):
@@ -112,7 +117,8 @@ def verdict(f: Facts) -> Verdict:
             f"rows but no *.{f.ir_stage} in any cell: nothing reached the Triton compiler (the operator ran through "
             "aten or a vendor library); not a warm cache, each cell had its own TRITON_CACHE_DIR"]))
     base = sides["baseline"]
-    pair = irevidence.comparable_pair(base.tuning_variants, sides)
+    change = irevidence.ir_change(base.tuning_variants, sides, {c: s.fingerprint for c, s in sides.items()})
+    pair = change.pair
     if pair is None:
         return Verdict(NO_COMPARABLE_IR, "; ".join(notes + [
             "baseline benchmarked autotune configs, so its IR holds every config's variants and is comparable to no "
@@ -121,18 +127,17 @@ def verdict(f: Facts) -> Verdict:
         notes.append("baseline benchmarked autotune configs: the candidate is compared with the control")
     elif "control" in sides and sides["control"].fingerprint not in (None, base.fingerprint) and base.fingerprint:
         notes.append("control IR differs from baseline: the switch leaks into its off state")
-    missing = [c for c in pair if sides[c].fingerprint is None]
-    if missing:
+    if change.missing:
         return Verdict(NO_COMPARABLE_IR, "; ".join(notes + [
-            f"{' and '.join(missing)} has no *.{f.ir_stage}: no comparable IR (this does not mean the switch is inert)"]),
-            pair)
+            f"{' and '.join(change.missing)} has no *.{f.ir_stage}: no comparable IR (this does not mean the switch "
+            "is inert)"]), pair)
     first, second = (sides[c] for c in pair)
     topo = f"scoped converts {first.scoped} -> {second.scoped} (unscoped {first.unscoped} -> {second.unscoped})"
     if any(sides[c].unjoinable for c in pair):
         topo += "; a stage file has no launch count: topology is not evidence"
-    if first.fingerprint == second.fingerprint:
+    if change.state == irevidence.EQUAL:
         return Verdict(NO_IR_DIFF, "; ".join(notes + [
-            f"{pair[0]} and {pair[1]} {f.ir_stage} equal ({first.fingerprint[:12]}): the switch changed no "
+            f"{pair[0]} and {pair[1]} {f.ir_stage} equal ({change.fingerprint[:12]}): the switch changed no "
             f"generated code, skip it; {topo}"]), pair)
     return Verdict(IR_CHANGED, "; ".join(notes + [f"{pair[0]} and {pair[1]} {f.ir_stage} differ: measure it; {topo}"]),
                    pair)

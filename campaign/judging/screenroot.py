@@ -1,81 +1,68 @@
 """A screen root read back and written out: the IO edges of `campaign.judging.screening`.
 
-`gather` reads round 1 of a root into `screening.Facts` (status rows, result,
-IR fingerprint and topology, autotune record, run identity, timed rows), so a
-fresh screen and a rescore judge the very same evidence; `emitted_manifest`
-turns a judged table into the manifest of the workloads that deserve rounds.
-Nothing here runs anything.
+`gather` turns round 1 of a root, read through `campaign.judging.evidence` (status rows,
+result, IR fingerprint and topology, autotune record, run identity, timed rows), into
+`screening.Facts`, so a fresh screen, a rescore and the classifier judge the very same
+evidence; `emitted_manifest` turns a judged table into the manifest of the workloads
+that deserve rounds. Nothing here runs anything.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
 
-from campaign.judging import caliber, irevidence, screening, stats
-from campaign.contract import canonical, yamlio
-from campaign.running import status
-from campaign.contract.artifacts import (IR_DIR, MANIFEST_FILE, MATRIX_FILE, RESULT_FILE, ROWS_FILE, STATUS_FILE, CellResult,
-                                Matrix, Rows, Task, cell_dir_name)
-from campaign.judging.evidence import read_model
+from campaign.judging import evidence, screening, stats
+from campaign.contract import yamlio
+from campaign.contract.artifacts import MANIFEST_FILE, Matrix
+from campaign.judging.evidence import TaskEvidence
 from campaign.contract.manifest import Manifest
 
 SCREEN_FILE = "screen.tsv"
 
 
-def read_side(root: Path, task: Task, row: Optional[status.StatusRow], manifest: Manifest,
-              strip: tuple[str, ...], problems: list[str]) -> screening.Side:
-    cell = Path(root) / cell_dir_name(task.id)
-    result = read_model(cell / RESULT_FILE, CellResult, problems)
-    rows = read_model(cell / ROWS_FILE, Rows, problems)
-    ir_dir, stage = cell / IR_DIR, manifest.switch.ir_stage
-    topology = None
-    try:
-        topology = irevidence.topology(ir_dir, manifest.measured_launch_floor) if ir_dir.is_dir() else None
-        tuning = irevidence.cell_holds_tuning_variants(cell)
-    except ValueError as exc:
-        problems.append(f"{task.id}: {str(exc).splitlines()[0]}")
-        tuning = True  # unknown: never compare a cell that may hold every config's variants
+def side(t: TaskEvidence) -> screening.Side:
+    """One cell of the pair as the screen sees it; a cell with no status row has no rc name."""
+    row, result, topology = t.row, t.result, t.topology
     return screening.Side(
-        cell=task.cell,
+        cell=t.task.cell,
         rc=row.rc if row is not None else (result.rc if result else None),
         rc_name=row.rc_name if row is not None else "",
         elapsed_s=row.elapsed_s if row is not None else None,
         rows=result.rows.ok + result.rows.compiled if result else None,
-        fingerprint=irevidence.fingerprint(ir_dir, stage, strip),
-        ir_files=len(irevidence.stage_files(ir_dir, stage)),
+        fingerprint=t.fingerprint,
+        ir_files=t.ir_files,
         scoped=topology.scoped if topology else None,
         unscoped=topology.unscoped if topology else None,
         unjoinable=len(topology.unjoinable) if topology else 0,
-        tuning_variants=tuning,
+        tuning_variants=t.tuned,
         timed=bool(result and result.timed),
-        samples=stats.samples(rows.rows) if rows else {},
+        samples=stats.samples(t.rows) if t.rows else {},
     )
 
 
 def load(root: Path) -> tuple[Manifest, Matrix]:
-    manifest = yamlio.validate(Manifest, Path(root) / MANIFEST_FILE)
-    return manifest, Matrix.model_validate(canonical.read_json(Path(root) / MATRIX_FILE))
+    return evidence.load_frame(root)
 
 
 def gather(root: Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Facts]:
     """The facts of every workload's round 1, in matrix order; ``extra_strip`` adds annotation patterns."""
     root = Path(root)
     manifest, matrix = load(root)
-    strip = tuple(manifest.switch.strip_annotations) + tuple(extra_strip)
-    latest = status.latest(status.read(root / STATUS_FILE)[0])
+    latest = evidence.latest_status(root)
     tasks = [t for t in sorted(matrix.tasks, key=lambda t: t.order) if t.round == 1]
     declared = {w.name: w for w in manifest.workloads}
     out = []
     for name in dict.fromkeys(t.workload for t in tasks):
         own = [t for t in tasks if t.workload == name]
-        ran = [t for t in own if (root / cell_dir_name(t.id) / RESULT_FILE).is_file()]
-        check = caliber.compare(own, caliber.load_identities(root, ran))
-        problems: list[str] = []
-        sides = {t.cell: read_side(root, t, latest.get(t.id), manifest, strip, problems) for t in own}
+        check, identities = evidence.caliber_of(root, own)
+        # rows are read whatever the caliber says: the range itself refuses a caliber mismatch
+        read = [evidence.load_task(root, t, manifest, manifest.measured_launch_floor, latest.get(t.id), read_rows=True,
+                                   identity=identities.get(t.id), extra_strip=extra_strip) for t in own]
         out.append(screening.Facts(
             workload=name, op=own[0].op, backend=matrix.backend, ir_stage=manifest.switch.ir_stage,
-            dtypes=own[0].dtypes, dtypes_own=declared[name].dtypes is None, sides=sides,
-            caliber=check.table, caliber_findings=check.workloads.get(name, ()), problems=tuple(problems)))
+            dtypes=own[0].dtypes, dtypes_own=declared[name].dtypes is None, sides={t.task.cell: side(t) for t in read},
+            caliber=check.table, caliber_findings=check.workloads.get(name, ()),
+            problems=tuple(p for t in read for p in t.problems), provider=own[0].provider))
     return out
 
 

@@ -47,9 +47,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional
 
 from campaign.judging import significance
-from campaign.contract.artifacts import Row
+from campaign.contract.artifacts import FALLBACK_MARKER, Row
 
-FALLBACK_MARKER = "BENCHMARK_DIRECT_NO_CUDAGRAPH"
 BASELINE_FIRST = "baseline-first"
 CANDIDATE_FIRST = "candidate-first"
 ORDERS = (BASELINE_FIRST, CANDIDATE_FIRST)
@@ -144,6 +143,8 @@ def keyed(rows: Iterable[Row]) -> list[tuple[Key, Row]]:
     seen: dict[tuple, int] = {}
     out = []
     for row in rows:
+        if row.role == "reference":     # another implementation's time (FlagGems' torch side): never paired
+            continue
         base = (row.function, tuple(row.shape), row.dtype)
         occurrence = seen.get(base, 0)
         seen[base] = occurrence + 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from campaign.judging import screening, stats, throttle
+from campaign.judging import irevidence, screening, screenroot, stats, throttle
 from campaign.contract.artifacts import Outcomes, Targets
 from campaign.judging.evidence import RootEvidence, TaskEvidence
 
@@ -72,18 +72,14 @@ def timed_out(t: TaskEvidence) -> bool:
 
 
 def screen_verdict(w: "WorkloadFacts") -> str:
-    """What the screen would say of round 1: one definition, `campaign.judging.screening.verdict`."""
+    """What the screen would say of round 1: its own sides (`campaign.judging.screenroot.side`) judged by
+    its own rule (`campaign.judging.screening.verdict`), from the evidence the classifier read."""
     sides = {}
     for cell in w.cells:
         t = next((t for t in w.tasks if t.task.round == 1 and t.task.cell == cell), None)
         if t is None or t.state == "skipped":
             continue
-        r, topo = t.result, t.topology
-        sides[cell] = screening.Side(
-            cell=cell, rc=r.rc if r else None, rc_name=t.rc_name, elapsed_s=r.elapsed_s if r else None,
-            rows=(r.rows.ok + r.rows.compiled) if r else None, fingerprint=t.fingerprint, ir_files=t.ir_files,
-            scoped=topo.scoped if topo else None, unscoped=topo.unscoped if topo else None,
-            unjoinable=len(topo.unjoinable) if topo else 0, tuning_variants=t.tuned, timed=bool(r and r.timed))
+        sides[cell] = screenroot.side(t)
     if "baseline" not in sides or "candidate" not in sides:
         return "MISSING"
     first = w.tasks[0].task
@@ -181,8 +177,10 @@ class WorkloadFacts:
                             {r: c for r, c in references.items() if r in per_round})
 
     def ir_changed(self) -> Optional[bool]:
-        b, c = self.fp.get(self.ir_ref), self.fp.get("candidate")
-        return None if b is None or c is None else b != c
+        """`irevidence.ir_change` over the first comparable cells: the baseline counts as tuned
+        when it only recorded (the control then stands in, or nothing does)."""
+        baseline_tuned = self.ir_ref == "control" or "baseline" in self.tuned_only
+        return irevidence.ir_change(baseline_tuned, self.cells, self.fp).changed
 
     def ref_topology(self) -> Optional[dict]:
         return self.topo.get(self.ir_ref)

@@ -13,7 +13,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterable
 
-from campaign.planning import targetfiles
+from campaign.planning import checkout, targetfiles
 from campaign.contract.canonical import sha256_file
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -32,14 +32,24 @@ def harness_files(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = ()
             if path.is_file() and path.suffix in HARNESS_SUFFIXES and "__pycache__" not in path.parts:
                 files.append(path)
     known = set(files)
-    files += sorted(path for path in targetfiles.candidates(project_root, targets)
-                    if path not in known and path.is_file())
+    targets = tuple(targets)
+    # a FlagGems checkout's targets are absolute: its files are read with the checkout as the root
+    read = targetfiles.candidates(project_root, targets) | checkout.harness_paths(targets)
+    files += sorted(path for path in read if path not in known and path.is_file())
     return files
+
+
+def harness_name(project_root: Path, path: Path) -> str:
+    """A harness file's key: relative to the project root, absolute for a checkout outside it."""
+    try:
+        return path.relative_to(project_root).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 def harness_digests(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = ()) -> dict[str, str]:
     """Relative path -> SHA-256 of every harness file, those the ``targets`` read included."""
-    return {path.relative_to(project_root).as_posix(): sha256_file(path)
+    return {harness_name(project_root, path): sha256_file(path)
             for path in harness_files(project_root, targets)}
 
 
@@ -48,7 +58,8 @@ def record_targets(resolved_targets: dict[str, dict[str, Any]]) -> tuple[str, ..
     what run and the seal must digest again (one function for both sides)."""
     found: set[str] = set()
     for entry in resolved_targets.values():
-        found.update(t for t in (entry.get("benchmark"), entry.get("correctness")) if t)
+        # shape_file: the campaign's own, absolute (`campaign.planning.checkout.harness_paths` reads it)
+        found.update(t for t in (entry.get("benchmark"), entry.get("correctness"), entry.get("shape_file")) if t)
         found.update(entry.get("correctness_node_ids") or ())
     return tuple(sorted(found))
 

@@ -3,17 +3,23 @@
 inventory.csv columns: op, provider, family, benchmark, correctness, dtypes
 (space-separated). dismiss.csv columns: op, provider, reason -- an entry
 without a reason is refused, so every exclusion stays visible in review.
+dismiss_upstream.csv columns: item, marks, reason -- a FlagGems checkout's benchmark
+item (``benchmark/file.py::function``, relative to the checkout) known to be broken, for
+the op marks listed (space-separated; empty: every mark of the item). The file is optional:
+a project without FlagGems checkouts needs none.
 """
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from campaign.contract.errors import InputError
 
 INVENTORY_COLUMNS = ("op", "provider", "family", "benchmark", "correctness", "dtypes")
 DISMISS_COLUMNS = ("op", "provider", "reason")
+UPSTREAM_DISMISS_COLUMNS = ("item", "marks", "reason")
+UPSTREAM_DISMISS_FILE = "dismiss_upstream.csv"
 
 
 @dataclass(frozen=True)
@@ -30,9 +36,14 @@ class Entry:
 class Inventory:
     entries: dict[tuple[str, str], Entry]
     dismissed: dict[tuple[str, str], str]       # (op, provider) -> reason
+    upstream_dismissed: dict[tuple[str, str], str] = field(default_factory=dict)   # (item, mark or "") -> reason
 
     def get(self, op: str, provider: str) -> Entry | None:
         return self.entries.get((op, provider))
+
+    def upstream_reason(self, item: str, mark: str) -> str | None:
+        """Why a checkout's benchmark item is dismissed for ``mark``, or None."""
+        return self.upstream_dismissed.get((item, mark)) or self.upstream_dismissed.get((item, ""))
 
 
 def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
@@ -68,6 +79,16 @@ def load(ops_dir: Path) -> Inventory:
             problems.append(f"{dismiss_path}:{line}: {row['op']} is dismissed without a reason")
         else:
             dismissed[(row["op"], row["provider"])] = row["reason"]
+    upstream: dict[tuple[str, str], str] = {}
+    upstream_path = Path(ops_dir) / UPSTREAM_DISMISS_FILE
+    for line, row in (_rows(upstream_path, UPSTREAM_DISMISS_COLUMNS) if upstream_path.is_file() else []):
+        if len(row["reason"]) < 8:
+            problems.append(f"{upstream_path}:{line}: {row['item']} is dismissed without a reason")
+        elif "::" not in row["item"]:
+            problems.append(f"{upstream_path}:{line}: item {row['item']!r} is not file.py::function")
+        else:
+            for mark in row["marks"].split() or [""]:
+                upstream[(row["item"], mark)] = row["reason"]
     if problems:
         raise InputError(problems)
-    return Inventory(entries, dismissed)
+    return Inventory(entries, dismissed, upstream)

@@ -6,17 +6,16 @@ every workload's round 1 exists before any later round (adaptive rounds read
 it). Within a round the cells alternate: odd rounds baseline -> control ->
 candidate, even rounds the reverse, cancelling one-directional drift. Round 1's
 baseline records the autotune configs; every other task replays that recording,
-so only the switch and noise remain between cells.
+so only the switch and noise remain between cells. With ``defaults.autotune_from``
+no task records: every one replays the recording copied from that sealed root
+(`campaign.planning.pinning`).
 """
 from __future__ import annotations
 
-from campaign.contract.artifacts import Autotune, Matrix, Task
+from campaign.contract.artifacts import Autotune, Matrix, Task, task_id
 from campaign.contract.manifest import Manifest
+from campaign.planning.pinning import pinned_source
 from campaign.planning.resolve import Resolved
-
-
-def task_id(workload: str, round_number: int, cell: str) -> str:
-    return f"{workload}/r{round_number}/{cell}"
 
 
 def cell_order(cells: tuple[str, ...], round_number: int, alternate: bool) -> tuple[str, ...]:
@@ -34,7 +33,8 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved]) -> Matrix:
     for workload, round_number in schedule:
         found = resolved[workload.name]
         for cell in cell_order(cells, round_number, manifest.rounds.alternate_order):
-            records = round_number == 1 and cell == "baseline"
+            pinned = manifest.defaults.autotune_from is not None
+            records = round_number == 1 and cell == "baseline" and not pinned
             tasks.append(Task(
                 id=task_id(workload.name, round_number, cell),
                 order=len(tasks),
@@ -47,7 +47,8 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved]) -> Matrix:
                 env=dict(getattr(manifest.switch.cells, cell)),
                 autotune=Autotune(
                     mode="record" if records else "replay",
-                    source=None if records else task_id(workload.name, 1, "baseline"),
+                    source=None if records else (pinned_source(workload.name) if pinned
+                                                 else task_id(workload.name, 1, "baseline")),
                     policy=policy,
                 ),
                 timeout_s=manifest.timeout_for(workload),

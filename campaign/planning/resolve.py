@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from campaign.planning import shapes as shape_sets
-from campaign.planning import targets
+from campaign.planning import checkout, targets, upstreamtargets
 from campaign.contract.artifacts import Targets
 from campaign.contract.errors import CampaignError, EXIT_INPUT
 from campaign.planning.inventory import Inventory
@@ -40,13 +40,55 @@ class _Problems:
         self.lines.append(f"PREPARE_REFUSED check={check}: {self.where}:{line}:{col}: {path}: {detail}")
 
 
+def _own_test(workload: Workload, project_root: Path, problems: _Problems, loc: tuple) -> Optional[Resolved]:
+    """A ``provider: pytest`` workload: a test file of the project that times with do_bench.
+
+    No inventory entry, shape set or dtypes: the test builds its own inputs. Its correctness
+    target is the benchmark target itself (the test's own assertions) unless the manifest
+    narrows it."""
+    benchmark = workload.benchmark
+    missing, note = targets.node_problem(project_root, benchmark)
+    if missing:
+        problems.add("benchmark_target", loc + ("benchmark",), missing)
+        return None
+    node_ids = workload.correctness.node_ids if workload.correctness else None
+    k = workload.correctness.k if workload.correctness else None
+    notes = [note] if note else []
+    for n, node in enumerate(node_ids or ()):
+        missing, note = targets.node_problem(project_root, node)
+        if missing:
+            problems.add("correctness_target", loc + ("correctness", "node_ids", n), missing)
+        if note:
+            notes.append(note)
+    correctness = targets.split(node_ids[0])[0] if node_ids else benchmark
+    if k is not None:
+        correctness = targets.split(benchmark)[0]   # -k selects within the file
+    return Resolved(workload=workload, targets=Targets(benchmark=benchmark, correctness=correctness,
+                                                       correctness_node_ids=node_ids, correctness_k=k),
+                    dtypes=(), shapes=None, family=None, notes=tuple(notes))
+
+
 def resolve(manifest: Manifest, inventory: Inventory, project_root: Path,
             where: str, document: Any) -> dict[str, Resolved]:
     problems = _Problems(where, document, [])
     resolved: dict[str, Resolved] = {}
     shape_cache: dict[Path, dict] = {}
+    checkouts, upstream_problems = upstreamtargets.Checkouts(Path(where)), upstreamtargets.Problems()
+    # the campaign's own shape file, absolute in every task's targets (`campaign.planning.shapes`)
+    given = str(checkout.locate(Path(where), manifest.defaults.shape_file)) if manifest.defaults.shape_file else None
     for index, workload in enumerate(manifest.workloads):
         loc = ("workloads", index)
+        if workload.provider == "pytest":
+            found = _own_test(workload, project_root, problems, loc)
+            if found is not None:
+                resolved[workload.name] = found
+            continue
+        if workload.provider == "flaggems_upstream":
+            found = upstreamtargets.resolve_workload(manifest, workload, index, inventory, checkouts, upstream_problems)
+            if found is not None:
+                resolved[workload.name] = Resolved(workload=workload, targets=found.targets, dtypes=tuple(workload.dtypes or ()),
+                                                   shapes=None, family=found.family, notes=found.notes)
+            continue
         entry = inventory.get(workload.op, workload.provider)
         dismissed = inventory.dismissed.get((workload.op, workload.provider))
         if entry is None and workload.reason is None:
@@ -60,7 +102,7 @@ def resolve(manifest: Manifest, inventory: Inventory, project_root: Path,
         if benchmark is None:
             problems.add("benchmark_target", loc, "no benchmark target: not in the inventory and none given")
             continue
-        missing = targets.problem(project_root, benchmark)
+        missing = targets.node_problem(project_root, benchmark)[0]   # a node id's [params] too
         if missing:
             problems.add("benchmark_target", loc + (("benchmark",) if workload.benchmark else ("op",)), missing)
         correctness = entry.correctness if entry else None
@@ -88,16 +130,16 @@ def resolve(manifest: Manifest, inventory: Inventory, project_root: Path,
         dtypes = workload.dtypes or (entry.dtypes if entry else ())
         if not dtypes:
             problems.add("dtypes", loc, "no dtypes: the op is not in the inventory; list the workload's dtypes")
-        shape_path = shape_sets.shape_file(project_root, workload.provider, manifest.defaults.bench_level)
+        shape_path = shape_sets.shape_file(project_root, workload.provider, manifest.defaults.bench_level, given)
+        shown = shape_path if given else shape_path.relative_to(project_root)
         if not shape_path.is_file():
-            problems.add("shape_file", loc + ("op",), f"{shape_path.relative_to(project_root)}: no such file")
+            problems.add("shape_file", ("defaults", "shape_file") if given else loc + ("op",), f"{shown}: no such file")
             continue
         if shape_path not in shape_cache:
             shape_cache[shape_path] = shape_sets.load_shapes(shape_path)
         available = shape_cache[shape_path].get(workload.op)
         if available is None:
-            problems.add("shape_file", loc + ("op",),
-                         f"{shape_path.relative_to(project_root)} has no shapes for {workload.op}")
+            problems.add("shape_file", loc + ("op",), f"{shown} has no shapes for {workload.op}")
             continue
         try:
             shape_sets.select(available, workload.shapes)
@@ -106,12 +148,14 @@ def resolve(manifest: Manifest, inventory: Inventory, project_root: Path,
         resolved[workload.name] = Resolved(
             workload=workload,
             targets=Targets(benchmark=benchmark, correctness=correctness,
-                            correctness_node_ids=node_ids, correctness_k=k),
+                            correctness_node_ids=node_ids, correctness_k=k, shape_file=given),
             dtypes=tuple(dtypes),
             shapes=workload.shapes,
             family=entry.family if entry else None,
             notes=tuple(notes),
         )
+    for check, loc, detail in upstream_problems.found:
+        problems.add(check, loc, detail)
     if problems.lines:
         raise CampaignError(problems.lines, EXIT_INPUT)
     return resolved

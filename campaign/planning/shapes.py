@@ -3,10 +3,17 @@
 ``ops/shapes/<level>.yaml`` holds the builtin workloads' sets and
 ``ops/shapes/<provider>/<level>.yaml`` any other provider's, keyed by op; a shape
 is a list of ints. A manifest narrows to a subset by writing shapes as "AxBxC".
+
+A campaign's own ``defaults.shape_file`` (a user's trace of real shapes) replaces those
+sets for every provider that has shapes: the same file is FlagGems' ``--shape_file`` for
+``flaggems_upstream`` workloads, so an entry is either a list of shapes or, as in FlagGems'
+core_shapes.yaml, ``{shapes: [...], shape_desc: ...}``. Prepare resolves it to an absolute
+path in each task's targets (`Targets.shape_file`) and digests it; the cells read that path.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from campaign.contract import yamlio
 from campaign.contract.errors import InputError
@@ -14,21 +21,27 @@ from campaign.contract.errors import InputError
 Shape = tuple[int, ...]
 
 
-def shape_file(project_root: Path, provider: str, level: str) -> Path:
+def shape_file(project_root: Path, provider: str, level: str, given: Optional[str] = None) -> Path:
+    """The file a task's shapes come from: the campaign's own (``given``, absolute) or ops/shapes'."""
+    if given is not None:
+        return Path(given)
     base = Path(project_root) / "ops" / "shapes"
     return base / f"{level}.yaml" if provider == "builtin" else base / provider / f"{level}.yaml"
 
 
 def load_shapes(path: Path) -> dict[str, tuple[Shape, ...]]:
-    data, _ = yamlio.load(path)
+    data, document = yamlio.load(path)
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping of op -> list of shapes")
     out: dict[str, tuple[Shape, ...]] = {}
-    for op, shapes in data.items():
+    for op, entry in data.items():
+        shapes = entry.get("shapes") if isinstance(entry, dict) else entry
         if not isinstance(shapes, list) or not all(
                 isinstance(s, list) and s and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in s)
                 for s in shapes):
-            raise InputError(f"{path}: {op}: expected a list of shapes, each a non-empty list of positive ints")
+            line, col = yamlio.position(document, (op,))
+            raise InputError(f"{path}:{line}:{col}: {op}: expected a list of shapes (or {{shapes: [...]}}), "
+                             "each a non-empty list of positive ints")
         out[str(op)] = tuple(tuple(s) for s in shapes)
     return out
 

@@ -1,6 +1,7 @@
-"""Rendering verdicts (the dict `campaign.judging.classify.classify` returns) as markdown or JSON.
+"""Rendering verdicts (`campaign.contract.records.Verdicts`, or the JSON form
+`campaign.judging.classify.classify` returns, read through that model) as markdown or JSON.
 
-Pure over that dict: the same verdicts give the same bytes. Ranges are printed
+Pure over the verdicts: the same verdicts give the same bytes. Ranges are printed
 only where they mean something: a NO_IR_DIFF workload's range is labelled as
 the noise floor, and nothing is printed where nothing reached Triton, nothing
 ran, or a cell timed out. `forest_plot` is the one edge (optional matplotlib).
@@ -8,11 +9,14 @@ ran, or a cell timed out. `forest_plot` is the one edge (optional matplotlib).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from campaign.contract import canonical
 from campaign.judging.classify import CLASSES
 from campaign.contract.errors import CampaignError
+from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
+
+AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
 
 RANGED = ("IR_CHANGED", "NO_IR_DIFF")
 CLASS_NAMES = {"G": "gain", "C": "clean reduction", "B": "no measured change", "R": "regression",
@@ -29,131 +33,136 @@ def _mhz(value: Optional[float]) -> str:
     return "n/a" if value is None else f"{value:.0f} MHz"
 
 
-def json_text(verdicts: dict) -> str:
-    return canonical.dumps(verdicts)
+def json_text(verdicts: AnyVerdicts) -> str:
+    return canonical.dumps(Verdicts.read(verdicts).dump())
 
 
-def interval_text(iv: Optional[dict]) -> str:
+def interval_text(iv: Optional[Interval]) -> str:
     if iv is None:
         return "no interval (single round)"
-    return f"{pct(iv['low'])} … {pct(iv['high'])} ({iv['method']})"
+    return f"{pct(iv.low)} … {pct(iv.high)} ({iv.method})"
 
 
-def _topology(w: dict, key: str) -> str:
-    cells = w["topology"]["cells"]
-    b, c = cells.get(w["ir"].get("reference", "baseline")), cells.get("candidate")
-    return f"{b[key]} → {c[key]}" if b and c else "n/a"
+def _topology(w: WorkloadVerdict, scoped: bool) -> str:
+    cells = w.topology.cells
+    b, c = cells.get(w.ir.reference), cells.get("candidate")
+    if not (b and c):
+        return "n/a"
+    return f"{b.scoped} → {c.scoped}" if scoped else f"{b.unscoped} → {c.unscoped}"
 
 
-def _markers(w: dict) -> str:
+def _markers(w: WorkloadVerdict) -> str:
     totals: dict[str, int] = {}
-    for counts in w["markers"].values():
+    for counts in w.markers.values():
         for name, n in counts.items():
             totals[name] = totals.get(name, 0) + n
     shown = [f"{name} {n}" for name, n in sorted(totals.items()) if n]
     return ", ".join(shown) or "none"
 
 
-def _timing(w: dict) -> Optional[dict]:
-    t = w.get("timing")
-    return t["primary"] if t and t.get("primary") and w["screen"] in RANGED else None
+def _timing(w: WorkloadVerdict) -> Optional[RegimeTiming]:
+    t = w.timing
+    return t.primary if t is not None and t.primary is not None and w.screen in RANGED else None
 
 
-def _row(name: str, w: dict) -> str:
+def _row(name: str, w: WorkloadVerdict) -> str:
     p = _timing(w)
     if p is None:
         delta = iv = floor = counts = "—"
     else:
-        label = " (noise floor)" if w["timing"].get("label", "").startswith("noise") else ""
-        delta, iv = pct(p["point"]) + label, interval_text(p["interval"])
-        floor = pct(p["floor"], signed=False) if p["floor"] is not None else "unknown (no control)"
-        k = p["counts"]
-        counts = f"{k['faster']}/{k['slower']}/{k['neutral']}/{k['sign_flipping']}"
-    return (f"| {name} | {w['class']} | {w['screen']} | {_topology(w, 'scoped')} | {_topology(w, 'unscoped')} "
+        label = " (noise floor)" if w.timing.label.startswith("noise") else ""
+        delta, iv = pct(p.point) + label, interval_text(p.interval)
+        floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
+        k = p.counts
+        counts = f"{k.faster}/{k.slower}/{k.neutral}/{k.sign_flipping}"
+    return (f"| {name} | {w.klass} | {w.screen} | {_topology(w, True)} | {_topology(w, False)} "
             f"| {delta} | {iv} | {floor} | {counts} | {_markers(w)} |")
 
 
-def _details(name: str, w: dict) -> list[str]:
-    out = [f"### {name} — {w['class']} ({CLASS_NAMES[w['class']]})", "", w["reason"], ""]
-    ir = w["ir"]
-    fps = {c: (fp[:12] if fp else "none") for c, fp in ir["fingerprints"].items()}
+def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
+    t = w.timing
+    out = []
+    orders = ", ".join(f"{o} {pct(d)} over {p.rounds_per_order.get(o, '?')} round(s) ({p.order_verdicts[o]})"
+                       for o, d in p.by_order.items())
+    floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
+    shape_floor = (f", per-shape floors up to {pct(p.shape_floor_max, False)}"
+                   if p.shape_floor_max is not None else "")
+    p_text = f"; pooled t-test p = {p.p_value:.2g} ({p.df} df)" if p.p_value is not None else ""
+    out.append(f"- timing [{p.regime}, {t.label}]: geomean {pct(p.point)}, {interval_text(p.interval)}; "
+               f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}")
+    if t.references:
+        out.append("- rounds taken against the control (their baseline benchmarked configs, so its timings are "
+                   "not comparable): " + ", ".join(f"round {r}" for r in t.references))
+    if t.coverage is not None and t.coverage < 1:
+        out.append(f"- coverage: {pct(t.coverage, False)} of the timed shapes paired in every round")
+    k = p.counts
+    out.append(f"- shapes: {k.faster} faster, {k.slower} slower, {k.neutral} neutral, "
+               f"{k.sign_flipping} sign-flipping" + (f" ({', '.join(p.sign_flips)})" if p.sign_flips else ""))
+    spreads = [s.side_spread.get("baseline") for s in p.shapes if s.side_spread.get("baseline") is not None]
+    deltas = [s.delta_spread for s in p.shapes if s.delta_spread is not None]
+    if spreads:
+        out.append(f"- dispersion: baseline side spread up to {pct(max(spreads), False)} (machine noise); "
+                   f"per-round delta spread up to {pct(max(deltas), False)} (verdict stability)")
+    for other in t.others:
+        out.append(f"- other timing regime [{other.regime}] (never pooled): geomean {pct(other.point)}, "
+                   f"{interval_text(other.interval)}, {len(other.shapes)} shape(s)")
+    if t.mixed_pairs:
+        out.append(f"- {t.mixed_pairs} pair(s) dropped: the two sides were timed differently")
+    return out
+
+
+def _details(name: str, w: WorkloadVerdict) -> list[str]:
+    out = [f"### {name} — {w.klass} ({CLASS_NAMES[w.klass]})", "", w.reason, ""]
+    ir = w.ir
+    fps = {c: (fp[:12] if fp else "none") for c, fp in ir.fingerprints.items()}
     control = {True: "control IR equals baseline", False: "control IR DIFFERS from baseline (leak)",
-               None: "control not compared"}[ir["control_matches"]]
-    if ir.get("reference", "baseline") != "baseline":
+               None: "control not compared"}[ir.control_matches]
+    if ir.reference != "baseline":
         control = ("the baseline only recorded (its ir/ holds every config tried): the control stands in for it"
-                   + ("; every control variant is among the recording cell's" if ir["control_matches"] else ""))
-    out.append(f"- IR ({ir['stage']}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"; {control}")
-    for taint in w.get("taints", []):
+                   + ("; every control variant is among the recording cell's" if ir.control_matches else ""))
+    out.append(f"- IR ({ir.stage}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"; {control}")
+    for taint in w.taints:
         out.append(f"- **not isolated**: {taint}")
-    failed = {c: keys for c, keys in w.get("rows_failed", {}).items() if keys}
+    failed = {c: keys for c, keys in w.rows_failed.items() if keys}
     if failed:
         out.append("- rows failed (per shape): " + "; ".join(
             f"{c} {len(keys)} ({', '.join(keys[:3])}{' …' if len(keys) > 3 else ''})" for c, keys in failed.items()))
-    cells = w["topology"]["cells"]
-    excluded = sorted({f for c in cells.values() if c for f in c["excluded"]})
-    unjoinable = sorted({f for c in cells.values() if c for f in c["unjoinable"]})
-    out.append(f"- topology at launch floor {w['topology']['floor']}: scoped {_topology(w, 'scoped')}, "
-               f"unscoped {_topology(w, 'unscoped')}; excluded by the floor: {', '.join(excluded) or 'none'}"
+    cells = w.topology.cells
+    excluded = sorted({f for c in cells.values() if c for f in c.excluded})
+    unjoinable = sorted({f for c in cells.values() if c for f in c.unjoinable})
+    out.append(f"- topology at launch floor {w.topology.floor}: scoped {_topology(w, True)}, "
+               f"unscoped {_topology(w, False)}; excluded by the floor: {', '.join(excluded) or 'none'}"
                + (f"; unjoinable: {', '.join(unjoinable)}" if unjoinable else ""))
     corr = []
-    for cell, c in w["correctness"].items():
-        if c["state"] != "run":
-            corr.append(f"{cell} not run ({c['reason']})")
+    for cell, c in w.correctness.items():
+        if c.state != "run":
+            corr.append(f"{cell} not run ({c.reason})")
         else:
-            corr.append(f"{cell} {c['passed']} passed / {c['failed'] + c['error']} failed")
-    outside = max((c["outside_target"] for c in w["correctness"].values()), default=0)
+            corr.append(f"{cell} {c.passed} passed / {c.failed + c.error} failed")
+    outside = max((c.outside_target for c in w.correctness.values()), default=0)
     out.append("- correctness (scoped to the target): " + "; ".join(corr)
                + (f"; {outside} outcome(s) outside the target ignored" if outside else ""))
     p = _timing(w)
     if p is None:
-        out.append(f"- timing: no range printed ({w['screen']}"
-                   + ("" if w.get("timing") else ", nothing timed") + ")")
+        out.append(f"- timing: no range printed ({w.screen}" + ("" if w.timing else ", nothing timed") + ")")
     else:
-        label = w["timing"].get("label", "result")
-        per_order = p.get("rounds_per_order", {})
-        orders = ", ".join(f"{o} {pct(d)} over {per_order.get(o, '?')} round(s) ({p['order_verdicts'][o]})"
-                           for o, d in p["by_order"].items())
-        floor = pct(p["floor"], signed=False) if p["floor"] is not None else "unknown (no control)"
-        shape_floor = (f", per-shape floors up to {pct(p['shape_floor_max'], False)}"
-                       if p.get("shape_floor_max") is not None else "")
-        p_text = f"; pooled t-test p = {p['p_value']:.2g} ({p['df']} df)" if p.get("p_value") is not None else ""
-        out.append(f"- timing [{p['regime']}, {label}]: geomean {pct(p['point'])}, {interval_text(p['interval'])}; "
-                   f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p['verdict']}: {p['reason']}")
-        refs = w["timing"].get("references") or {}
-        if refs:
-            out.append("- rounds taken against the control (their baseline benchmarked configs, so its timings are "
-                       "not comparable): " + ", ".join(f"round {r}" for r in refs))
-        if w["timing"].get("coverage") is not None and w["timing"]["coverage"] < 1:
-            out.append(f"- coverage: {pct(w['timing']['coverage'], False)} of the timed shapes paired in every round")
-        k = p["counts"]
-        out.append(f"- shapes: {k['faster']} faster, {k['slower']} slower, {k['neutral']} neutral, "
-                   f"{k['sign_flipping']} sign-flipping" + (f" ({', '.join(p['sign_flips'])})" if p["sign_flips"] else ""))
-        spreads = [s["side_spread"].get("baseline") for s in p["shapes"] if s["side_spread"].get("baseline") is not None]
-        deltas = [s["delta_spread"] for s in p["shapes"] if s["delta_spread"] is not None]
-        if spreads:
-            out.append(f"- dispersion: baseline side spread up to {pct(max(spreads), False)} (machine noise); "
-                       f"per-round delta spread up to {pct(max(deltas), False)} (verdict stability)")
-        for other in w["timing"]["others"]:
-            out.append(f"- other timing regime [{other['regime']}] (never pooled): geomean {pct(other['point'])}, "
-                       f"{interval_text(other['interval'])}, {len(other['shapes'])} shape(s)")
-        if w["timing"]["mixed_pairs"]:
-            out.append(f"- {w['timing']['mixed_pairs']} pair(s) dropped: the two sides were timed differently")
-    clocks = w.get("clocks") or {}
-    if clocks:
+        out += _timing_lines(w, p)
+    if w.clocks:
         out.append("- SM clock inside the timing windows, per side: " + "; ".join(
-            f"{c} median {_mhz(k['sm_clock_median_mhz'])}, min {_mhz(k['sm_clock_min_mhz'])}, "
-            f"{k['throttled_rows']} throttled / {k['unsampled_rows']} unsampled of {k['rows']} row(s)"
-            + (f" ({', '.join(f'{r} {n}' for r, n in k['reasons'].items())})" if k["reasons"] else "")
-            for c, k in clocks.items()))
+            f"{c} median {_mhz(k.sm_clock_median_mhz)}, min {_mhz(k.sm_clock_min_mhz)}, "
+            f"{k.throttled_rows} throttled / {k.unsampled_rows} unsampled of {k.rows} row(s)"
+            + (f" ({', '.join(f'{r} {n}' for r, n in k.reasons.items())})" if k.reasons else "")
+            for c, k in w.clocks.items()))
     out.append(f"- markers: {_markers(w)}")
-    if w["rounds"]["skipped"]:
-        out.append(f"- skipped by adaptive rounds: {len(w['rounds']['skipped'])} task(s)")
+    if w.rounds.skipped:
+        out.append(f"- skipped by adaptive rounds: {len(w.rounds.skipped)} task(s)")
     out.append("")
     return out
 
 
-def does_not_prove(verdicts: dict) -> list[str]:
-    policy = verdicts["production_default_policy"]
+def does_not_prove(verdicts: AnyVerdicts) -> list[str]:
+    verdicts = Verdicts.read(verdicts)
+    policy = verdicts.production_default_policy
     lines = ["## What this campaign does not prove", "",
              f"- The production default is `{policy}` in the manifest; a passing campaign is not an argument for "
              "changing it — that is a separate decision with its own evidence.",
@@ -161,67 +170,68 @@ def does_not_prove(verdicts: dict) -> list[str]:
              "shapes recorded; other shapes, dtypes or devices are not covered.",
              "- Class C and B say no timing change was resolved beyond the A/A floor, not that none exists.",
              "- X is missing or incomparable evidence, not a verdict about the switch."]
-    if verdicts["backend"] == "cpu":
+    if verdicts.backend == "cpu":
         lines.append("- This is a compile-only campaign: nothing was executed or timed; IR and topology are real, "
                      "correctness and speed are not evidenced.")
-    if verdicts["caliber"]["warnings"]:
+    if verdicts.caliber.warnings:
         lines.append("- Absolute latencies are not quotable (shared tuner cache); relative conclusions hold.")
     return lines + [""]
 
 
-def markdown(verdicts: dict) -> str:
-    rule = verdicts["rule"]
-    cal = verdicts["caliber"]
-    out = [f"# Campaign `{verdicts['campaign']}`: `{verdicts['switch']}` on {verdicts['backend']}", "",
-           f"Cells: {', '.join(verdicts['cells'])}. Launch floor {rule['measured_launch_floor']}, IR stage "
-           f"{rule['ir_stage']}. Intervals: {rule['interval']}. Timing rule: {rule['significance']}.", ""]
-    env = verdicts.get("environment") or {}
-    if env.get("switch_overrides_pin"):
-        pin = env["switch_overrides_pin"]
-        out += [f"The switch `{pin['name']}` is a variable the harness pins (to {', '.join(pin['pinned'])} in "
+def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = ()) -> str:
+    """``beside``: sections read from the root's rows beside the verdicts (`campaign.reporting.speedup`)."""
+    verdicts = Verdicts.read(verdicts)
+    rule, cal, env = verdicts.rule, verdicts.caliber, verdicts.environment
+    out = [f"# Campaign `{verdicts.campaign}`: `{verdicts.switch}` on {verdicts.backend}", "",
+           f"Cells: {', '.join(verdicts.cells)}. Launch floor {rule.measured_launch_floor}, IR stage "
+           f"{rule.ir_stage}. Intervals: {rule.interval}. Timing rule: {rule.significance}.", ""]
+    if env is not None and env.switch_overrides_pin is not None:
+        pin = env.switch_overrides_pin
+        out += [f"The switch `{pin.name}` is a variable the harness pins (to {', '.join(pin.pinned)} in "
                 "every cell that does not set it): each cell's own value is the one it ran with.", ""]
-    if env.get("inherited"):
-        out += ["Inherited by the cells (code paths, not caliber): " + ", ".join(f"`{v}`" for v in env["inherited"]), ""]
-    if verdicts.get("harness_drift"):
-        out += [f"**Harness changed during the run:** {', '.join(verdicts['harness_drift'])}: no G or R stands.", ""]
+    if env is not None and env.inherited:
+        out += ["Inherited by the cells (code paths, not caliber): " + ", ".join(f"`{v}`" for v in env.inherited), ""]
+    if verdicts.harness_drift:
+        out += [f"**Harness changed during the run:** {', '.join(verdicts.harness_drift)}: no G or R stands.", ""]
     out += [
            "## Caliber", "", "| field | value |", "| --- | --- |"]
-    out += [f"| {field} | {value} |" for field, value in cal["fields"].items()]
-    if cal["findings"] or cal["warnings"]:
-        out += [""] + [f"- `{line}`" for line in cal["findings"] + cal["warnings"]]
-    if cal["findings"]:
+    out += [f"| {field} | {value} |" for field, value in cal.fields.items()]
+    if cal.findings or cal.warnings:
+        out += [""] + [f"- `{line}`" for line in cal.findings + cal.warnings]
+    if cal.findings:
         out += ["", "**Caliber mismatch released by --allow-caliber-mismatch: affected workloads are X.**"
-                if cal["released"] else "**Caliber mismatch: latencies of the affected workloads were not read.**"]
+                if cal.released else "**Caliber mismatch: latencies of the affected workloads were not read.**"]
     out += ["", "## Classes", "", "| " + " | ".join(CLASSES) + " |", "|" + " --- |" * len(CLASSES),
-            "| " + " | ".join(str(verdicts["counts"][k]) for k in CLASSES) + " |", "",
+            "| " + " | ".join(str(verdicts.counts[k]) for k in CLASSES) + " |", "",
             "## Workloads", "",
             "| workload | class | screen | scoped | unscoped | geomean Δ | interval | A/A floor "
             "| faster/slower/neutral/flip | markers |",
             "|" + " --- |" * 10]
-    out += [_row(name, w) for name, w in verdicts["workloads"].items()]
+    out += [_row(name, w) for name, w in verdicts.workloads.items()]
     out.append("")
-    for name, w in verdicts["workloads"].items():
+    for name, w in verdicts.workloads.items():
         out += _details(name, w)
+    out += list(beside)
     out += does_not_prove(verdicts)
     return "\n".join(out)
 
 
-def forest_points(verdicts: dict) -> list[dict]:
+def forest_points(verdicts: AnyVerdicts) -> list[dict]:
     """One entry per timed workload: geomean Δ, its interval (None with a single round),
     the A/A floor and whether the range is the noise floor (IR unchanged)."""
     out = []
-    for name, w in verdicts["workloads"].items():
+    for name, w in Verdicts.read(verdicts).workloads.items():
         p = _timing(w)
-        if p is None or p["point"] is None:
+        if p is None or p.point is None:
             continue
-        iv = p["interval"]
-        out.append({"workload": name, "class": w["class"], "point": p["point"],
-                    "low": iv["low"] if iv else None, "high": iv["high"] if iv else None,
-                    "floor": p["floor"], "noise_floor": w["timing"].get("label", "").startswith("noise")})
+        iv = p.interval
+        out.append({"workload": name, "class": w.klass, "point": p.point,
+                    "low": iv.low if iv else None, "high": iv.high if iv else None,
+                    "floor": p.floor, "noise_floor": w.timing.label.startswith("noise")})
     return out
 
 
-def forest_plot(verdicts: dict, path: Path) -> None:
+def forest_plot(verdicts: AnyVerdicts, path: Path) -> None:
     """Per timed workload: geomean Δ with its interval (a hollow point: one round, no
     interval) over the grey A/A floor; needs the optional ``plot`` extra."""
     try:
@@ -230,6 +240,7 @@ def forest_plot(verdicts: dict, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise CampaignError("--plot needs matplotlib: install the optional extra, pip install 'campaign[plot]'") from None
+    verdicts = Verdicts.read(verdicts)
     points = forest_points(verdicts)
     if not points:
         raise CampaignError("--plot: no workload has timed rows to plot (nothing was timed, or nothing reached Triton)")
@@ -245,7 +256,7 @@ def forest_plot(verdicts: dict, path: Path) -> None:
     ax.set_yticks(range(len(points)), labels)
     ax.set_ylim(-0.6, len(points) - 0.4)
     ax.set_xlabel("geomean Δ % vs baseline   (grey: A/A floor; hollow: one round, no interval)", fontsize=9)
-    ax.set_title(f"{verdicts['campaign']}: {verdicts['switch']} on {verdicts['backend']}", fontsize=10)
+    ax.set_title(f"{verdicts.campaign}: {verdicts.switch} on {verdicts.backend}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from campaign.running import status
-from campaign.running.lock import end_group
 
 
 @dataclass
@@ -29,23 +28,45 @@ class Ended:
     notes: list[str] = field(default_factory=list)
 
 
-def end_worker(proc: subprocess.Popen, grace_s: float) -> str:
-    """TERM the worker's group, wait ``grace_s`` for the worker, KILL what is left; the signal that did it."""
+def end_group(pgid: int, grace_s: float, leader: Optional[subprocess.Popen] = None) -> Optional[str]:
+    """TERM a process group, wait ``grace_s``, KILL what is left; the signal that ended it, or None
+    when nothing in it was alive.
+
+    With ``leader`` (our own child, which leads the group), the wait is for the leader, whose
+    exit is what TERM asked for: a child not yet reaped still counts in its group. Whatever
+    else is left of the group is killed, and the leader is reaped. Without it (a group whose
+    leader is not ours), the wait is for the whole group to be gone."""
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        if leader is not None:
+            leader.wait()
+        return None
+    how = "SIGTERM" if _ended(pgid, grace_s, leader) else "SIGKILL"
+    try:
+        os.killpg(pgid, signal.SIGKILL)   # stragglers of the group, or the leader itself
     except ProcessLookupError:
         pass
-    try:
-        proc.wait(timeout=grace_s)
-        how = "SIGTERM"
-    except subprocess.TimeoutExpired:
-        how = "SIGKILL"
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)   # stragglers of the group, or the worker itself
-    except ProcessLookupError:
-        pass
-    proc.wait()
+    if leader is not None:
+        leader.wait()
     return how
+
+
+def _ended(pgid: int, grace_s: float, leader: Optional[subprocess.Popen]) -> bool:
+    if leader is not None:
+        try:
+            leader.wait(timeout=grace_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def wait_worker(proc: subprocess.Popen, timeout_s: float, start: float, grace_s: float,
@@ -58,12 +79,12 @@ def wait_worker(proc: subprocess.Popen, timeout_s: float, start: float, grace_s:
         except subprocess.TimeoutExpired:
             pass
         if stop.is_set():
-            how = end_worker(proc, grace_s)
+            how = end_group(proc.pid, grace_s, leader=proc)
             return Ended(status.RC_INTERRUPTED, status.INTERRUPTED,
                          [f"runner stopped ({stop_reason()}); worker group ended with {how}"])
         if time.monotonic() - start >= timeout_s:
-            how = end_worker(proc, grace_s)
-            rc = status.RC_TIMED_OUT if how == "SIGTERM" else status.RC_KILLED
+            how = end_group(proc.pid, grace_s, leader=proc)
+            rc = status.RC_KILLED if how == "SIGKILL" else status.RC_TIMED_OUT
             return Ended(rc, status.rc_name(rc, timed_out=True),
                          [f"timeout {timeout_s:g}s; worker group ended with {how}"
                           + ("" if how == "SIGTERM" else f" after {grace_s:g}s grace")])

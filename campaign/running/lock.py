@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
+from campaign.contract.artifacts import LOCK_FILE
 from campaign.contract.errors import Refused
-
-LOCK_FILE = "run.lock"
+from campaign.running.cellproc import end_group
 
 
 @dataclass(frozen=True)
@@ -66,26 +64,6 @@ def _is_worker_group(pgid: int) -> bool:
     except OSError:
         return False
     return b"campaign.worker" in cmdline
-
-
-def end_group(pgid: int, grace_s: float) -> Optional[str]:
-    """TERM, grace, KILL a process group; the signal that ended it, or None if none was alive."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return None
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return "SIGTERM"
-        time.sleep(0.05)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        return "SIGTERM"
-    return "SIGKILL"
 
 
 class RunLock:

@@ -4,7 +4,7 @@ Protocol per task: write the cell's task.json (`CellPlan`), start
 ``python -m campaign.worker task.json result.json`` in its own session (so the
 whole process group can be ended), wait under the task's timeout, read the one
 result.json, append one status row. Everything else -- refusals, the lock,
-telemetry start, progress display, sealing -- is the command's; progress is
+telemetry start, progress display, sealing -- is the session flow's (`campaign.flows.session`); progress is
 reported through `Events` callbacks so the loop never draws anything.
 
 Resume: a task is finished when its rows settle it (`status.settled`: the last
@@ -12,10 +12,12 @@ is not ``interrupted``, nor the task's first death by a signal -- that one is
 run once more, at once). Unfinished tasks whose cell folder exists (a killed
 runner, an interrupted or killed cell) have it moved aside to
 ``<cell>.interrupted-<n>`` -- kept, never deleted -- and are run again.
-Adaptive rounds: see `Runner.ir_skip`.
+Adaptive rounds: see `Runner.ir_skip`. With ``defaults.workloads_per_process`` > 1, a
+batch of one side's workloads shares a process (`campaign.running.batch`); 1 is the above.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -25,11 +27,16 @@ from pathlib import Path
 from typing import Mapping, Optional, Protocol
 
 from campaign.contract import canonical
-from campaign.running import faults, status
-from campaign.contract.artifacts import (AUTOTUNE_FILE, CELLS_DIR, IR_DIR, MANIFEST_FILE, RESULT_FILE, STATUS_FILE,
-                                STDERR_LOG, STDOUT_LOG, TASK_FILE, CellPlan, CellResult, Matrix, Task)
+from campaign.running import batching, faults, status
+from campaign.running.batch import BatchRun
+from campaign.running.cellresult import read_result, tail as _tail
+from campaign.contract.artifacts import (AUTOTUNE_FILE, INTERRUPTED_SUFFIX, MANIFEST_FILE, RESULT_FILE,
+                                STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, CellPlan, Matrix, Task,
+                                first_free)
+from campaign.contract.artifacts import cell_dir as cell_folder
 from campaign.running.cellproc import Ended, wait_worker
-from campaign.judging.irevidence import cell_holds_tuning_variants, comparable_pair, fingerprint
+from campaign.judging import evidence, irevidence
+from campaign.planning import pinning
 from campaign.contract.manifest import Manifest
 from campaign.running.status import StatusRow
 from campaign.running.cellenv import cell_env
@@ -51,7 +58,7 @@ class Telemetry(Protocol):
 
 @dataclass
 class RunSetup:
-    """What the command built once and passes down; nothing here is read from globals."""
+    """What the session flow built once and passes down; nothing here is read from globals."""
 
     root: Path
     project_root: Path
@@ -74,18 +81,17 @@ class Outcome:
 
 
 def cell_path(root: Path, task: Task) -> Path:
-    return Path(root) / CELLS_DIR / task.id
+    return cell_folder(root, task.id)
 
 
-def set_aside(cell_dir: Path) -> Path:
+def set_aside(folder: Path) -> Path:
     """Move an unfinished cell folder to ``<cell>.interrupted-<n>``, the first free n."""
-    n = 1
-    while True:
-        target = cell_dir.with_name(f"{cell_dir.name}.interrupted-{n}")
-        if not target.exists():
-            cell_dir.rename(target)
-            return target
-        n += 1
+    def move(target: Path) -> None:
+        # rename() would replace an empty folder of that name: a taken name is refused first
+        if os.path.lexists(target):
+            raise FileExistsError(target)
+        folder.rename(target)
+    return first_free(lambda n: folder.with_name(f"{folder.name}{INTERRUPTED_SUFFIX}{n}"), move)
 
 
 class Runner:
@@ -112,7 +118,13 @@ class Runner:
         latest = status.settled(rows)
         tasks = tuple(sorted(self.setup.matrix.tasks, key=lambda t: t.order))
         self.events.started(tasks, latest)
-        for task in tasks:
+        for group in batching.groups(tasks, self.setup.manifest.defaults.workloads_per_process):
+            if len(group) > 1:          # several workloads, one process at a time: `campaign.running.batch`
+                if BatchRun(self, group).run(rows):
+                    return Outcome(INTERRUPTED, self.stop_reason)
+                latest = status.settled(rows)
+                continue
+            task = group[0]
             # Until its row settles it: a first death by a signal is run again at once, so a
             # recording cell's retry comes before every cell that replays its recording.
             while task.id not in latest:
@@ -124,16 +136,21 @@ class Runner:
                     self.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
                 skip = self.ir_skip(task, latest)
                 row = self.skipped_row(task, *skip) if skip else self.run_cell(task)
-                row = status.noted(row, rows)
-                status.append(self.status_path, row)
-                rows.append(row)
-                latest = status.settled(rows)
-                self.events.cell_ended(task, row, task.id in latest)
-                if row.rc_name == status.INTERRUPTED:
+                latest = self.record(task, row, rows)
+                if rows[-1].rc_name == status.INTERRUPTED:
                     return Outcome(INTERRUPTED, self.stop_reason)
             if task.canary and latest[task.id].failed:
                 return Outcome(CANARY_FAILED, _canary_reason(latest[task.id]))
         return Outcome(COMPLETED)
+
+    def record(self, task: Task, row: StatusRow, rows: list[StatusRow]) -> dict[str, StatusRow]:
+        """Append ``task``'s row (noted with its history) to status.tsv and ``rows``; the settled rows."""
+        row = status.noted(row, rows)
+        status.append(self.status_path, row)
+        rows.append(row)
+        latest = status.settled(rows)
+        self.events.cell_ended(task, row, task.id in latest)
+        return latest
 
     # -- adaptive rounds -------------------------------------------------------------
 
@@ -154,33 +171,33 @@ class Runner:
         return self._ir_verdicts[task.workload]
 
     def _ir_verdict(self, workload: str, latest: dict[str, StatusRow]) -> Optional[tuple[str, str]]:
-        switch = self.setup.manifest.switch
-        cells = self._comparable_pair(workload)
+        # round 1's cells read through evidence and judged by irevidence.ir_change, as the
+        # screen and the classifier judge them
+        setup = self.setup
+        first = {t.cell: t for t in setup.matrix.tasks if t.workload == workload and t.round == 1}
+        tuned = evidence.cell_tuned(setup.root, first["baseline"])
+        cells = self._comparable_pair(tuned)
         if cells is None:
             self.events.note(f"{workload}: round 1 baseline benchmarked autotune configs and there is no control: "
                              "no replaying cell to compare the candidate with; later rounds run")
             return None
-        prints = {}
         for cell in cells:
-            task_id = f"{workload}/r1/{cell}"
-            if task_id not in latest:
+            if first[cell].id not in latest:
                 self.events.note(f"{workload}: round 1 {cell} has not finished; later rounds run")
                 return None
-            ir_dir = self.setup.root / CELLS_DIR / task_id / IR_DIR
-            prints[cell] = fingerprint(ir_dir, switch.ir_stage, switch.strip_annotations)
-        missing = [cell for cell, value in prints.items() if value is None]
-        if missing:
-            return ("NO_COMPARABLE_IR", f"round 1 {' and '.join(missing)} has no *.{switch.ir_stage} file: "
+        prints = {cell: evidence.cell_fingerprint(setup.root, first[cell], setup.manifest) for cell in cells}
+        change = irevidence.ir_change(tuned, setup.matrix.cells, prints)
+        stage = setup.manifest.switch.ir_stage
+        if change.missing:
+            return ("NO_COMPARABLE_IR", f"round 1 {' and '.join(change.missing)} has no *.{stage} file: "
                     "no comparable IR (this does not mean the switch is inert)")
-        first, second = cells
-        if prints[first] == prints[second]:
-            return ("SWITCH_NO_IR_DIFF", f"round 1 {first} and {second} {switch.ir_stage} fingerprints are "
-                    f"equal ({prints[first][:12]}): the switch changed no generated code")
+        if change.state == irevidence.EQUAL:
+            return ("SWITCH_NO_IR_DIFF", f"round 1 {cells[0]} and {cells[1]} {stage} fingerprints are "
+                    f"equal ({change.fingerprint[:12]}): the switch changed no generated code")
         return None
 
-    def _comparable_pair(self, workload: str) -> Optional[tuple[str, str]]:
-        baseline = self.setup.root / CELLS_DIR / f"{workload}/r1/baseline"
-        return comparable_pair(cell_holds_tuning_variants(baseline), self.setup.matrix.cells)
+    def _comparable_pair(self, baseline_tuned: bool) -> Optional[tuple[str, str]]:
+        return irevidence.comparable_pair(baseline_tuned, self.setup.matrix.cells)
 
     def skipped_row(self, task: Task, marker: str, why: str) -> StatusRow:
         return StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,
@@ -197,7 +214,7 @@ class Runner:
             folder.mkdir(parents=True, exist_ok=folder == tuner_cache and tuner_mode == "shared")
         replay = None
         if task.autotune.mode == "replay" and task.autotune.source:
-            replay = str(setup.root / CELLS_DIR / task.autotune.source / AUTOTUNE_FILE)
+            replay = str(pinning.recording_dir(setup.root, task.autotune.source) / AUTOTUNE_FILE)
         return CellPlan(task=task, project_root=str(setup.project_root), root=str(setup.root),
                         cell_dir=str(cell_dir), replay_file=replay, triton_cache_dir=str(triton_cache),
                         tuner_cache_dir=str(tuner_cache), tuner_cache=tuner_mode,
@@ -268,24 +285,6 @@ class Runner:
             markers=dict(result.markers) if result else None, preflight_failed=preflight,
             sm_clock_min_mhz=window.sm_clock_min_mhz, sm_clock_median_mhz=window.sm_clock_median_mhz,
             temp_max_c=window.temp_max_c, note="; ".join(notes))
-
-
-def read_result(path: Path) -> tuple[Optional[CellResult], str]:
-    """The worker's one result file, or why there is none; a missing file is a row, never a crash."""
-    if not path.is_file():
-        return None, "no result.json"
-    try:
-        return CellResult.model_validate(canonical.read_json(path)), ""
-    except (ValueError, OSError) as exc:
-        return None, f"result.json unreadable: {str(exc).splitlines()[0][:200]}"
-
-
-def _tail(path: Path, limit: int = 240) -> str:
-    try:
-        lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return f"{path.name} unreadable"
-    return f"{path.name}: {lines[-1][-limit:]}" if lines else f"{path.name} empty"
 
 
 def _canary_reason(row: StatusRow) -> str:

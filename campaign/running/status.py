@@ -6,6 +6,11 @@ Columns (tab-separated, header first)::
     AUTOTUNE_REPLAY_FALLBACK BENCHMARK_DIRECT_NO_CUDAGRAPH BENCHMARK_CAPTURE_POISONED
     preflight_failed sm_clock_min_mhz sm_clock_median_mhz temp_max_c note
 
+- A workload run in a batch process (``defaults.workloads_per_process`` > 1,
+  `campaign.running.batch`) has its own row like any cell, its note ending
+  ``batch <nnnn>: workload <k> of <n> in its process`` (``batches/<nnnn>/batch.json``);
+  its elapsed_s runs from the end of the workload before it in that process (from
+  the spawn for the first, which so carries the process start and imports).
 - An empty field means "not known" (no result.json, no telemetry, a skipped
   cell), never zero: the bookkeeping must not invent a count, nor mark a clean
   cell failed because a count was missing.

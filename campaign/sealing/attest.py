@@ -65,7 +65,6 @@ def require_sealed(root: Path) -> None:
 def predicate(root: Path, receipt) -> dict[str, Any]:
     manifest, _ = yamlio.load(root / MANIFEST_FILE)
     prepare = canonical.read_json(root / PREPARE_FILE)
-    verdicts = receipt.verdicts or {}
     return {
         "campaign": receipt.campaign,
         "root": root.name,
@@ -84,9 +83,9 @@ def predicate(root: Path, receipt) -> dict[str, Any]:
         "switch": (manifest.get("switch") or {}).get("name"),
         "harness": {"digest": receipt.harness_digest, "files": dict(receipt.harness),
                     "changed_since_prepare": list(receipt.harness_changed_since_prepare)},
-        "run_identity": receipt.run_identity,
-        "distinct_run_identities": list(receipt.distinct_run_identities),
-        "verdict_counts": verdicts.get("counts"),
+        "run_identity": receipt.run_identity.dump() if receipt.run_identity else None,
+        "distinct_run_identities": [entry.dump() for entry in receipt.distinct_run_identities],
+        "verdict_counts": dict(receipt.verdicts.counts) if receipt.verdicts else None,
         "verdicts_note": receipt.verdicts_note,
     }
 

@@ -4,9 +4,9 @@ receipt.json (canonical JSON, `campaign.contract.receiptmodel.Receipt`) records 
 SHA-256, size and mode of every file under the root except itself, every folder
 with its mode, the digests of the manifest and prepare.json, the harness digests
 taken at prepare (and any harness file that changed since), the run identity,
-the verdicts from `campaign.judging.classify.classify_root` -- or ``null`` with a note
-when no classifier is importable: verdicts are never invented here -- and the
-SHA-256 of its own content.
+the verdicts it is handed (`Judgement`: the session flow runs the classifier,
+`campaign.flows.session`) -- ``null`` with the note that says why when there are
+none: verdicts are never invented here -- and the SHA-256 of its own content.
 
 The seal is crash-safe. In order: the receipt goes to receipt.json.partial, is
 fsync'd and renamed into place; files become 0444 and folders 0555; run.lock is
@@ -17,9 +17,9 @@ Verifying is `campaign.sealing.verification`.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import os
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -30,10 +30,9 @@ from campaign.contract import canonical
 from campaign.planning import harness
 from campaign.sealing import rootfiles
 from campaign.running import status
-from campaign.contract.artifacts import (CELLS_DIR, IDENTITY_FILE, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE,
-                                RECEIPT_FILE, STATUS_FILE, Matrix, cell_dir_name)
+from campaign.contract.artifacts import (IDENTITY_FILE, LOCK_FILE, MANIFEST_FILE, MATRIX_FILE,
+                                PREPARE_FILE, RECEIPT_FILE, STATUS_FILE, Matrix, cell_dir, cell_dir_name)
 from campaign.contract.errors import EXIT_VERIFY, Refused
-from campaign.running.lock import LOCK_FILE
 from campaign.contract.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt, content_digest
 from campaign.sealing.rootfiles import SEALED_FILE_MODE, SEALED_FOLDER_MODE, mode_text
 from campaign.sealing.verification import (UNRECORDED, UNVERIFIED, Difference, Verification,  # noqa: F401 (re-exported)
@@ -72,7 +71,7 @@ def run_identities(root: Path, matrix: Matrix) -> tuple[Optional[dict], list[dic
     first: Optional[dict] = None
     distinct: dict[str, dict] = {}
     for task in sorted(matrix.tasks, key=lambda t: t.order):
-        path = Path(root) / CELLS_DIR / task.id / IDENTITY_FILE
+        path = cell_dir(root, task.id) / IDENTITY_FILE
         if not path.is_file():
             continue
         identity = canonical.read_json(path)
@@ -84,36 +83,36 @@ def run_identities(root: Path, matrix: Matrix) -> tuple[Optional[dict], list[dic
     return first, (entries if len(entries) > 1 else [])
 
 
-def classify(root: Path, harness_drift: tuple[str, ...] = ()) -> tuple[Optional[dict], Optional[str]]:
-    """Verdicts from the classifier hook, or (None, why there are none)."""
-    try:
-        module = importlib.import_module("campaign.judging.classify")
-    except ModuleNotFoundError as exc:
-        if exc.name == "campaign.judging.classify":
-            return None, "no classifier installed (campaign.judging.classify is not importable): verdicts not derived"
-        raise
-    hook = getattr(module, "classify_root", None)
-    if hook is None:
-        return None, "campaign.judging.classify has no classify_root(root): verdicts not derived"
-    try:
-        return hook(Path(root), harness_drift=harness_drift), None
-    except Exception as exc:  # the seal records the failure; the evidence is still sealed
-        return None, f"campaign.judging.classify.classify_root failed: {type(exc).__name__}: {exc}"
+@dataclass(frozen=True)
+class Judgement:
+    """What the seal records beside the evidence, decided before it by the caller."""
+
+    verdicts: Optional[dict[str, Any]]          # None: no verdicts, and ``note`` says why
+    note: Optional[str]
+    harness_drift: tuple[str, ...]              # `harness_drift`: the files the verdicts were judged with changed
 
 
-def build_receipt(root: Path, now: datetime) -> dict[str, Any]:
-    root = Path(root)
+def harness_drift(root: Path) -> list[str]:
+    """Harness files changed since prepare (digests taken now, against prepare.json's)."""
+    prepare = canonical.read_json(Path(root) / PREPARE_FILE)
+    return harness.changed_files(prepare.get("harness", {}), harness.harness_digests(
+        Path(prepare["project_root"]), harness.prepared_targets(prepare)))
+
+
+def _scan(root: Path) -> rootfiles.Tree:
     tree = rootfiles.scan(root, UNRECORDED)
     if tree.refused:
         raise Refused(PREFIX, "files", "a sealed root holds regular files and folders only: "
                       + "; ".join(f"{rel}: {what}" for rel, what in tree.refused.items()))
+    return tree
+
+
+def build_receipt(root: Path, judged: Judgement, now: datetime) -> dict[str, Any]:
+    root = Path(root)
+    tree = _scan(root)
     prepare = canonical.read_json(root / PREPARE_FILE)
     matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
     identity, distinct = run_identities(root, matrix)
-    recorded = prepare.get("harness", {})
-    drift = harness.changed_files(recorded, harness.harness_digests(Path(prepare["project_root"]),
-                                                                    harness.prepared_targets(prepare)))
-    verdicts, verdicts_note = classify(root, tuple(drift))  # drift: no G or R stands on a changed harness
     files = {}
     for rel, path in tree.files.items():
         digest, size = rootfiles.sha256_regular(path)
@@ -126,13 +125,13 @@ def build_receipt(root: Path, now: datetime) -> dict[str, Any]:
         "manifest_sha256": canonical.sha256_file(root / MANIFEST_FILE),
         "prepare_sha256": canonical.sha256_file(root / PREPARE_FILE),
         "status_sha256": canonical.sha256_file(root / STATUS_FILE) if (root / STATUS_FILE).is_file() else None,
-        "harness": recorded,
+        "harness": prepare.get("harness", {}),
         "harness_digest": prepare.get("harness_digest"),
-        "harness_changed_since_prepare": drift,
+        "harness_changed_since_prepare": list(judged.harness_drift),
         "run_identity": identity,
         "distinct_run_identities": distinct,
-        "verdicts": verdicts,
-        "verdicts_note": verdicts_note,
+        "verdicts": judged.verdicts,
+        "verdicts_note": judged.note,
         "files": files,
         "folders": {rel: mode_text(SEALED_FOLDER_MODE) for rel in tree.folders},
     }
@@ -176,19 +175,27 @@ def _finish(root: Path, release: Callable[[], None]) -> None:
     os.chmod(root, SEALED_FOLDER_MODE)
 
 
-def seal(root: Path, release: Callable[[], None] = lambda: None,
-         now: Optional[datetime] = None) -> dict[str, Any]:
-    """Write receipt.json, make the root read-only, call ``release`` (drop the run lock)."""
+def require_sealable(root: Path) -> None:
+    """Every refusal of `seal` that needs no verdicts: raised before anything judges the root."""
     root = Path(root)
     if is_sealed(root):
         raise Refused(PREFIX, "sealed", f"{root / RECEIPT_FILE} exists: the root is already sealed")
     missing = missing_cell_folders(root)
     if missing:
         raise Refused(PREFIX, "cell_folder", f"{root}: status.tsv says finished but the cell folder is missing: "
-                      + ", ".join(f"{CELLS_DIR}/{task_id}" for task_id in missing) + "; nothing was sealed")
+                      + ", ".join(cell_dir_name(task_id) for task_id in missing) + "; nothing was sealed")
+    _scan(root)   # a FIFO or a link is refused before a reader of the root opens it
+
+
+def seal(root: Path, judged: Judgement, release: Callable[[], None] = lambda: None,
+         now: Optional[datetime] = None) -> dict[str, Any]:
+    """Write receipt.json with the verdicts ``judged`` holds, make the root read-only, call
+    ``release`` (drop the run lock)."""
+    root = Path(root)
+    require_sealable(root)
     # Left by a seal that stopped before its rename; the caller holds the lock, so it is nobody's.
     (root / PARTIAL_FILE).unlink(missing_ok=True)
-    data = build_receipt(root, now or datetime.now(timezone.utc))
+    data = build_receipt(root, judged, now or datetime.now(timezone.utc))
     try:
         _write_whole(root / RECEIPT_FILE, canonical.dumps(data))
     except OSError as exc:   # disk full, a size limit: no receipt.json was made, so nothing is sealed

@@ -1,0 +1,102 @@
+"""`campaign inventory CHECKOUT [--out FILE] [--collect]`: a FlagGems checkout's benchmark items as a table.
+
+Read from the files (`campaign.planning.upstream`): one row per (item, op mark) with the op
+name, the Benchmark class, the key of core_shapes.yaml FlagGems' lookup lands on and its
+shape count, and the reason when ops/dismiss_upstream.csv sets the item aside. With
+``--collect`` (on a host where flag_gems imports) ``pytest --collect-only`` runs over the
+checkout's benchmark/ in a child process and each row says whether collection found the
+item with that mark (``verified``: yes / no, or ``collection error`` where its file did not
+import: flag_gems missing is the usual cause); without it the column says ``not run``.
+The table is CSV (written with ``--out``, never over an existing file; stdout otherwise).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from campaign.contract import yamlio
+from campaign.contract.canonical import read_json
+from campaign.contract.errors import InputError, Refused
+from campaign.planning import checkout, harness, inventory, upstream
+from campaign.planning.upstreamtargets import NO_SRC_PATH
+
+COLUMNS = ("file", "function", "param_index", "mark", "op_name", "bench_class", "shape_key", "shapes",
+           "dismissed", "verified")
+COLLECT_TIMEOUT_S = 1800
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkout", type=Path, help="a FlagGems source checkout")
+    parser.add_argument("--out", type=Path, help="write the table here (refused if it exists)")
+    parser.add_argument("--collect", action="store_true",
+                        help="verify the items with pytest --collect-only (needs flag_gems importable: a device host)")
+
+
+def collected(root: Path) -> tuple[dict[str, set[str]], set[str]]:
+    """(node id without its [params] -> the marks pytest found on it, the files whose collection
+    failed), over the checkout's benchmark/."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "collected.json"
+        argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "campaign.plugins.upstream_collect",
+                "--campaign-collect-out", str(out), *NO_SRC_PATH, f"--rootdir={root}", str(root / "benchmark")]
+        done = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S)
+        if not out.is_file():
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+            raise Refused("INVENTORY_REFUSED", "collect", f"{' '.join(argv)}: exit {done.returncode}, nothing written:\n{tail}")
+        written = read_json(out)
+        found: dict[str, set[str]] = {}
+        for entry in written["items"]:
+            found.setdefault(entry["node"].split("[", 1)[0], set()).update(entry["marks"])
+    return found, {error.split("::", 1)[0] for error in written["errors"]}
+
+
+def table(root: Path, known: inventory.Inventory, verified: dict[str, set[str]] | None,
+          errors: set[str] = frozenset()) -> tuple[str, list[str]]:
+    items, notes = upstream.scan(root)
+    shape_path = root / checkout.SHAPE_FILE
+    shapes = yamlio.load(shape_path)[0] if shape_path.is_file() else {}
+    if not isinstance(shapes, dict):
+        raise InputError(f"{shape_path}: not a mapping of keys to shape sets")
+    bases = upstream.class_bases(root)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for item in items:
+        key = upstream.shape_key(item.op_name, item.bench_class, shapes, bases)
+        count = len(upstream.shapes_for(key, shapes)) if key != upstream.DEFAULT_SHAPES_KEY else ""
+        state = ("not run" if verified is None else "collection error" if item.file in errors else
+                 "yes" if item.node in verified and (not item.mark or item.mark in verified[item.node]) else "no")
+        writer.writerow((item.file, item.function, "" if item.param_index is None else item.param_index, item.mark,
+                         item.op_name, item.bench_class, key, count, known.upstream_reason(item.node, item.mark) or "",
+                         state))
+    return buffer.getvalue(), notes
+
+
+def main(args: argparse.Namespace) -> int:
+    root = args.checkout.resolve()
+    if upstream.layout(root) is None:
+        raise InputError(f"{args.checkout}: no benchmark/performance_utils.py (5.0.2) or benchmark/base.py (5.3+): "
+                         "not a FlagGems checkout")
+    known = inventory.load(harness.PROJECT_ROOT / "ops")
+    verified, errors = collected(root) if args.collect else (None, set())
+    text, notes = table(root, known, verified, errors)
+    for error in sorted(errors):
+        print(f"note: {error}: collection failed (its items say 'collection error')", file=sys.stderr)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.out, "x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        raise Refused("INVENTORY_REFUSED", "out", f"{args.out}: exists; an inventory is never overwritten") from None
+    rows = text.count("\n") - 1
+    print(f"{args.out}: {rows} benchmark items of {root} ({upstream.layout(root)} layout)")
+    return 0

@@ -1,0 +1,120 @@
+"""prepare.json, run_identity.json and rescore.json as models, matching what is written today.
+
+Fields a later version added carry a default and are left out of `SealedRecord.dump`
+when the file read did not hold them, so a committed root's records dump back to
+the same canonical bytes. The verdicts are `campaign.contract.records`.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from campaign.contract.records import SealedRecord, Sha256
+
+
+class ResolvedTargets(SealedRecord):
+    benchmark: str
+    correctness: str
+    correctness_node_ids: tuple[str, ...]
+    correctness_k: Optional[str]
+    dtypes: tuple[str, ...]
+    shapes: Optional[tuple[str, ...]]              # None: the op's full set at the bench level
+    family: Optional[str]                          # None: not in the inventory (a pytest workload)
+    shape_file: Optional[str] = None               # the campaign's own (defaults.shape_file), absolute; digested
+
+
+class Prepare(SealedRecord):
+    """prepare.json: digests taken before anything runs."""
+
+    schema_version: Literal[1]
+    campaign: str
+    created_utc: str
+    project_root: str
+    manifest_source: str
+    manifest_sha256: Sha256
+    inventory_sha256: Sha256
+    harness: dict[str, Sha256]
+    harness_digest: Sha256
+    tool_version: str
+    python: str
+    platform: str
+    tasks: int
+    resolved_targets: dict[str, ResolvedTargets]
+    # absent before `campaign screen` froze roots of its own: those are campaign roots
+    mode: Literal["campaign", "screen"] = "campaign"
+
+
+class Timer(SealedRecord):
+    """What the manifest asked for; on a compile-only backend ``kind`` is "none", the rest null."""
+
+    kind: str
+    warmup_ms: Optional[float]
+    rep_ms: Optional[float]
+    return_mode: Optional[str]
+    direct_repeat: Optional[int]
+    l2_flush: Optional[bool]
+
+
+class FolderSize(SealedRecord):
+    files: int
+    bytes: int
+
+
+class RunIdentity(SealedRecord):
+    """run_identity.json: one cell's caliber (`campaign.plugins.run_identity` writes it)."""
+
+    schema_version: Literal[1]
+    task_id: str
+    backend: str
+    device_name: Optional[str]
+    device_uuid: Optional[str]
+    device_target: Optional[str]
+    driver: Optional[str]
+    cuda: Optional[str]
+    torch: str
+    triton: str
+    triton_env: dict[str, str]
+    flag_gems: Optional[str]
+    python: str
+    platform: str
+    bench_level: str
+    shape_mode: str
+    tuner_cache: str
+    autotune_mode: str
+    autotune_source: Optional[str]
+    autotune_policy: str
+    autotune_from: Optional[Sha256] = None      # absent before configs could be pinned across roots
+    env: dict[str, str]
+    pinned_env: dict[str, str]
+    harness_digest: Optional[str]
+    timer: Timer
+    direct_repeat: Optional[int]
+    # absent from the first H200 roots (recorded since tuner-cache isolation and inherited code paths)
+    tuner_cache_at_start: Optional[FolderSize] = None
+    inherited_env: dict[str, str] = {}
+
+
+class RescoreRule(SealedRecord):
+    ir_stage: str
+    measured_launch_floor: int
+    strip_annotations: tuple[str, ...]
+    strip_annotations_added: tuple[str, ...]       # given to --rescore on top of the manifest's
+    fingerprint: str
+    code: dict[str, Sha256]                        # the rule's source files -> their digests
+
+
+class RescoreChange(SealedRecord):
+    workload: str
+    before: Optional[str]                          # None: the sealed table had no row for it
+    after: str
+
+
+class Rescore(SealedRecord):
+    """rescore.json, beside a rescored screen root (`campaign screen --rescore`)."""
+
+    schema_version: Literal[1]
+    root: str
+    tool_version: str
+    created_utc: str
+    receipt_sha256: Sha256
+    rule: RescoreRule
+    changes: tuple[RescoreChange, ...]

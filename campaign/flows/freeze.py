@@ -1,0 +1,107 @@
+"""Check a manifest as prepare does, and freeze it into a run root.
+
+`check` runs every check (`campaign validate` stops there); `freeze` makes the root:
+the manifest byte for byte, matrix.json and prepare.json (digests of the manifest,
+the inventory and every harness file, taken before anything runs). A refusal
+raises before anything is written; a failed write leaves no root behind.
+"""
+from __future__ import annotations
+
+import platform
+import shutil
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from campaign import __version__
+from campaign.contract import canonical, yamlio
+from campaign.planning import harness, inventory, pinning
+from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, Matrix, first_free
+from campaign.contract.manifest import Manifest
+from campaign.contract.rootrecords import Prepare
+from campaign.planning.matrix import expand
+from campaign.planning.resolve import Resolved, resolve
+
+
+@dataclass(frozen=True)
+class Checked:
+    manifest_path: Path
+    manifest: Manifest
+    resolved: dict[str, Resolved]
+    matrix: Matrix
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What was not checked statically (a node id's parameters), for validate and prepare to say."""
+        return tuple(note for found in self.resolved.values() for note in found.notes)
+
+
+def check(manifest_path: Path, project_root: Path = harness.PROJECT_ROOT) -> Checked:
+    """Every check prepare runs; raises CampaignError, writes nothing."""
+    manifest = yamlio.validate(Manifest, manifest_path)
+    _, document = yamlio.load(manifest_path)
+    known = inventory.load(project_root / "ops")
+    resolved = resolve(manifest, known, project_root, str(manifest_path), document)
+    return Checked(manifest_path, manifest, resolved, expand(manifest, resolved))
+
+
+def claim_root(runs_dir: Path, campaign: str, now: datetime) -> Path:
+    """Create a new, unique root atomically: two prepares in one second get two roots."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    base = f"{campaign}-{now.strftime('%Y%m%dT%H%M%SZ')}"
+    return first_free(lambda n: runs_dir / (base if n == 1 else f"{base}-{n}"), Path.mkdir)
+
+
+def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: str = "campaign") -> dict[str, Any]:
+    resolved_targets = {
+        name: {
+            "benchmark": found.targets.benchmark,
+            "correctness": found.targets.correctness,
+            "correctness_node_ids": list(found.targets.correctness_node_ids or ()),
+            "correctness_k": found.targets.correctness_k,
+            "dtypes": list(found.dtypes),
+            "shapes": list(found.shapes) if found.shapes is not None else None,
+            "family": found.family,
+            # only when set: a root without one keeps the bytes it had
+            **({"shape_file": found.targets.shape_file} if found.targets.shape_file else {}),
+        }
+        for name, found in sorted(checked.resolved.items())
+    }
+    # the targets' files, conftest.py chain and pytest configuration are harness files too
+    digests = harness.harness_digests(project_root, harness.record_targets(resolved_targets))
+    return Prepare.model_validate({
+        "schema_version": SCHEMA_VERSION,
+        "campaign": checked.manifest.campaign,
+        "mode": mode,                    # "campaign" | "screen" (one round, `campaign screen`)
+        "created_utc": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "project_root": str(project_root),
+        "manifest_source": str(checked.manifest_path),
+        "manifest_sha256": canonical.sha256_file(checked.manifest_path),
+        "inventory_sha256": canonical.sha256_file(project_root / "ops" / "inventory.csv"),
+        "harness": digests,
+        "harness_digest": harness.combined_digest(digests),
+        "tool_version": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "tasks": len(checked.matrix.tasks),
+        "resolved_targets": resolved_targets,
+    }).dump()
+
+
+def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJECT_ROOT, mode: str = "campaign") -> Path:
+    """A campaign root is named ``<campaign>-<stamp>``, any other mode ``<campaign>-<mode>-<stamp>``."""
+    now = datetime.now(timezone.utc)
+    record = prepare_record(checked, project_root, now, mode)
+    name = checked.manifest.campaign if mode == "campaign" else f"{checked.manifest.campaign}-{mode}"
+    root = claim_root(runs_dir, name, now)
+    try:
+        shutil.copyfile(checked.manifest_path, root / MANIFEST_FILE)
+        canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))
+        canonical.write_json_new(root / PREPARE_FILE, record)
+        pinning.pin(checked.manifest, checked.manifest_path, root, project_root)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return root

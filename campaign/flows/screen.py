@@ -1,0 +1,113 @@
+"""The screen flow: one pinned pair per workload in a sealed ``<campaign>-screen-*`` root.
+
+`screen` checks the manifest exactly as prepare does and freezes a root whose
+matrix is round 1 only (prepare.json ``"mode": "screen"``); its cells run through
+the session flow -- same worker, plugins, caliber and timeouts -- and screen.tsv
+(`campaign.judging.screening`) is written before the seal, so the receipt hashes
+it. `resume` completes a screen root stopped before its seal. `rescore` re-judges
+a sealed screen root beside it (``<root>.rescore-<n>/``), never writing inside it.
+`emit` writes the IR_CHANGED workloads as a campaign manifest.
+"""
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timezone
+from pathlib import Path
+
+from campaign import __version__
+from campaign.contract import canonical, stripregex
+from campaign.contract.artifacts import RECEIPT_FILE, RESCORE_SUFFIX, SCHEMA_VERSION, first_free
+from campaign.contract.errors import EXIT_INPUT, EXIT_OK, InputError, Refused
+from campaign.contract.rootrecords import Rescore
+from campaign.flows import freeze, session
+from campaign.flows.roots import root_mode
+from campaign.judging import screening, screenroot
+from campaign.planning import harness
+from campaign.planning.matrix import expand
+from campaign.sealing import receipt
+
+PREFIX = "SCREEN_REFUSED"
+ORIGINAL_FILE = "screen.original.tsv"
+RESCORE_FILE = "rescore.json"
+RULE_FILES = ("campaign/judging/irevidence.py", "campaign/judging/screening.py")   # the rule a rescore applies
+Screened = tuple[int, Path, list[dict[str, str]]]      # exit code, the root, the table's rows
+
+
+def screen(manifest_path: Path, runs_dir: Path, execution: session.Execution) -> Screened:
+    checked = freeze.check(manifest_path)
+    one = checked.manifest.model_copy(update={"rounds": checked.manifest.rounds.model_copy(update={"count": 1})})
+    root = freeze.freeze(dataclasses.replace(checked, matrix=expand(one, checked.resolved)), runs_dir, mode="screen")
+    print(f"screen {checked.manifest.campaign}: {len(checked.resolved)} workloads, one pinned pair each -> {root}")
+    return _execute(root, execution)
+
+
+def resume(root: Path, execution: session.Execution) -> Screened:
+    root = root.resolve()
+    if root_mode(root) != "screen":
+        raise Refused(PREFIX, "screen_root", f"{root}: not a screen root (prepare.json does not say mode screen); "
+                      "a campaign root is resumed by `campaign run ROOT`", EXIT_INPUT)
+    if receipt.is_sealed(root):
+        raise Refused(PREFIX, "sealed", f"{root} is sealed: its screen is complete (`--rescore` re-judges it)",
+                      EXIT_INPUT)
+    print(f"screen: resuming {root}")
+    return _execute(root, execution)
+
+
+def _execute(root: Path, execution: session.Execution) -> Screened:
+    """Run the root's cells through the session flow; the table is written before the seal."""
+    rows: list[dict[str, str]] = []
+
+    def write_table(root: Path) -> None:
+        rows.extend(screenroot.table(root))
+        canonical.write_new(root / screenroot.SCREEN_FILE, screening.render(rows))
+
+    return session.execute(root, execution, before_seal=write_table), root, rows
+
+
+def rescore(root: Path, strip: tuple[str, ...]) -> Screened:
+    root = root.resolve()
+    for pattern in strip:
+        problem = stripregex.problem(pattern)     # the same bound a manifest's patterns get
+        if problem:
+            raise InputError(f"--strip-annotation: {problem}")
+    if root_mode(root) != "screen" or not (root / screenroot.SCREEN_FILE).is_file():
+        raise Refused(PREFIX, "screen_root", f"{root}: not a screen root (no screen.tsv, or prepare.json "
+                      "does not say mode screen)", EXIT_INPUT)
+    if not receipt.is_sealed(root):
+        raise Refused(PREFIX, "sealed", f"{root}: not sealed; only a sealed screen is rescored", EXIT_INPUT)
+    receipt.require_verified(root, PREFIX)
+    rows = screenroot.table(root, strip)
+    original = (root / screenroot.SCREEN_FILE).read_bytes()
+    before = {r["workload"]: r["verdict"] for r in screening.parse(original.decode("utf-8"))}
+    manifest, _ = screenroot.load(root)
+    out = first_free(lambda n: root.parent / f"{root.name}{RESCORE_SUFFIX}{n}", Path.mkdir)
+    canonical.write_new(out / screenroot.SCREEN_FILE, screening.render(rows))
+    (out / ORIGINAL_FILE).write_bytes(original)
+    changes = [{"workload": r["workload"], "before": before.get(r["workload"]), "after": r["verdict"]}
+               for r in rows if before.get(r["workload"]) != r["verdict"]]
+    canonical.write_json_new(out / RESCORE_FILE, Rescore.model_validate({
+        "schema_version": SCHEMA_VERSION, "root": str(root), "tool_version": __version__,
+        "created_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "receipt_sha256": canonical.sha256_file(root / RECEIPT_FILE),
+        "rule": {"ir_stage": manifest.switch.ir_stage, "measured_launch_floor": manifest.measured_launch_floor,
+                 "strip_annotations": list(manifest.switch.strip_annotations), "strip_annotations_added": list(strip),
+                 "fingerprint": "kernel name + content of every variant, locations and annotations stripped "
+                                "(campaign.judging.irevidence.fingerprint)",
+                 "code": {name: canonical.sha256_file(harness.PROJECT_ROOT / name) for name in RULE_FILES}},
+        "changes": changes,
+    }).dump())
+    print(f"rescored {root} -> {out}: " + (", ".join(f"{c['workload']} {c['before']} -> {c['after']}"
+                                                    for c in changes) or "no verdict changed"))
+    return EXIT_OK, out, rows
+
+
+def emit(root: Path, rows: list[dict[str, str]], path: Path) -> None:
+    text = screenroot.emitted_manifest(root, rows)
+    if text is None:
+        raise Refused(PREFIX, "emit_empty", "no workload is IR_CHANGED: nothing deserves rounds, no manifest written")
+    try:
+        canonical.write_new(path, text)
+    except FileExistsError:
+        raise Refused(PREFIX, "emit_exists", f"{path} exists: an emitted manifest never overwrites one") from None
+    chosen = [r["workload"] for r in rows if r["verdict"] == screening.IR_CHANGED]
+    print(f"wrote {path}: {len(chosen)} IR_CHANGED workload(s): {', '.join(chosen)}")

@@ -1,0 +1,211 @@
+"""One session over a prepared root: lock -> checks -> runner -> judge -> seal.
+
+`execute` is what `campaign run` runs, and `campaign screen` with the screen's
+table written before the seal. Refusals name their check (``RUN_REFUSED
+check=<name>: ...``, exit 1), in this order: sealed, lock, project_root, harness,
+versions, device. A failed canary stops the campaign (``RUN_FAILED check=canary``,
+exit 1, the root stays unsealed: its status rows say why). SIGINT/SIGTERM end
+the running cell's process group, record it as ``interrupted`` and exit 130; the
+hint printed says how to complete it. A full disk or an unwritable path stops the
+run with ``RUN_FAILED check=disk|write`` (`campaign.running.faults`, exit 1),
+finished cells kept. A completed matrix is judged (`judge`: the classifier, here
+and nowhere else) and sealed with those verdicts (`campaign.sealing.receipt`), and
+exits 0 even when some cells failed: those are rows, and the verdicts say what
+they mean. A seal stopped by a crash (run.lock left beside receipt.json) is
+completed here again, under the lock it takes over (`receipt.complete`).
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from campaign.backends import get_backend
+from campaign.backends.plan import plugin_plan
+from campaign.contract import canonical, yamlio
+from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, Matrix
+from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_OK, CampaignError, Refused
+from campaign.contract.manifest import Manifest, Sources
+from campaign.flows.roots import prepared_roots, root_mode
+from campaign.judging.classify import classify_root
+from campaign.planning import harness
+from campaign.running import faults, runchecks
+from campaign.running.cellenv import pinned_env
+from campaign.running.lock import RunLock
+from campaign.running.progress import make_progress
+from campaign.running.runner import CANARY_FAILED, COMPLETED, Runner, RunSetup
+from campaign.running.telemetry import INTERVAL_S, Sampler, make_source, visible_devices
+from campaign.sealing import receipt
+
+PREFIX = "RUN_REFUSED"
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How cells are executed (`campaign run`'s and `campaign screen`'s options)."""
+
+    scratch_dir: Optional[Path] = None   # where per-cell caches are made, outside the root
+    telemetry_interval: float = INTERVAL_S
+    grace_s: float = 10.0
+    emit_manifest: Optional[Path] = None  # a screen's --emit-manifest, repeated in its resume hint
+
+
+def find_root(root: Optional[Path], runs_dir: Path) -> Path:
+    """The root `campaign run` runs: the one named, or the newest prepared, unsealed one."""
+    if root is not None:
+        root = root.resolve()
+        mode = root_mode(root)
+        if mode is None:
+            raise Refused(PREFIX, "prepared", f"{root}: no {PREPARE_FILE}; run `campaign prepare` first")
+        if mode != "campaign" and not receipt.seal_interrupted(root):   # any root's seal is finished here
+            raise Refused(PREFIX, "mode", f"{root} was prepared by `campaign {mode}`, which runs and seals its own "
+                          f"root (its table is written before the seal); `campaign {mode} --resume {root}` "
+                          "completes it")
+        return root
+    roots = prepared_roots(runs_dir)
+    if not roots:
+        raise Refused(PREFIX, "prepared", f"no prepared, unsealed root under {runs_dir}/")
+    return roots[0].resolve()
+
+
+def installed_versions(sources: Sources) -> dict[str, Optional[str]]:
+    """Installed version of each pinned package, read from metadata (nothing is imported)."""
+    found: dict[str, Optional[str]] = {}
+    for package, names in runchecks.distribution_names(sources).items():
+        found[package] = None
+        for name in names:
+            try:
+                found[package] = importlib.metadata.version(name)
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    return found
+
+
+def check(root: Path, prepare: dict, manifest: Manifest, backend) -> None:
+    """Every refusal taken under the lock; the first failing check is raised."""
+    if receipt.is_sealed(root):  # sealed between the first look and the lock
+        raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
+    recorded_root = Path(prepare["project_root"])
+    if recorded_root.resolve() != harness.PROJECT_ROOT.resolve():
+        raise Refused(PREFIX, "project_root", f"prepared from {recorded_root}, this code is at {harness.PROJECT_ROOT}")
+    drift = runchecks.harness_problems(prepare["harness"], harness.harness_digests(harness.PROJECT_ROOT,
+                                                                                    harness.prepared_targets(prepare)))
+    if drift:
+        raise Refused(PREFIX, "harness", "code changed since prepare: " + ", ".join(drift)
+                      + "; prepare a new root (a root measures the code it was prepared with)")
+    versions = runchecks.version_problems(manifest.sources, installed_versions(manifest.sources))
+    if versions:
+        raise Refused(PREFIX, "versions", "; ".join(versions))
+    devices = [] if manifest.device.backend == "cpu" else backend.enumerate_devices()
+    problems = runchecks.device_problems(manifest.device, devices)
+    if problems:
+        raise Refused(PREFIX, "device", "; ".join(problems))
+
+
+def judge(root: Path) -> receipt.Judgement:
+    """The verdicts the seal records. A changed harness is handed to the classifier: no G or R
+    stands on it. A classifier that fails is recorded as the reason for null verdicts, and the
+    evidence is still sealed."""
+    drift = tuple(receipt.harness_drift(root))
+    try:
+        return receipt.Judgement(classify_root(Path(root), harness_drift=drift), None, drift)
+    except Exception as exc:   # the seal names the failure; the evidence is still sealed
+        return receipt.Judgement(None, f"campaign.judging.classify.classify_root failed: {type(exc).__name__}: {exc}",
+                                 drift)
+
+
+def seal_root(root: Path, release: Callable[[], None] = lambda: None,
+              now: Optional[datetime] = None) -> dict[str, Any]:
+    """Judge a finished root and seal it with those verdicts; refusals that need no verdicts first."""
+    receipt.require_sealable(root)
+    return receipt.seal(root, judge(root), release=release, now=now)
+
+
+def _sampler(root: Path, backend, pinned: dict, interval: float) -> Sampler:
+    variable = backend.visibility_variable
+    value = pinned.get(variable, os.environ.get(variable)) if variable else None
+    devices = visible_devices(value)
+    return Sampler(root, lambda: make_source(backend.capabilities.telemetry, devices), interval)
+
+
+def _resume_hint(root: Path, mode: str, execution: Execution) -> str:
+    if mode == "campaign":
+        return f"`campaign run {root}` re-runs the interrupted cell and completes the campaign"
+    again = f" --emit-manifest {execution.emit_manifest}" if execution.emit_manifest is not None else ""
+    return (f"`campaign {mode} --resume {root}{again}` re-runs the interrupted cell and completes the {mode}"
+            + ("" if again else " (add --emit-manifest FILE there if a manifest should be emitted)"))
+
+
+def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None] = lambda root: None) -> int:
+    """Run a prepared root's matrix and seal it; ``before_seal(root)`` writes what the seal must hash."""
+    prepare = canonical.read_json(root / PREPARE_FILE)
+    matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
+    manifest = yamlio.validate(Manifest, root / MANIFEST_FILE)
+    backend = get_backend(matrix.backend)
+    interrupted = receipt.seal_interrupted(root)
+    if receipt.is_sealed(root) and not interrupted:
+        raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
+    # The lock first: with another run active, nothing else about this root is news.
+    lock = RunLock(root, report=lambda text: print(text, file=sys.stderr), grace_s=execution.grace_s)
+    lock.acquire()
+    sealed = False
+    try:
+        if interrupted and receipt.is_sealed(root):   # the stale lock taken over was the seal's
+            finished = receipt.complete(root, release=lock.release)
+            if finished is not None:
+                sealed = True
+                print(f"sealed {root}: completed an interrupted seal, {len(finished['files'])} files in receipt.json")
+                return EXIT_OK
+            print(f"RUN_SEAL an unfinished receipt.json of an interrupted seal was removed; sealing {root} again",
+                  file=sys.stderr)
+        check(root, prepare, manifest, backend)
+        pinned = pinned_env(manifest)
+        scratch = Path(tempfile.mkdtemp(prefix=f"campaign-{matrix.campaign}-", dir=execution.scratch_dir))
+        sampler = _sampler(root, backend, pinned, execution.telemetry_interval)
+        if not sampler.start():
+            print(f"{sampler.reason} (recorded in telemetry.err; the campaign goes on)", file=sys.stderr)
+        setup = RunSetup(root=root, project_root=Path(prepare["project_root"]), matrix=matrix, manifest=manifest,
+                         harness_digest=prepare["harness_digest"], plugins=plugin_plan(backend),
+                         pinned_env=pinned, parent_env=dict(os.environ), scratch=scratch,
+                         python=sys.executable, grace_s=execution.grace_s, lock=lock)
+        progress = make_progress()
+        runner = Runner(setup, progress, sampler)
+        previous = {sig: signal.signal(sig, lambda num, _frame: runner.interrupt(signal.Signals(num).name))
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            outcome = runner.run()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            progress.close()
+            sampler.stop()
+            shutil.rmtree(scratch, ignore_errors=True)
+        if outcome.state == CANARY_FAILED:
+            raise CampaignError(f"RUN_FAILED check=canary: {outcome.detail}; the campaign stopped before the "
+                                "rest was measured (the root stays unsealed; fix the cause and prepare anew)")
+        if outcome.state != COMPLETED:
+            hint = _resume_hint(root, prepare.get("mode", "campaign"), execution)
+            print(f"RUN_INTERRUPTED: {outcome.detail}; {hint}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        before_seal(root)
+        sealed_receipt = seal_root(root, release=lock.release)
+        sealed = True
+    except OSError as exc:   # a full disk, an unwritable path: named, never a traceback
+        mode = prepare.get("mode", "campaign")
+        resume = f"`campaign run {root}`" if mode == "campaign" else f"`campaign {mode} --resume {root}`"
+        raise faults.write_failed(exc, f"{resume} resumes") from exc
+    finally:
+        if not sealed:
+            lock.release()
+    print(f"sealed {root}: {len(sealed_receipt['files'])} files in receipt.json")
+    if sealed_receipt["verdicts"] is None:
+        print(f"note: verdicts are null: {sealed_receipt['verdicts_note']}")
+    return EXIT_OK

@@ -1,0 +1,111 @@
+"""A FlagGems checkout as a source: its commit, its cleanliness, and the files a cell of it runs.
+
+A manifest names the checkout (``sources.flag_gems_checkout: {path, commit | tag}``);
+prepare refuses it unless ``git rev-parse HEAD`` is that commit and the tree is clean.
+A dirty tree is refused, not recorded: the campaign's claim is "FlagGems at commit X",
+and a diff recorded beside it is not something a reviewer of the receipt can read back.
+
+What a cell runs from the checkout is digested like any harness file: the benchmark or
+test file, every conftest.py and pytest configuration on its way down from the checkout
+root, what those import from the checkout (``performance_utils.py`` or ``base.py``,
+``attri_util.py`` or ``consts.py``, ``accuracy_utils.py``; `campaign.planning.targetfiles`
+reads them with the checkout as the root), and the shape file FlagGems reads,
+``benchmark/core_shapes.yaml``. flag_gems itself is the installed package pinned by
+``sources.flag_gems`` (the sessions override the checkout's ``pythonpath = src``), so the
+checkout's ``src/`` is not what runs and is not digested.
+
+Targets of a checkout are absolute paths inside it; the checkout root is the nearest
+folder above a target holding ``.git``, so prepare, run and the seal find the same files
+from prepare.json's targets alone.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Iterable, Optional
+
+from campaign.planning import targetfiles
+
+SHAPE_FILE = "benchmark/core_shapes.yaml"
+SHAPE_SUFFIXES = (".yaml", ".yml")
+GIT_TIMEOUT_S = 60
+
+
+class CheckoutProblem(ValueError):
+    """Why a checkout cannot be used; the message names the check's subject."""
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CheckoutProblem(f"git {' '.join(args)} in {root}: {type(exc).__name__}: {exc}") from None
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
+        raise CheckoutProblem(f"git {' '.join(args)} in {root}: exit {done.returncode}: {tail[0]}")
+    return done.stdout
+
+
+def locate(manifest_path: Path, path: str) -> Path:
+    """The checkout's folder: ``path`` as written, relative to the manifest's folder unless absolute."""
+    given = Path(path).expanduser()
+    return (given if given.is_absolute() else Path(manifest_path).resolve().parent / given).resolve()
+
+
+def check(root: Path, commit: Optional[str], tag: Optional[str]) -> str:
+    """The checkout's HEAD commit, when it is the pinned one and the tree is clean."""
+    if not root.is_dir():
+        raise CheckoutProblem(f"{root}: no such folder")
+    if _git(root, "rev-parse", "--show-toplevel").strip() != str(root.resolve()):
+        raise CheckoutProblem(f"{root}: not the top of a git work tree")
+    head = _git(root, "rev-parse", "HEAD").strip()
+    if commit is not None and not head.startswith(commit):
+        raise CheckoutProblem(f"{root}: HEAD is {head}, the manifest pins commit {commit}")
+    if tag is not None:
+        tagged = _git(root, "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}").strip()
+        if tagged != head:
+            raise CheckoutProblem(f"{root}: HEAD is {head}, tag {tag} is {tagged}")
+    changed = [line for line in _git(root, "status", "--porcelain", "--untracked-files=normal").splitlines() if line]
+    if changed:
+        shown = "; ".join(line.strip() for line in changed[:10])
+        more = f" (and {len(changed) - 10} more)" if len(changed) > 10 else ""
+        raise CheckoutProblem(f"{root}: the tree differs from {head[:12]}: {shown}{more}; "
+                              "a campaign names a commit, so local edits and untracked files are refused")
+    return head
+
+
+def root_of(path: Path) -> Optional[Path]:
+    """The nearest folder at or above ``path``'s folder that holds ``.git``."""
+    for folder in Path(path).parents:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def is_checkout_target(target: str) -> bool:
+    return Path(target.partition("::")[0]).is_absolute()
+
+
+def harness_paths(targets: Iterable[str]) -> set[Path]:
+    """Every checkout path the absolute ``targets`` make a cell read, existing or not (a file
+    that appears there after prepare is a change), each checkout's shape file, and a
+    campaign's own shape file (``Targets.shape_file``, absolute, wherever it lies)."""
+    by_root: dict[Path, list[str]] = {}
+    found: set[Path] = set()
+    for target in targets:
+        if not is_checkout_target(target):
+            continue
+        path = Path(target.partition("::")[0])
+        if path.suffix in SHAPE_SUFFIXES:     # a campaign's own shape file: read as it is, wherever it lies
+            found.add(path)
+            continue
+        root = root_of(path)
+        if root is None:
+            continue
+        relative = path.relative_to(root).as_posix()
+        by_root.setdefault(root, []).append(relative + target[len(str(path)):])
+    for root, relative_targets in sorted(by_root.items()):
+        found |= targetfiles.candidates(root, relative_targets)
+        found.add(root / SHAPE_FILE)
+    return found

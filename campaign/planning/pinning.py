@@ -1,0 +1,122 @@
+"""Configs pinned across roots: ``defaults.autotune_from`` replays what an earlier sealed root
+recorded, so a screen and its campaign (or two campaigns) time the same autotune winners.
+
+Two tuning runs pick different winners (H200 mm: 128x128x64 s3 in a screen, 128x64x64 s4
+in its campaign; one bmm shape measured +16.7 % with one winner and +1-2 % with the
+other), so without this a screen does not predict its campaign, and every campaign pays
+its own recording. The manifest names the source root and the SHA-256 of its
+receipt.json; that one digest pins every file of the root, because the receipt holds
+each file's digest and its own.
+
+`pin` (prepare's one call, `campaign.flows.freeze`) refuses, naming the manifest's file,
+line and key, unless: the source holds a receipt.json hashing to ``receipt_sha256``; the
+root verifies against it (`campaign.sealing.verification`: any changed, missing or extra
+file is named, exit 5); and every workload of the new manifest has a finished recording
+there. It copies each recording -- the recording cell's autotune.json and, where that cell
+ran a correctness session, autotune-correctness.json; a source that was itself pinned
+hands on its own copy -- to ``<root>/autotune_from/<workload>/``, sealed with the new root.
+Every task then replays ``autotune_from/<workload>`` (`campaign.planning.matrix`; no cell
+records, nothing is re-tuned), and each cell records the receipt digest as its
+``autotune_from`` caliber field (`campaign.judging.caliber`).
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Optional
+
+from campaign.contract import canonical, yamlio
+from campaign.contract.artifacts import (AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, MATRIX_FILE, RECEIPT_FILE,
+                                         Matrix, cell_dir)
+from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, CampaignError
+from campaign.contract.manifest import Manifest
+
+PINNED_DIR = "autotune_from"
+CHECK = "autotune_from"
+LOC = ("defaults", "autotune_from")
+RECORDING_FILES = (AUTOTUNE_FILE, AUTOTUNE_CORRECTNESS_FILE)
+
+
+def pinned_source(workload: str) -> str:
+    """The replay source of every task of a pinned workload: a folder of the root, not a task."""
+    return f"{PINNED_DIR}/{workload}"
+
+
+def recording_dir(root: Path, source: str) -> Path:
+    """Where a replay source's recording lies: the pinned copy, or the recording task's cell."""
+    parts = source.split("/")
+    if len(parts) == 2 and parts[0] == PINNED_DIR:
+        return Path(root) / source
+    return cell_dir(root, source)
+
+
+def source_root(spec, project_root: Path) -> Path:
+    path = Path(spec.root)
+    return path if path.is_absolute() else Path(project_root) / path
+
+
+class _Refusal:
+    """``PREPARE_REFUSED check=autotune_from: <manifest>:<line>:<col>: defaults -> autotune_from -> <key>: …``."""
+
+    def __init__(self, manifest_path: Path):
+        self.manifest_path = manifest_path
+        _, self.document = yamlio.load(manifest_path)
+
+    def __call__(self, key: str, detail: str, exit_code: int = EXIT_INPUT) -> CampaignError:
+        loc = LOC + (key,)
+        line, col = yamlio.position(self.document, loc)
+        where = " -> ".join(loc)
+        return CampaignError(f"PREPARE_REFUSED check={CHECK}: {self.manifest_path}:{line}:{col}: {where}: {detail}",
+                             exit_code)
+
+
+def _verified_source(spec, source: Path, refuse: _Refusal) -> Matrix:
+    from campaign.sealing import rootfiles, verification     # the sealing stage: only where a root is pinned
+
+    receipt = source / RECEIPT_FILE
+    if not source.is_dir():
+        raise refuse("root", f"{source}: not a folder")
+    try:
+        digest, _ = rootfiles.sha256_regular(receipt)
+    except (OSError, rootfiles.NotRegular) as exc:
+        raise refuse("root", f"{receipt}: no readable receipt ({getattr(exc, 'strerror', exc)}): only a sealed "
+                             "root's configs can be pinned")
+    if digest != spec.receipt_sha256:
+        raise refuse("receipt_sha256", f"{receipt} hashes to {digest}, the manifest pins {spec.receipt_sha256}: "
+                                       "not the root the manifest names", EXIT_VERIFY)
+    differences = verification.check(source).differences
+    if differences:
+        shown = "; ".join(d.line() for d in differences[:5])
+        raise refuse("root", f"{source} does not verify against its receipt ({len(differences)} difference(s): "
+                             f"{shown})", EXIT_VERIFY)
+    return Matrix.model_validate(canonical.read_json(source / MATRIX_FILE))
+
+
+def _recording(source: Path, matrix: Matrix, workload: str, refuse: _Refusal) -> Path:
+    tasks = [t for t in matrix.tasks if t.workload == workload]
+    if not tasks:
+        known = ", ".join(sorted({t.workload for t in matrix.tasks}))
+        raise refuse("root", f"{source} has no workload {workload!r} (it has: {known}): nothing recorded to replay")
+    recorder: Optional[str] = next((t.id for t in tasks if t.autotune.mode == "record"), None)
+    folder = cell_dir(source, recorder) if recorder else recording_dir(source, tasks[0].autotune.source or "")
+    if not (folder / AUTOTUNE_FILE).is_file():
+        raise refuse("root", f"{folder / AUTOTUNE_FILE}: missing: the recording of {workload!r} did not finish "
+                             "in the source root")
+    return folder
+
+
+def pin(manifest: Manifest, manifest_path: Path, root: Path, project_root: Path) -> None:
+    """Verify the source root and copy every workload's recording into ``root``; no-op unpinned."""
+    spec = manifest.defaults.autotune_from
+    if spec is None:
+        return
+    refuse = _Refusal(Path(manifest_path))
+    source = source_root(spec, project_root)
+    matrix = _verified_source(spec, source, refuse)
+    folders = {w.name: _recording(source, matrix, w.name, refuse) for w in manifest.workloads}
+    for workload, folder in sorted(folders.items()):
+        target = Path(root) / pinned_source(workload)
+        target.mkdir(parents=True)
+        for name in RECORDING_FILES:
+            if (folder / name).is_file():
+                shutil.copyfile(folder / name, target / name)

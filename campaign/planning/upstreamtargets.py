@@ -1,0 +1,224 @@
+"""The targets of a ``provider: flaggems_upstream`` workload: FlagGems' own items in a checkout.
+
+The workload's ``op`` is FlagGems' op mark. Its benchmark is the one file of the checkout's
+``benchmark/`` whose items carry the mark (``benchmark:`` names the file or function when
+several do), run with ``-m <mark>`` from FlagGems' own conftest, with ``--level`` (the
+campaign's ``bench_level``) and ``--mode kernel`` passed and recorded in the targets; its
+correctness is FlagGems' ``tests/`` files carrying the mark, run with ``-m <mark>`` (and
+``--quick`` where the checkout source asks for it). Both sessions override the checkout's
+``pythonpath = src``: the flag_gems that runs is the installed one ``sources.flag_gems`` pins.
+
+An item on ops/dismiss_upstream.csv is left out with its reason; a workload whose every
+item is dismissed is refused with the reason unless it gives a reason of its own. A campaign's
+``defaults.shape_file`` is passed as FlagGems' ``--shape_file`` in place of core_shapes.yaml,
+once prepare has found a key of it for every item the workload runs.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from campaign.contract import yamlio
+from campaign.contract.artifacts import Targets
+from campaign.contract.errors import InputError
+from campaign.contract.manifest import Manifest, Workload
+from campaign.planning import checkout, upstream
+from campaign.planning.inventory import Inventory
+
+MODE = "kernel"     # do_bench around each call: the only mode whose timed call this project's timer replaces
+# FlagGems 5.0.2's --dtypes choices (benchmark/conftest.py): any other dtype is an error there
+BENCH_DTYPES = ("float16", "float32", "bfloat16", "int16", "int32", "bool", "complex64")
+NO_SRC_PATH = ("-o", "pythonpath=")
+
+
+@dataclass(frozen=True)
+class Found:
+    targets: Targets
+    family: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class Problems:
+    found: list[tuple[str, tuple, str]] = field(default_factory=list)   # (check, loc, detail)
+
+    def add(self, check: str, loc: tuple, detail: str) -> None:
+        self.found.append((check, loc, detail))
+
+
+@dataclass
+class Checkouts:
+    """Per-manifest memo: a checkout is checked and scanned once, however many workloads use it."""
+
+    manifest_path: Path
+    state: dict[Path, tuple[Optional[str], list[upstream.Item]]] = field(default_factory=dict)
+
+    def open(self, manifest: Manifest, problems: Problems) -> Optional[tuple[Path, list[upstream.Item]]]:
+        source = manifest.sources.flag_gems_checkout
+        root = checkout.locate(self.manifest_path, source.path)
+        if root not in self.state:
+            where = ("sources", "flag_gems_checkout", "path")
+            try:
+                head = checkout.check(root, source.commit, source.tag)
+            except checkout.CheckoutProblem as exc:
+                problems.add("checkout", where, str(exc))
+                self.state[root] = (None, [])
+                return None
+            pin = manifest.sources.flag_gems
+            if pin is not None and pin.commit is not None and not head.startswith(pin.commit):
+                problems.add("checkout", ("sources", "flag_gems", "commit"),
+                             f"the checkout is at {head}, the installed flag_gems is pinned at {pin.commit}: "
+                             "its benchmark files would time another commit's package")
+            if upstream.layout(root) is None:
+                problems.add("checkout", where, f"{root}: neither benchmark/{upstream.LAYOUTS['category']} (5.0.2) "
+                                                f"nor benchmark/{upstream.LAYOUTS['per_op']} (5.3+): not a FlagGems checkout")
+                self.state[root] = (None, [])
+                return None
+            items, _ = upstream.scan(root)
+            self.state[root] = (head, items)
+        head, items = self.state[root]
+        return (root, items) if head is not None else None
+
+
+def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inventory: Inventory,
+               loc: tuple, problems: Problems) -> Optional[tuple[str, list[str]]]:
+    """(target relative to the checkout, notes) of the workload's benchmark items."""
+    mark = workload.op
+    marked = [item for item in items if item.mark == mark]
+    if workload.benchmark is not None:
+        file_part, _, function = workload.benchmark.partition("::")
+        marked = [i for i in marked if i.file == file_part and (not function or i.function == function)]
+    if not marked:
+        known = sorted({item.mark for item in items if item.mark})
+        close = difflib.get_close_matches(mark, known, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        where = f" in {workload.benchmark}" if workload.benchmark else ""
+        problems.add("benchmark_target", loc + (("benchmark",) if workload.benchmark else ("op",)),
+                     f"no benchmark item of {root}{where} carries the op mark {mark!r}{hint}")
+        return None
+    reasons = {item.node: inventory.upstream_reason(item.node, mark) for item in marked}
+    kept = marked if workload.reason is not None else [i for i in marked if reasons[i.node] is None]
+    notes = [f"{node} left out for {mark}: dismissed ({why})" for node, why in sorted(reasons.items())
+             if why is not None and workload.reason is None]
+    if not kept:
+        detail = "; ".join(f"{node}: {why}" for node, why in sorted(reasons.items()))
+        problems.add("dismissed", loc + ("op",), f"every benchmark item of {mark} is on ops/dismiss_upstream.csv "
+                                                 f"({detail}); give a reason to run it anyway")
+        return None
+    files = sorted({item.file for item in kept})
+    if len(files) > 1:
+        problems.add("benchmark_target", loc + ("op",), f"{mark} is benchmarked by {len(files)} files "
+                     f"({', '.join(files)}): name one as benchmark:")
+        return None
+    every = sorted({item.function for item in marked if item.file == files[0]})
+    chosen = sorted({item.function for item in kept})
+    if chosen == every and not (workload.benchmark and "::" in workload.benchmark):
+        return files[0], notes
+    if len(chosen) == 1:
+        return f"{files[0]}::{chosen[0]}", notes
+    problems.add("benchmark_target", loc + ("op",), f"{mark} in {files[0]}: functions {', '.join(chosen)} "
+                 "remain after dismissals; name one as benchmark: file.py::function")
+    return None
+
+
+def _correctness(root: Path, workload: Workload, loc: tuple, problems: Problems) -> Optional[tuple[str, ...]]:
+    """Absolute correctness targets: the manifest's node ids (relative to the checkout) or the
+    tests/ files that carry the mark."""
+    given = workload.correctness.node_ids if workload.correctness else None
+    if given:
+        out = []
+        for n, node in enumerate(given):
+            file_part = node.partition("::")[0]
+            if Path(file_part).is_absolute() or ".." in Path(file_part).parts or not (root / file_part).is_file():
+                problems.add("correctness_target", loc + ("correctness", "node_ids", n),
+                             f"{file_part}: no such file in the checkout {root} (node ids are relative to it)")
+            out.append(f"{root}/{node}")
+        return tuple(out)
+    files = upstream.test_files_with_mark(root, workload.op)
+    if not files:
+        problems.add("correctness_target", loc + ("op",), f"no file of {root}/tests carries the mark {workload.op!r}; "
+                                                          "give correctness node_ids (relative to the checkout)")
+        return None
+    return tuple(f"{root}/{name}" for name in files)
+
+
+def _shape_file(root: Path, items: list[upstream.Item], target: str, mark: str, path: Path,
+                problems: Problems) -> bool:
+    """Whether the campaign's shape file gives every item of the target its own shapes in
+    FlagGems' lookup (op name, then the Benchmark class chain): a key it lacks sends FlagGems
+    to its DEFAULT_SHAPES (up to 2**30 elements), which are not the user's trace."""
+    where = ("defaults", "shape_file")
+    try:
+        table = yamlio.load(path)[0]
+    except InputError as exc:
+        problems.add("shape_file", where, str(exc))
+        return False
+    if not isinstance(table, dict):
+        problems.add("shape_file", where, f"{path}: not a mapping of op or Benchmark class -> {{shapes: [...]}}")
+        return False
+    file_part, _, function = target.partition("::")
+    bases = upstream.class_bases(root)
+    ok = True
+    for item in items:
+        if item.mark != mark or item.file != file_part or (function and item.function != function):
+            continue
+        key = upstream.shape_key(item.op_name, item.bench_class, table, bases)
+        if key == upstream.DEFAULT_SHAPES_KEY:
+            chain = " -> ".join(upstream.class_chain(item.bench_class, bases)) or "no class shown"
+            problems.add("shape_file", where, f"{path} has no key for {item.node} ({mark}): neither its op name "
+                         f"{item.op_name or '(not shown)'} nor its Benchmark classes ({chain}); FlagGems would run "
+                         "its DEFAULT_SHAPES")
+            ok = False
+        elif not upstream.shapes_for(key, table):
+            problems.add("shape_file", where, f"{path}: {key}: FlagGems reads {{shapes: [[...], ...]}} there")
+            ok = False
+    return ok
+
+
+def resolve_workload(manifest: Manifest, workload: Workload, index: int, inventory: Inventory,
+                     checkouts: Checkouts, problems: Problems) -> Optional[Found]:
+    loc = ("workloads", index)
+    opened = checkouts.open(manifest, problems)
+    if opened is None:
+        return None
+    root, items = opened
+    if workload.shapes is not None:
+        problems.add("shapes", loc + ("shapes",), "FlagGems' Benchmark reads its shapes from the shape file "
+                                                  "(shape_mode upstream); a subset cannot narrow them")
+    bad = [d for d in workload.dtypes or () if d not in BENCH_DTYPES]
+    if bad:
+        problems.add("dtypes", loc + ("dtypes",), f"{', '.join(bad)}: not among FlagGems' --dtypes choices "
+                                                  f"({', '.join(BENCH_DTYPES)})")
+    benchmark = _benchmark(root, items, workload, inventory, loc, problems)
+    correctness = _correctness(root, workload, loc, problems)
+    if benchmark is None or correctness is None:
+        return None
+    target, notes = benchmark
+    mark = workload.op
+    level = manifest.defaults.bench_level
+    shape_file = (str(checkout.locate(checkouts.manifest_path, manifest.defaults.shape_file))
+                  if manifest.defaults.shape_file else None)
+    if shape_file is not None:
+        if not Path(shape_file).is_file():
+            problems.add("shape_file", ("defaults", "shape_file"), f"{shape_file}: no such file")
+            return None
+        if not _shape_file(root, items, target, mark, Path(shape_file), problems):
+            return None
+    shape_args = ("--shape_file", shape_file) if shape_file else ()
+    dtypes = tuple(arg for d in workload.dtypes or () for arg in ("--dtypes", d))
+    quick = ("--quick",) if manifest.sources.flag_gems_checkout.quick else ()
+    k = workload.correctness.k if workload.correctness else None
+    targets = Targets(
+        benchmark=f"{root}/{target}",
+        correctness=correctness[0],
+        correctness_node_ids=correctness if len(correctness) > 1 or (workload.correctness and workload.correctness.node_ids) else None,
+        correctness_k=k,
+        checkout=str(root),
+        benchmark_options=("-m", mark, "--level", level, "--mode", MODE, *dtypes, *shape_args, *NO_SRC_PATH),
+        correctness_options=("-m", mark, *quick, *NO_SRC_PATH),
+        shape_file=shape_file,
+    )
+    family = Path(target.partition("::")[0]).stem.removeprefix("test_").removesuffix("_perf")
+    return Found(targets=targets, family=family, notes=tuple(notes))

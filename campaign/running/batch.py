@@ -1,0 +1,231 @@
+"""One batch (`campaign.running.batching.groups`): several workloads, one worker process at a time.
+
+Protocol per process: the runner writes every cell's task.json exactly as for a single
+cell, then ``batches/<nnnn>/batch.json`` (`BatchRecord`), and starts
+``python -m campaign.worker --batch batch.json`` in its own session, its streams to the
+batch folder. The worker appends a ``start`` and an ``end`` line per workload to
+progress.tsv; each workload writes its own cell folder (its logs, result.json) as a
+single-cell worker does. The runner reads progress.tsv while it waits:
+
+- an ``end``: that workload's row goes to status.tsv at once (its result.json, the rc
+  on the line), its telemetry window from the line's timestamps;
+- a workload running past its own timeout (counted from the end of the one before it, or
+  from the spawn for the first, so process start and imports count against the first) ends
+  the process group: that workload's row is ``timed_out``/``killed``; a process that dies
+  on its own gives the running workload its row (``signal_<NAME>``, or its exit status);
+- a stopped runner: the running workload's row is ``interrupted``.
+
+Then a fresh process (fresh Triton and tuner caches, a new batch folder that ``continues``
+the last) runs what is not settled: nothing finished is run again, a first death by a
+signal is (`campaign.running.status.settled`). A folder this batch prepared for a task that
+never started is reused as it is; any other unfinished folder is set aside as by the runner.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+from campaign.contract import canonical
+from campaign.contract.artifacts import (BATCH_FILE, BATCHES_DIR, PROGRESS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE,
+                                         BatchRecord, CellPlan, Task, cell_dir, first_free)
+from campaign.running import batching, faults, status
+from campaign.running.cellenv import cell_env
+from campaign.running.cellproc import Ended, end_group
+
+
+class BatchRun:
+    def __init__(self, runner, group: tuple[Task, ...]):
+        self.runner = runner
+        self.setup = runner.setup
+        self.group = group
+        self.prepared: dict[str, CellPlan] = {}     # task id -> plan of a folder no workload used yet
+        self.previous: Optional[str] = None
+
+    def run(self, rows: list) -> bool:
+        """Run the group's unsettled tasks; True when the runner was stopped."""
+        runner = self.runner
+        latest = status.settled(rows)
+        while True:
+            todo = [task for task in self.group if task.id not in latest]
+            if not todo:
+                return False
+            if runner.stop.is_set():
+                return True
+            runnable = []
+            for task in todo:               # adaptive rounds: decided per workload before its process starts
+                skip = runner.ir_skip(task, latest)
+                if skip:
+                    latest = runner.record(task, runner.skipped_row(task, *skip), rows)
+                else:
+                    runnable.append(task)
+            if not runnable:
+                return False
+            stopped = self._process(tuple(runnable), rows)
+            latest = status.settled(rows)
+            if stopped:
+                return True
+
+    # -- one process -------------------------------------------------------------------
+
+    def _caches(self) -> tuple[Path, Path]:
+        """The batch's caches, the same paths for each of its processes (so a prepared task.json
+        stays true), emptied before each: every process starts cold."""
+        scratch, first = self.setup.scratch, self.group[0].order
+        shared = self.setup.manifest.defaults.tuner_cache == "shared"
+        triton, tuner = scratch / f"triton-batch-{first}", scratch / ("tuner-shared" if shared else f"tuner-batch-{first}")
+        shutil.rmtree(triton, ignore_errors=True)
+        triton.mkdir(parents=True)
+        if not shared:
+            shutil.rmtree(tuner, ignore_errors=True)
+        tuner.mkdir(parents=True, exist_ok=True)
+        return triton, tuner
+
+    def _plans(self, tasks: tuple[Task, ...]) -> dict[str, CellPlan]:
+        from campaign.running.runner import set_aside      # the runner imports this module
+
+        runner, root = self.runner, self.setup.root
+        triton, tuner = self._caches()
+        plans = {}
+        for task in tasks:
+            if task.id in self.prepared:
+                plans[task.id] = self.prepared[task.id]
+                continue
+            folder = cell_dir(root, task.id)
+            if folder.exists():
+                moved = set_aside(folder)
+                runner.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
+            folder.mkdir(parents=True)
+            own = runner.plan(task, folder)
+            runner._drop_caches(own)        # the task's own cache folders: the batch's are used
+            plan = own.model_copy(update={"triton_cache_dir": str(triton), "tuner_cache_dir": str(tuner)})
+            with faults.naming(folder / TASK_FILE):
+                canonical.write_json_new(folder / TASK_FILE, plan.model_dump(mode="json"))
+            plans[task.id] = plan
+        return plans
+
+    def _record(self, tasks: tuple[Task, ...]) -> Path:
+        batches = self.setup.root / BATCHES_DIR
+        batches.mkdir(exist_ok=True)
+        folder = first_free(lambda n: batches / f"{n:04d}", lambda path: path.mkdir())
+        record = BatchRecord(id=folder.name, root=str(self.setup.root), round=tasks[0].round, cell=tasks[0].cell,
+                             planned=tuple(t.id for t in self.group), tasks=tuple(t.id for t in tasks),
+                             continues=self.previous)
+        with faults.naming(folder / BATCH_FILE):
+            canonical.write_json_new(folder / BATCH_FILE, record.model_dump(mode="json"))
+        self.previous = folder.name
+        return folder
+
+    def _process(self, tasks: tuple[Task, ...], rows: list) -> bool:
+        setup, runner = self.setup, self.runner
+        plans = self._plans(tasks)
+        folder = self._record(tasks)
+        argv = [setup.python, "-m", "campaign.worker", "--batch", str(folder / BATCH_FILE)]
+        runner.events.cell_started(tasks[0])
+        runner.telemetry.mark()
+        spawn = (time.time(), time.monotonic())
+        watch = Watch(self, tasks, folder, spawn, rows)
+        try:
+            with open(folder / STDOUT_LOG, "xb") as out, open(folder / STDERR_LOG, "xb") as err:
+                try:
+                    proc = subprocess.Popen(argv, cwd=setup.project_root, env=cell_env(setup.parent_env, plans[tasks[0].id]),
+                                            stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+                except (OSError, ValueError) as exc:   # the first task's row says why; the rest run next
+                    watch.close(tasks[0], Ended(None, "not_started", [f"worker not started: {argv}: {exc}"]))
+                    return False
+                if setup.lock is not None:
+                    setup.lock.running(tasks[0].id, proc.pid)
+                return watch.follow(proc)
+        finally:
+            if setup.lock is not None:
+                setup.lock.running(None, None)
+            runner._drop_caches(plans[tasks[0].id])
+            self.prepared = {tid: plan for tid, plan in plans.items() if tid not in watch.progress.started
+                             and tid not in watch.closed}
+
+
+class Watch:
+    """The runner's side of one batch process: progress read, rows written as workloads end."""
+
+    def __init__(self, batch: BatchRun, tasks: tuple[Task, ...], folder: Path, spawn: tuple[float, float], rows: list):
+        self.batch, self.runner, self.tasks, self.folder = batch, batch.runner, tasks, folder
+        self.spawn, self.rows = spawn, rows
+        self.progress = batching.Progress({}, {})
+        self.closed: set[str] = set()
+        self.announced = {tasks[0].id}
+        self.pid: Optional[int] = None
+
+    def _read(self) -> None:
+        self.progress = batching.Progress.of(batching.read(self.folder / PROGRESS_FILE))
+        for task in self.tasks:
+            if task.id in self.progress.started and task.id not in self.announced:
+                self.announced.add(task.id)
+                self.runner.events.cell_started(task)
+                self.runner.telemetry.mark()
+                if self.batch.setup.lock is not None and self.pid is not None:
+                    self.batch.setup.lock.running(task.id, self.pid)
+            end = self.progress.ended.get(task.id)
+            if end is not None and task.id not in self.closed:
+                self.runner.telemetry.mark()
+                self.close(task, Ended(status.shell_rc(end.rc), status.rc_name(end.rc)), end)
+
+    def close(self, task: Task, ended: Ended, end: Optional[batching.Event] = None) -> None:
+        """``task``'s row: from its end line, or ended now (a timeout, a death, a stop)."""
+        since = self.progress.since(self.tasks, task, self.spawn)
+        start = self.progress.started.get(task.id)
+        until = (end.unix, end.monotonic) if end is not None else (time.time(), time.monotonic())
+        folder = cell_dir(self.batch.setup.root, task.id)
+        window = self.runner.telemetry.window(start.unix if start else since[0], until[0], folder)
+        row = self.runner._row(task, folder, ended, until[1] - since[1], window)
+        position = [t.id for t in self.tasks].index(task.id) + 1
+        note = f"batch {self.folder.name}: workload {position} of {len(self.tasks)} in its process"
+        row = replace(row, note="; ".join(part for part in (row.note, note) if part))
+        self.closed.add(task.id)
+        self.runner.record(task, row, self.rows)
+
+    def follow(self, proc: subprocess.Popen) -> bool:
+        """Wait for the process, closing each workload as it ends; True when the runner was stopped."""
+        self.pid = proc.pid
+        runner, grace = self.runner, self.batch.setup.grace_s
+        while True:
+            try:
+                rc = proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            self._read()
+            current = self.progress.current(self.tasks)
+            if current is None:
+                continue
+            if runner.stop.is_set():
+                how = end_group(proc.pid, grace, leader=proc)
+                self._read()
+                self.close(current, Ended(status.RC_INTERRUPTED, status.INTERRUPTED,
+                                          [f"runner stopped ({runner.stop_reason}); worker group ended with {how}"]))
+                return True
+            since = self.progress.since(self.tasks, current, self.spawn)
+            if time.monotonic() - since[1] >= current.timeout_s:
+                how = end_group(proc.pid, grace, leader=proc)
+                self._read()
+                if current.id not in self.closed:
+                    code = status.RC_KILLED if how == "SIGKILL" else status.RC_TIMED_OUT
+                    self.close(current, Ended(code, status.rc_name(code, timed_out=True), [
+                        f"timeout {current.timeout_s:g}s (this workload's own, in a batch process); worker group "
+                        f"ended with {how}" + ("" if how == "SIGTERM" else f" after {grace:g}s grace")]))
+                return False
+        left = end_group(proc.pid, min(grace, 2.0))   # what the worker left in its group
+        self._read()
+        runner.telemetry.mark()
+        current = self.progress.current(self.tasks)
+        if current is not None and current.id not in self.closed:
+            why = (f"the batch process exited with {status.rc_name(rc)} before {current.id} ended"
+                   + ("" if rc >= 0 else "; the workloads after it run in a fresh process"))
+            self.close(current, Ended(status.shell_rc(rc), status.rc_name(rc), [why]))
+        elif left:
+            runner.events.note(f"batch {self.folder.name}: processes left in the worker group after it exited "
+                               f"were ended with {left}")
+        return False

@@ -1,0 +1,114 @@
+"""``python -m campaign.worker --batch BATCH_JSON``: the workloads of one batch, in order, in this process.
+
+batch.json is `campaign.contract.artifacts.BatchRecord`, written by the runner beside the
+progress file this appends to (`campaign.running.batching`: a ``start`` line before a
+workload, an ``end`` line with its rc after its result.json). Each workload is one cell
+exactly as a single-cell worker runs it (`campaign.worker.__main__.run_cell`): its task.json
+in, its own folder's run.log, stdout.log and stderr.log (this process's descriptors 1 and 2
+point there while it runs), phases.json and result.json out.
+
+What one process cannot give each workload, and what is done about it:
+
+- Triton's in-memory kernels: a kernel an earlier workload compiled fires no compile event
+  again; `campaign.plugins.ir_capture` keeps a process-wide record of loaded variants and
+  writes each into the index of the workload that launches it.
+- the tuners' in-memory choices: every Triton ``Autotuner`` cache held in a plain dict is
+  emptied before each later workload, so it tunes (or replays) its keys as a fresh process
+  would. A persistent tuner cache (FlagGems' LibTuner sqlite under FLAGGEMS_CACHE_DIR) is the
+  process's: it stays, and the run identity records it as found at the workload's start.
+- imported modules (the project's workload files, torch, triton, flag_gems) stay loaded:
+  that is the saving.
+- ``sys.argv`` is a single-cell worker's (``[worker, task.json, result.json]``) during each
+  workload, for code written against that protocol.
+
+The process exits 0 after its last workload; each workload's status is its own ``end`` line.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from campaign.contract.artifacts import (PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, BatchRecord,
+                                         cell_dir)
+from campaign.contract.canonical import read_json
+from campaign.contract.errors import EXIT_INPUT, EXIT_OK, EXIT_REFUSED
+from campaign.running.batching import event_line
+from campaign.worker import lifeline
+
+
+def mark(progress: Path, kind: str, task_id: str, rc=None) -> None:
+    """One whole line in one write: the runner never reads half an event as a whole one."""
+    line = event_line(kind, task_id, time.time(), time.monotonic(), rc).encode("utf-8")
+    fd = os.open(progress, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def cell_streams(folder: Path) -> Iterator[None]:
+    """Descriptors 1 and 2 into the cell's own stdout.log and stderr.log, as a single-cell worker's are."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    try:
+        with open(folder / STDOUT_LOG, "xb") as out, open(folder / STDERR_LOG, "xb") as err:
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+    finally:
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def reset_tuners() -> int:
+    """Empty every in-memory Triton tuner cache (plain dicts only); how many held something."""
+    from triton.runtime.autotuner import Autotuner
+
+    emptied = 0
+    for obj in gc.get_objects():
+        if isinstance(obj, Autotuner) and type(getattr(obj, "cache", None)) is dict and obj.cache:
+            obj.cache.clear()
+            emptied += 1
+    return emptied
+
+
+def run(batch_path: Path, started: float, notes: list[str]) -> int:
+    from campaign.worker.__main__ import run_cell
+
+    try:
+        record = BatchRecord.model_validate(read_json(batch_path))
+    except Exception as exc:        # nothing names the cells: the runner's rows say no result
+        print(f"{batch_path}: not a readable batch file: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    gone = lifeline.orphaned(Path(record.root))
+    if gone:
+        print(f"worker: {gone}; the batch is not run", file=sys.stderr)
+        return EXIT_REFUSED
+    progress = batch_path.parent / PROGRESS_FILE
+    argv0 = sys.argv[0]
+    for position, task_id in enumerate(record.tasks):
+        folder = cell_dir(Path(record.root), task_id)
+        here = [*notes, f"batch {record.id}: workload {position + 1} of {len(record.tasks)} in this process"
+                + (f" (continues batch {record.continues})" if record.continues and position == 0 else "")]
+        if position:
+            here.append(f"{reset_tuners()} in-memory tuner caches emptied before this workload")
+        mark(progress, "start", task_id)
+        sys.argv = [argv0, str(folder / TASK_FILE), str(folder / RESULT_FILE)]
+        with cell_streams(folder):
+            rc = run_cell(folder / TASK_FILE, folder / RESULT_FILE, started if position == 0 else time.monotonic(),
+                          here, first_in_process=position == 0)
+        mark(progress, "end", task_id, rc)
+    return EXIT_OK
