@@ -56,6 +56,7 @@ switch:
   name: DISABLE_MMA_V3
   cells:
     baseline: {{}}
+    control: {{DISABLE_MMA_V3: "0"}}
     candidate: {{DISABLE_MMA_V3: "1"}}
 timer:
   kind: graph
@@ -95,7 +96,7 @@ def test_abs_and_mm_from_the_checkout_are_timed_with_torch_as_reference(tmp_path
     assert done.returncode == 0, done.stderr
     expected = {"abs": [(64, 64), (4096, 4096)], "mm": [(2, 384, 384, 384)]}
     for workload, shapes in expected.items():
-        for cell in ("baseline", "candidate"):
+        for cell in ("baseline", "control", "candidate"):
             rows = canonical.read_json(root / "cells" / workload / "r1" / cell / "rows.json")["rows"]
             assert [(tuple(r["shape"]), r["dtype"], r["role"]) for r in rows] == [
                 (shape, "float16", role) for shape in shapes for role in ("reference", "measured")]
@@ -109,7 +110,8 @@ def test_abs_and_mm_from_the_checkout_are_timed_with_torch_as_reference(tmp_path
     section = report.stdout.split("## FlagGems vs torch", 1)[1].split("## What this campaign", 1)[0]
     for workload in expected:
         line = next(line for line in section.splitlines() if line.startswith(f"| {workload} |"))
-        assert line.count("×") == 2, line          # a number per cell side
+        # a number per cell side (mm's recording baseline is compared through the control)
+        assert line.count("×") == 3, line
 
 
 def test_inventory_of_the_checkout_is_verified_by_collection(tmp_path: Path):
