@@ -7,7 +7,7 @@ only the switch and noise remain. Policy *measured* tunes by timing; *first-conf
 (the compile-only backend, which can time nothing) takes the first config left
 after the tuner's own pruning, untimed, and says so in autotune.json.
 
-``<cell_dir>/autotune.json`` is `campaign.contract.artifacts.AutotuneFile`: record lists
+``<cell_dir>/autotune.json`` is `campaign.contract.cellfiles.AutotuneFile`: record lists
 every (tuner, kernel, key) chosen; replay lists what it injected, the keys it had
 to tune because the recording lacked them (``fallbacks``, each announced with an
 ``AUTOTUNE_REPLAY_FALLBACK reason=key_missing`` marker), and ``tuning_runs``:
@@ -39,8 +39,8 @@ import pytest
 import triton
 from triton.runtime.autotuner import Autotuner
 
-from campaign.contract.artifacts import (AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, REPLAY_FALLBACK_MARKER,
-                                         AutotuneEntry, AutotuneFile, TunedConfig, WarmupEntry)
+from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, REPLAY_FALLBACK_MARKER
+from campaign.contract.cellfiles import AutotuneEntry, AutotuneFile, TunedConfig, WarmupEntry
 from campaign.contract.canonical import read_json, write_json_new
 from campaign.plugins import warmup
 

@@ -164,7 +164,7 @@ class CompileOnlyPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config):
-        target = self.ctx.manifest.device.target
+        target = self.ctx.terms.device.target
         try:
             self.driver = build_driver(target)
         except (ValueError, RuntimeError) as exc:

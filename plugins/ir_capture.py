@@ -28,7 +28,7 @@ would hold for the kernels it launched. Loads in any session (correctness too) a
 
 SASS is ``nvdisasm -hex`` over the variant's cubin from Triton's cache (the listener
 hands its path on a GPU and offline alike; ``CompiledKernel.asm`` is not read),
-without the debug sections (`campaign.judging.irevidence.sass_code`: source paths and an
+without the debug sections (`campaign.contract.sasstext.sass_code`: source paths and an
 embedded PTX copy, more than half of the output for the demo kernels). It is written
 where the backend declares nvdisasm, and wherever the manifest fingerprints at sass:
 on the compile-only backend ptxas runs as part of every compile (the cubin is a stage
@@ -47,7 +47,7 @@ from triton import knobs
 
 from campaign.contract.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
 from campaign.contract.canonical import write_new
-from campaign.judging.irevidence import sass_code
+from campaign.contract.sasstext import sass_code
 
 STAGES = ("ttir", "ttgir", "llir", "ptx")
 SASS_TOOL = "nvdisasm"
@@ -72,8 +72,8 @@ def writes_sass(ctx) -> bool:
     on cpu the manifest allows that for a cuda target only, whose cubin nvdisasm reads."""
     if ctx.backend.capabilities.disassembler == SASS_TOOL:
         return True
-    manifest = getattr(ctx, "manifest", None)       # unit tests build a context without one
-    return manifest is not None and manifest.switch.ir_stage == "sass"
+    terms = getattr(ctx, "terms", None)             # unit tests build a context without them
+    return terms is not None and terms.ir_stage == "sass"
 
 
 def disassemble(cubin: Path) -> str:

@@ -1,4 +1,4 @@
-"""outcomes.json: the pytest outcome of every correctness node (`campaign.contract.artifacts.Outcomes`).
+"""outcomes.json: the pytest outcome of every correctness node (`campaign.contract.cellfiles.Outcomes`).
 
 Built only for the correctness session: a benchmark node passing says nothing
 about whether results are correct. One node, one outcome -- the worst of its
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign.contract.artifacts import OUTCOMES_FILE, Outcome, Outcomes
+from campaign.contract.artifacts import OUTCOMES_FILE
+from campaign.contract.cellfiles import Outcome, Outcomes
 from campaign.contract.canonical import write_json_new
 
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}

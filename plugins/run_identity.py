@@ -12,6 +12,11 @@ Keys (all always present; a value that does not apply is null)::
     tuner_cache_at_start {files, bytes}                      what the tuner cache dir held when this
                                                              process began: empty in an isolated cell,
                                                              warm in a shared one after the first
+    tuner_store_at_start {tables, rows}                      the rows FlagGems' tuner store held then
+                                                             (`campaign.worker.tunerstore`); null where
+                                                             no FlagGems tuner is loaded: emptied by a
+                                                             batch before its later workloads, so its
+                                                             folder holds files and still reads as fresh
     autotune_mode, autotune_source, autotune_policy,
     autotune_from                                            the pinned source root's receipt digest, or null
     env, pinned_env, harness_digest,
@@ -23,7 +28,7 @@ Keys (all always present; a value that does not apply is null)::
 The timer object is what the manifest asks for (the timing plugin owns what was
 measured); on a compile-only backend nothing is timed and ``kind`` is "none".
 
-`CALIBER_FIELDS` (defined once, in `campaign.judging.caliber`, re-exported here) names the
+`CALIBER_FIELDS` (defined once, in `campaign.contract.rootrecords`, re-exported here) names the
 top-level keys whose values must be equal across the cells of a comparison; this
 module writes every one of them. Keys that differ by design are written but are not
 caliber: the switch's env and triton_env, the autotune mode and source (round 1's
@@ -38,9 +43,9 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.contract.artifacts import CODE_PATH_VARIABLES, IDENTITY_FILE, SCHEMA_VERSION
-from campaign.judging.caliber import CALIBER_FIELDS
 from campaign.contract.canonical import write_json_new
-from campaign.contract.rootrecords import RunIdentity
+from campaign.contract.rootrecords import CALIBER_FIELDS, RunIdentity
+from campaign.worker import tunerstore
 
 __all__ = ("CALIBER_FIELDS", "L2_FLUSH", "device_section", "identity", "make", "timer_section")
 
@@ -68,7 +73,7 @@ def _installed(distribution: str) -> Optional[str]:
 
 def device_section(ctx) -> dict:
     """Name, uuid, target and driver of the device this process runs on."""
-    declared = ctx.manifest.device
+    declared = ctx.terms.device
     if not ctx.backend.capabilities.executes:
         return {"device_name": declared.name, "device_uuid": declared.uuid, "device_target": declared.target,
                 "driver": None}
@@ -87,12 +92,12 @@ def identity(ctx) -> dict:
     import triton
     from triton._C.libtriton import get_cache_invalidating_env_vars
 
-    plan, task, manifest = ctx.plan, ctx.plan.task, ctx.manifest
+    plan, task, terms = ctx.plan, ctx.plan.task, ctx.terms
     executes = ctx.backend.capabilities.executes
     return RunIdentity.model_validate({
         "schema_version": SCHEMA_VERSION,
         "task_id": task.id,
-        "backend": manifest.device.backend,
+        "backend": terms.device.backend,
         **device_section(ctx),
         "cuda": getattr(torch.version, ctx.backend.name, None) if executes else None,
         "torch": torch.__version__,
@@ -101,22 +106,23 @@ def identity(ctx) -> dict:
         "flag_gems": _installed("flag_gems") if task.provider == "flaggems" else None,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "bench_level": manifest.defaults.bench_level,
-        "shape_mode": manifest.defaults.shape_mode,
+        "bench_level": terms.bench_level,
+        "shape_mode": terms.shape_mode,
         "tuner_cache": plan.tuner_cache,
         "tuner_cache_at_start": _folder_size(Path(plan.tuner_cache_dir)),
+        "tuner_store_at_start": tunerstore.at_start(),
         "autotune_mode": task.autotune.mode,
         "autotune_source": task.autotune.source,
         "autotune_policy": task.autotune.policy,
-        "autotune_from": manifest.defaults.autotune_from.receipt_sha256 if manifest.defaults.autotune_from else None,
+        "autotune_from": terms.autotune_from,
         "env": dict(task.env),
         "pinned_env": dict(plan.pinned_env),
         "harness_digest": plan.harness_digest,
         "inherited_env": {name: os.environ[name] for name in CODE_PATH_VARIABLES if name in os.environ},
-        "timer": timer_section(manifest.timer, executes),
+        "timer": timer_section(terms.timer, executes),
         # Also top level: the caliber lists it on its own (a repeat count changes what a
         # direct-timed number is, even where the timer kind is the same).
-        "direct_repeat": manifest.timer.direct_repeat if executes else None,
+        "direct_repeat": terms.timer.direct_repeat if executes else None,
     }).dump()
 
 

@@ -9,7 +9,7 @@ Protocol of a benchmark test (``ops/workloads/*/bench_*.py``)::
 
 Cases are the op's shapes at the campaign's bench level (`campaign.planning.shapes`: the
 provider's shape file, narrowed by the workload's subset) times the task's dtypes.
-``measure`` appends one `campaign.contract.artifacts.Row`; at session finish every row goes to
+``measure`` appends one `campaign.contract.cellfiles.Row`; at session finish every row goes to
 ``<cell_dir>/rows.json``. What each ``Row.timer`` value means is in `campaign.contract.timers`.
 
 - A case whose call raises is a failed row with the error text; the others continue.
@@ -39,7 +39,8 @@ import torch
 from campaign.backends import plan
 from campaign.planning import shapes as shape_sets
 from campaign.contract import timers
-from campaign.contract.artifacts import ROWS_FILE, Row, Rows
+from campaign.contract.artifacts import ROWS_FILE
+from campaign.contract.cellfiles import Row, Rows
 from campaign.contract.canonical import write_json_new
 from campaign.plugins._device_timers import CaptureFailure, DeviceTimers
 
@@ -106,7 +107,7 @@ class Bench:
 class TimingPlugin:
     def __init__(self, ctx, device_timers: Optional[DeviceTimers] = None):
         self.ctx = ctx
-        self.timer = ctx.manifest.timer
+        self.timer = ctx.terms.timer
         self.capabilities = ctx.backend.capabilities
         timers.check_timer(self.timer.kind, self.capabilities.executes,
                            self.capabilities.graph_capture)
@@ -121,12 +122,12 @@ class TimingPlugin:
         task = self.ctx.task
         try:
             self.cases = plan_cases(Path(self.ctx.plan.project_root), task.provider,
-                                    self.ctx.manifest.defaults.bench_level, task.op, task.shapes, task.dtypes,
+                                    self.ctx.terms.bench_level, task.op, task.shapes, task.dtypes,
                                     task.targets.shape_file)
         except Exception as exc:                    # InputError carries its lines in str()
             raise pytest.UsageError(f"timing: {exc}") from None
         self.ctx.log.line(f"timing: timer={self._timer_label()} {len(self.cases)} cases of {task.op} "
-                          f"at bench level {self.ctx.manifest.defaults.bench_level}")
+                          f"at bench level {self.ctx.terms.bench_level}")
 
     @pytest.fixture
     def bench(self, request):

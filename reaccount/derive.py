@@ -30,7 +30,7 @@ from typing import Optional, Union
 from campaign.contract import canonical
 from campaign.sealing import receipt
 from campaign.reporting import report
-from campaign.judging import stats
+from campaign.judging import direction
 from campaign.contract.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
 from campaign.judging.classify import CLASSES, classify
 from campaign.judging.evidence import load_root
@@ -86,11 +86,11 @@ def says_slower(timing: Optional[dict]) -> Optional[str]:
     primary = (timing or {}).get("primary")
     if primary is None:
         return "no timed evidence"
-    said = ["slower overall"] if primary["verdict"] == stats.SLOWER else []
+    said = ["slower overall"] if primary["verdict"] == direction.SLOWER else []
     # the interval above the floor, even where orders or the test held the claim back
-    said += ["an interval above the A/A floor"] if primary.get("leaning") == stats.SLOWER and not said else []
-    said += [f"slower {order}" for order, v in sorted(primary["order_verdicts"].items()) if v == stats.SLOWER]
-    shapes = primary["counts"].get(stats.SLOWER, 0)
+    said += ["an interval above the A/A floor"] if primary.get("leaning") == direction.SLOWER and not said else []
+    said += [f"slower {order}" for order, v in sorted(primary["order_verdicts"].items()) if v == direction.SLOWER]
+    shapes = primary["counts"].get(direction.SLOWER, 0)
     said += [f"{shapes} shape(s) slower"] if shapes else []
     return f"the timing says {', '.join(said)}" if said else None
 

@@ -1,14 +1,15 @@
-"""One cell through pytest in a fresh process, as the worker runs it: a CellPlan and a
-manifest on disk, ``make(ctx)`` of every planned plugin module, ``pytest.main``.
+"""One cell through pytest in a fresh process, as the worker runs its benchmark session: a
+CellPlan on disk (`taskplan.cell_plan`), ``make(ctx)`` of every planned plugin, ``pytest.main``
+over a test body the test writes.
 
 A fresh process per cell is the point, not a convenience: Triton's in-memory JIT
 cache ignores environment changes, so a switch is only seen by a new process with
-its own TRITON_CACHE_DIR. The child gets an explicit environment (no inheritance
-of the caller's), the cell's variables added on top.
+its own TRITON_CACHE_DIR. The child's environment is the runner's own
+(`campaign.running.cellenv.cell_env`), and its plugins the plan's, derived from the
+backend (`campaign.backends.plan`) unless a test names fewer.
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,47 +17,43 @@ import textwrap
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract.artifacts import TASK_FILE, CellPlan
+from campaign.backends import get_backend
+from campaign.backends.plan import plugin_plan
+from campaign.contract.artifacts import TASK_FILE
+from campaign.contract.plans import CellPlan
+from campaign.running.cellenv import cell_env
+from conftest import PROJECT_ROOT
+import taskplan
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DIR = PROJECT_ROOT / "ops" / "workloads" / "demo"
-CPU_PLUGINS = ("campaign.plugins.compile_only", "campaign.plugins.run_identity",
-               "campaign.plugins.ir_capture", "campaign.plugins.autotune")
-CUDA_PLUGINS = CPU_PLUGINS[1:]
-# What a GPU host may need to find its driver; read from this process, never changed.
-# PYTHONPATH: the GPU host installs the project's dependencies into a side folder named there
-PASSTHROUGH = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "TRITON_LIBCUDA_PATH", "CUDA_HOME", "PYTHONPATH")
+CPU_PLUGINS = plugin_plan(get_backend("cpu"))
+CUDA_PLUGINS = plugin_plan(get_backend("cuda"))
 
+# The worker's benchmark session: every planned plugin but outcomes (`campaign.worker`).
 DRIVER = textwrap.dedent("""\
     import importlib, sys
     from pathlib import Path
     import pytest
-    from campaign.contract import yamlio
-    from campaign.contract.artifacts import CellPlan
     from campaign.backends import get_backend
+    from campaign.backends.plan import OUTCOMES
     from campaign.contract.canonical import read_json
-    from campaign.contract.manifest import Manifest
+    from campaign.contract.plans import CellPlan
     from campaign.worker.context import CellContext
 
     plan = CellPlan.model_validate(read_json(Path(sys.argv[1])))
-    manifest = yamlio.validate(Manifest, Path(plan.manifest_file))
-    ctx = CellContext.for_cell(plan, manifest, get_backend(manifest.device.backend))
-    plugins = [importlib.import_module(name).make(ctx) for name in plan.plugins]
+    ctx = CellContext.for_cell(plan, get_backend(plan.terms.device.backend))
+    plugins = [importlib.import_module(name).make(ctx) for name in plan.plugins if name != OUTCOMES]
     sys.exit(int(pytest.main([sys.argv[2], "-q", "-p", "no:cacheprovider"], plugins=plugins)))
 """)
 
 
 def manifest_data(backend: str = "cpu", target: str = "cuda:90", **device) -> dict:
-    return {
-        "schema_version": 1, "campaign": "plugin-test", "description": "capture plugins under test",
-        "sources": {"triton": {"version": "3.6.0"}},
-        "device": {"backend": backend, "target": target, **device},
-        "switch": {"name": "DISABLE_MMA_V3",
-                   "cells": {"baseline": {}, "control": {"DISABLE_MMA_V3": "0"},
-                             "candidate": {"DISABLE_MMA_V3": "1"}}},
-        "timer": {"kind": "event" if backend == "cpu" else "graph"},
-        "workloads": [{"name": "matmul", "op": "matmul"}],
-    }
+    """`taskplan.MANIFEST` for the matmul workload on ``backend`` (graph-timed where it executes)."""
+    return taskplan.manifest_data(
+        campaign="plugin-test", description="capture plugins under test",
+        device={"backend": backend, "target": target, **device},
+        timer={"kind": "event" if backend == "cpu" else "graph"},
+        workloads=[{"name": "matmul", "op": "matmul"}])
 
 
 def kernel_test(body: str) -> str:
@@ -68,16 +65,9 @@ def kernel_test(body: str) -> str:
 
 def plan_cell(base: Path, name: str, *, env: Optional[dict] = None, mode: str = "record",
               policy: str = "first-config", replay_file: Optional[Path] = None,
-              plugins: tuple[str, ...] = CPU_PLUGINS, manifest: Optional[dict] = None,
+              plugins: Optional[tuple[str, ...]] = None, manifest: Optional[dict] = None,
               cell: str = "baseline", shared_tuner_cache: Optional[Path] = None) -> CellPlan:
-    """Write <base>/<name>/{task.json, manifest.yaml} and return the plan.
-
-    ``shared_tuner_cache``: the cell's FlagGems tuner cache is that folder, shared with
-    the cells given the same one (mode "shared"), instead of a fresh one of its own."""
-    cell_dir = base / name
-    cell_dir.mkdir(parents=True)
-    manifest_file = cell_dir / "manifest.yaml"
-    manifest_file.write_text(json.dumps(manifest or manifest_data()), encoding="utf-8")   # JSON is YAML
+    """<base>/<name>/task.json of a matmul cell (`taskplan.cell_plan`); the plugins default to the plan."""
     task = {
         "id": f"matmul/r1/{cell}", "order": 0, "round": 1, "cell": cell, "workload": "matmul",
         "op": "matmul", "provider": "builtin", "canary": False, "env": dict(env or {}),
@@ -87,16 +77,13 @@ def plan_cell(base: Path, name: str, *, env: Optional[dict] = None, mode: str = 
                     "correctness": "ops/workloads/demo/test_demo.py"},
         "dtypes": ("float16",),
     }
-    plan = CellPlan.model_validate({
-        "task": task, "project_root": str(PROJECT_ROOT), "root": str(base), "cell_dir": str(cell_dir),
-        "replay_file": str(replay_file) if replay_file else None,
-        "triton_cache_dir": str(cell_dir / "triton-cache"),
-        "tuner_cache_dir": str(shared_tuner_cache or cell_dir / "tuner-cache"),
-        "tuner_cache": "isolated" if shared_tuner_cache is None else "shared", "pinned_env": {"TRITON_DEFAULT_FP_FUSION": "1"},
-        "plugins": plugins, "manifest_file": str(manifest_file), "harness_digest": "0" * 64,
-    })
-    (cell_dir / TASK_FILE).write_text(plan.model_dump_json(), encoding="utf-8")
-    return plan
+    return taskplan.cell_plan(base / name, root=base, task=task, manifest=manifest or manifest_data(),
+                              plugins=plugins, replay_file=replay_file, shared_tuner_cache=shared_tuner_cache)
+
+
+def environment(plan: CellPlan, work: Path, extra_env: Optional[dict] = None) -> dict[str, str]:
+    """The runner's environment for the cell, from this process's; Triton's home in the cell's folder."""
+    return {**cell_env(os.environ, plan), "HOME": str(work), "TRITON_HOME": str(work), **(extra_env or {})}
 
 
 def run_cell(plan: CellPlan, test_source: str, extra_env: Optional[dict] = None,
@@ -106,12 +93,9 @@ def run_cell(plan: CellPlan, test_source: str, extra_env: Optional[dict] = None,
     work.mkdir()
     (work / "test_cell_body.py").write_text(test_source, encoding="utf-8")
     (work / "driver.py").write_text(DRIVER, encoding="utf-8")
-    env = {name: os.environ[name] for name in PASSTHROUGH if name in os.environ}
-    env |= {"PATH": "/usr/bin:/bin", "HOME": str(work), "TRITON_HOME": str(work),
-           "TRITON_CACHE_DIR": plan.triton_cache_dir, "FLAGGEMS_CACHE_DIR": plan.tuner_cache_dir,
-           **plan.pinned_env, **plan.task.env, **(extra_env or {})}
     argv = [sys.executable, str(work / "driver.py"), str(cell_dir / TASK_FILE), str(work / "test_cell_body.py")]
-    proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(argv, cwd=work, env=environment(plan, work, extra_env), capture_output=True, text=True,
+                          timeout=timeout)
     if proc.returncode != 0:
         raise AssertionError(f"cell {plan.task.id} failed: argv {argv} rc {proc.returncode}\n"
                              f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")

@@ -33,7 +33,8 @@ def make(base: Path) -> Path:
 
 def manifest(base: Path, workloads: str, campaign: str = "targets-test") -> Path:
     path = base / f"{campaign}.yaml"
-    path.write_text(runroots.HEAD.format(campaign=campaign, rounds=1, extra_sources="") + workloads, encoding="utf-8")
+    path.write_text(runroots.HEAD.format(campaign=campaign, rounds=1, extra_sources="",
+                                               per_process="  workloads_per_process: 1\n") + workloads, encoding="utf-8")
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 from campaign.running import status
 from conftest import PROJECT_ROOT, run_cli
@@ -35,7 +36,7 @@ rounds:
 measured_launch_floor: 0
 defaults:
   timeout_s: 120
-workloads:
+{per_process}workloads:
 """
 
 
@@ -49,9 +50,12 @@ def demo(name: str, canary: bool = False) -> str:
 
 
 def manifest(tmp_path: Path, workloads: list[str], rounds: int = 1, campaign: str = "runner-test",
-             extra_sources: str = "") -> Path:
+             extra_sources: str = "", per_process: Optional[int] = 1) -> Path:
+    """``per_process``: defaults.workloads_per_process; 1 (one process per cell) unless a test is
+    about batches, None to leave the bound to the runner."""
     path = tmp_path / f"{campaign}.yaml"
-    path.write_text(HEAD.format(campaign=campaign, rounds=rounds, extra_sources=extra_sources)
+    line = "" if per_process is None else f"  workloads_per_process: {per_process}\n"
+    path.write_text(HEAD.format(campaign=campaign, rounds=rounds, extra_sources=extra_sources, per_process=line)
                     + "".join(workloads), encoding="utf-8")
     return path
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from campaign.contract.artifacts import AutotuneFile
+from campaign.contract.cellfiles import AutotuneFile
 from campaign.plugins import autotune
 from campaign.worker.context import CellLog
 from cellrun import kernel_test, plan_cell, run_cell

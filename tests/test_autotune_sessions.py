@@ -10,37 +10,33 @@ benchmarker with fixed timings (a clock stand-in) that still compiles what it is
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-from cellrun import DEMO_DIR, PASSTHROUGH, kernel_test, plan_cell
+from cellrun import DEMO_DIR, environment, kernel_test, plan_cell
 
-from campaign.contract.artifacts import AutotuneFile
+from campaign.contract.cellfiles import AutotuneFile
 
 DRIVER = textwrap.dedent("""\
     import importlib, json, sys
     from pathlib import Path
     import pytest
-    from campaign.contract import yamlio
-    from campaign.contract.artifacts import CellPlan
+    from campaign.contract.plans import CellPlan
     from campaign.backends import get_backend
     from campaign.contract.canonical import read_json
-    from campaign.contract.manifest import Manifest
     from campaign.plugins import compile_only
     from campaign.worker import cell
     from campaign.worker.context import CellContext
 
     plan = CellPlan.model_validate(read_json(Path(sys.argv[1])))
-    manifest = yamlio.validate(Manifest, Path(plan.manifest_file))
-    ctx = CellContext.for_cell(plan, manifest, get_backend(manifest.device.backend))
+    ctx = CellContext.for_cell(plan, get_backend(plan.terms.device.backend))
     flags = ["-q", "-p", "no:cacheprovider"]
     plugins = [importlib.import_module(name).make(ctx) for name in plan.plugins]
     rc = int(pytest.main([sys.argv[2], *flags], plugins=plugins))
     if rc == 0 and len(sys.argv) > 3:
-        session = [compile_only.make(ctx), *cell.correctness_plugins(plan, manifest, print, ctx)]
+        session = [compile_only.make(ctx), *cell.correctness_plugins(plan, print, ctx)]
         rc = int(pytest.main([sys.argv[3], *flags], plugins=session))
     # what the worker writes into result.json's markers
     Path(plan.cell_dir, "counts.json").write_text(json.dumps(ctx.log.counts))
@@ -75,11 +71,7 @@ def run_sessions(plan, bench: str, correct: str | None = None) -> subprocess.Com
     if correct is not None:
         (work / "test_correct_body.py").write_text(correct, encoding="utf-8")
         argv.append(str(work / "test_correct_body.py"))
-    env = {name: os.environ[name] for name in PASSTHROUGH if name in os.environ}
-    env |= {"PATH": "/usr/bin:/bin", "HOME": str(work), "TRITON_HOME": str(work),
-            "TRITON_CACHE_DIR": plan.triton_cache_dir, "FLAGGEMS_CACHE_DIR": plan.tuner_cache_dir,
-            **plan.pinned_env, **plan.task.env}
-    proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(argv, cwd=work, env=environment(plan, work), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"argv {argv} rc {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return proc
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from campaign.contract import canonical
-from campaign.contract.artifacts import Matrix
+from campaign.contract.plans import Matrix
 from campaign.judging import screening
 from campaign.judging.irevidence import fingerprint
 from campaign.running import batching
@@ -16,14 +16,9 @@ from cellrun import read_index
 from conftest import run_cli
 from runroots import by_id, demo, fault, manifest, rows, run, start_run
 
-PLAIN_ROOT = "  timeout_s: 120\n"
-
 
 def _manifest(tmp_path: Path, workloads: list[str], per_process: int, rounds: int = 1) -> Path:
-    path = manifest(tmp_path, workloads, rounds=rounds)
-    text = path.read_text(encoding="utf-8")
-    path.write_text(text.replace(PLAIN_ROOT, PLAIN_ROOT + f"  workloads_per_process: {per_process}\n"), encoding="utf-8")
-    return path
+    return manifest(tmp_path, workloads, rounds=rounds, per_process=per_process)
 
 
 def _prepare(tmp_path: Path, workloads: list[str], per_process: int, rounds: int = 1) -> Path:

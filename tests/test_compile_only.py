@@ -10,6 +10,7 @@ from triton.backends.compiler import GPUTarget
 from triton.runtime.driver import driver as active_driver
 
 from campaign.contract.manifest import Manifest
+from campaign.planning.matrix import cell_terms
 from campaign.plugins import compile_only
 from campaign.worker.context import CellLog
 from cellrun import kernel_test, manifest_data, plan_cell, run_cell
@@ -41,7 +42,7 @@ def test_driver_reports_h200_and_refuses_to_time():
 
 
 def test_plugin_installs_at_configure_and_restores_at_unconfigure(tmp_path):
-    ctx = SimpleNamespace(manifest=Manifest.model_validate(manifest_data()), log=CellLog(tmp_path / "run.log"))
+    ctx = SimpleNamespace(terms=cell_terms(Manifest.model_validate(manifest_data())), log=CellLog(tmp_path / "run.log"))
     before = active_driver._active
     plugin = compile_only.make(ctx)
     plugin.pytest_configure(None)
@@ -55,7 +56,7 @@ def test_plugin_installs_at_configure_and_restores_at_unconfigure(tmp_path):
 
 def test_bad_target_is_a_usage_error(tmp_path):
     data = manifest_data(target="cuda:75")
-    ctx = SimpleNamespace(manifest=Manifest.model_validate(data), log=CellLog(tmp_path / "run.log"))
+    ctx = SimpleNamespace(terms=cell_terms(Manifest.model_validate(data)), log=CellLog(tmp_path / "run.log"))
     with pytest.raises(pytest.UsageError, match="compile-only driver: no device properties known for cuda:75"):
         compile_only.make(ctx).pytest_configure(None)
 

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from campaign.contract import canonical
-from campaign.contract.artifacts import CellResult, Outcomes
+from campaign.contract.cellfiles import CellResult, Outcomes
 from campaign.contract.manifest import Manifest
+from campaign.contract.plans import Targets
+from campaign.planning import matrix
 from campaign.worker import cell
 from taskplan import PROJECT_ROOT, manifest_data, run_worker, write_plan
 
@@ -29,10 +31,8 @@ DRIVER = textwrap.dedent("""\
     import json, sys
     from pathlib import Path
     import pytest
-    from campaign.contract import yamlio
-    from campaign.contract.artifacts import CellPlan
+    from campaign.contract.plans import CellPlan
     from campaign.contract.canonical import read_json
-    from campaign.contract.manifest import Manifest
     from campaign.worker import cell
 
     class Selected:
@@ -47,10 +47,9 @@ DRIVER = textwrap.dedent("""\
     out = {}
     for task_file in sys.argv[1:]:
         plan = CellPlan.model_validate(read_json(Path(task_file)))
-        manifest = yamlio.validate(Manifest, Path(plan.manifest_file))
         said = []
         selected = Selected()
-        plugins = [*cell.correctness_plugins(plan, manifest, said.append), selected]
+        plugins = [*cell.correctness_plugins(plan, said.append), selected]
         rc = pytest.main([*cell.correctness_args(plan), "--collect-only"], plugins=plugins)
         out[task_file] = {"rc": int(rc), "nodes": selected.nodes, "deselected": selected.deselected, "said": said}
     print(json.dumps(out))
@@ -58,8 +57,10 @@ DRIVER = textwrap.dedent("""\
 
 
 def _plan(base: Path, name: str, workload: dict, targets: dict):
+    """The task as the matrix plans it: its correctness dtypes from the manifest's workload."""
     manifest = manifest_data(workloads=[{"name": "add", "op": "add", **workload}])
-    return write_plan(base / name, manifest=manifest, task={"targets": targets})
+    dtypes = matrix.correctness_dtypes(Manifest.model_validate(manifest).workloads[0], Targets.model_validate(targets))
+    return write_plan(base / name, manifest=manifest, task={"targets": targets, "correctness_dtypes": dtypes})
 
 
 def _collect(tmp_path: Path, plans) -> list[dict]:
@@ -83,9 +84,8 @@ def test_only_a_workload_that_narrows_dtypes_without_node_ids_is_narrowed(tmp_pa
     }
     for name, (workload, targets, expected) in cases.items():
         plan = _plan(tmp_path, name, workload, targets)
-        manifest = Manifest.model_validate(manifest_data(workloads=[{"name": "add", "op": "add", **workload}]))
-        assert cell.narrowed_dtypes(plan, manifest) == expected, name
-        assert len(cell.correctness_plugins(plan, manifest, print)) == (expected is not None), name
+        assert plan.task.correctness_dtypes == expected, name
+        assert len(cell.correctness_plugins(plan, print)) == (expected is not None), name
 
 
 def test_the_demo_correctness_session_of_a_float16_workload_selects_float16_only(tmp_path):
@@ -130,7 +130,8 @@ def test_the_worker_runs_a_float16_workloads_correctness_over_float16_only(tmp_p
               "target": f"cuda:{props.major * 10 + props.minor}"}
     manifest = manifest_data(device=device, timer={"kind": "graph"},
                              workloads=[{"name": "add", "op": "add", "canary": True, "dtypes": ["float16"]}])
-    plan = write_plan(tmp_path, manifest=manifest, task={"autotune": {"mode": "record", "policy": "measured"}})
+    plan = write_plan(tmp_path, manifest=manifest, task={"autotune": {"mode": "record", "policy": "measured"},
+                                                         "correctness_dtypes": ["float16"]})
     proc = run_worker(plan, dict(os.environ))
     assert proc.returncode == 0, proc.stderr[-3000:]
     cell_dir = Path(plan.cell_dir)

@@ -12,13 +12,15 @@ from pathlib import Path
 
 from campaign.contract import canonical
 from campaign.running import status
-from campaign.contract.artifacts import PHASE_NAMES, PHASES_FILE, CellResult, Phase, Phases, cell_dir_name
+from campaign.contract.artifacts import PHASES_FILE, cell_dir_name
+from campaign.contract.cellfiles import PHASE_NAMES, CellResult, Phase, Phases
 from campaign.worker import facts
 from campaign.worker.phases import Recorder
 from rootbuilder import Options, build, pointwise
 from taskplan import write_plan, run_worker
+from conftest import PROJECT_ROOT
 
-RECEIPTS = Path(__file__).resolve().parent.parent / "receipts"
+RECEIPTS = PROJECT_ROOT / "receipts"
 # seconds per phase written into each recorded cell: exact in binary, so sums compare exactly
 SECONDS = {"start": 1.5, "imports": 6.25, "preflight": 0.125, "compile": 2.0, "tuning": 0.0, "timing": 3.5,
            "correctness": 0.0, "write-out": 0.5}
@@ -163,16 +165,16 @@ def test_the_worker_records_every_phase_of_a_demo_cell(tmp_path):
 
 
 def test_a_refused_cell_records_its_phases_and_a_failed_record_never_costs_the_result(tmp_path):
-    plan = write_plan(tmp_path / "a")
-    Path(plan.manifest_file).write_text("campaign: [", encoding="utf-8")
+    gone = {"targets": {"benchmark": "ops/workloads/demo/bench_demo.py::test_bench_gone",
+                        "correctness": "ops/workloads/demo/test_demo.py"}}
+    plan = write_plan(tmp_path / "a", task=gone)
     proc = run_worker(plan, dict(os.environ))
     assert proc.returncode == 3
     record = Phases.model_validate(canonical.read_json(Path(plan.cell_dir) / PHASES_FILE))
     seconds = {p.name: p.seconds for p in record.phases}
-    assert seconds["preflight"] > 0 and seconds["imports"] == seconds["timing"] == 0
+    assert seconds["preflight"] > 0 and seconds["timing"] == seconds["correctness"] == 0
 
-    plan = write_plan(tmp_path / "b")
-    Path(plan.manifest_file).write_text("campaign: [", encoding="utf-8")
+    plan = write_plan(tmp_path / "b", task=gone)
     (Path(plan.cell_dir) / PHASES_FILE).write_text("{}", encoding="utf-8")    # write_new refuses to overwrite
     proc = run_worker(plan, dict(os.environ))
     assert proc.returncode == 3

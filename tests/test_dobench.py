@@ -18,10 +18,11 @@ import pytest
 
 import projectcopy
 from campaign.contract import canonical, yamlio
-from campaign.contract.artifacts import Row
+from campaign.contract.cellfiles import Row
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
-from campaign.judging import screening, stats
+from campaign.planning.matrix import cell_terms
+from campaign.judging import direction, screening, stats
 from campaign.plugins import dobench
 from conftest import PROJECT_ROOT
 
@@ -195,7 +196,7 @@ def test_reference_rows_are_never_paired():
     assert [key for key, _ in stats.keyed(base)] == [("t", (4,), "-", 0)]
     assert stats.row_states(base) == {("t", (4,), "-", 0): "ok"}
     per_round = {r: {"baseline": stats.samples(base), "candidate": stats.samples(cand)} for r in (1, 2)}
-    timing = stats.timing(per_round, {1: stats.BASELINE_FIRST, 2: stats.CANDIDATE_FIRST}, has_control=False)
+    timing = stats.timing(per_round, {1: direction.BASELINE_FIRST, 2: direction.CANDIDATE_FIRST}, has_control=False)
     assert timing.unpaired == 0 and timing.timed_keys == {("t", (4,), "-", 0)}
     assert [round(d, 6) for _, d in timing.primary.shapes[0].deltas] == [0.1, 0.1]
 
@@ -219,7 +220,7 @@ def test_earlier_bindings_are_rebound_and_put_back(tmp_path: Path):
     try:
         ctx = types.SimpleNamespace(
             log=_Log(), cell_dir=tmp_path, task=types.SimpleNamespace(provider="pytest", op="probe"),
-            manifest=yamlio.validate(Manifest, _manifest(tmp_path, f'  - {{name: k, provider: pytest, benchmark: "{KERNEL}"}}\n')),
+            terms=cell_terms(yamlio.validate(Manifest, _manifest(tmp_path, f'  - {{name: k, provider: pytest, benchmark: "{KERNEL}"}}\n'))),
             backend=types.SimpleNamespace(capabilities=types.SimpleNamespace(executes=False, graph_capture=False)))
         plugin = dobench.make(ctx)
         assert isinstance(plugin, dobench.DoBenchPlugin)
@@ -249,7 +250,7 @@ def test_calls_from_the_test_are_rows_and_every_other_call_goes_to_the_original(
     monkeypatch.setattr(triton.testing, "do_bench", clock)
     manifest = yamlio.validate(Manifest, _manifest(tmp_path, f'  - {{name: k, provider: pytest, benchmark: "{KERNEL}"}}\n'))
     ctx = types.SimpleNamespace(
-        log=_Log(), cell_dir=tmp_path, task=types.SimpleNamespace(provider="pytest", op="probe"), manifest=manifest,
+        log=_Log(), cell_dir=tmp_path, task=types.SimpleNamespace(provider="pytest", op="probe"), terms=cell_terms(manifest),
         backend=types.SimpleNamespace(capabilities=types.SimpleNamespace(executes=True, graph_capture=False)))
     plugin = dobench.DoBenchPlugin(ctx)
     plugin.pytest_configure(None)

@@ -19,7 +19,7 @@ import pytest
 
 import projectcopy
 from campaign.contract import canonical
-from campaign.contract.artifacts import Row
+from campaign.contract.cellfiles import Row
 from campaign.judging import stats
 from test_flaggems_checkout import DATA, make_checkout, manifest
 

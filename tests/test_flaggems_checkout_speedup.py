@@ -2,7 +2,7 @@
 median per cell side, reference rows paired only with the FlagGems row of their own shape."""
 from __future__ import annotations
 
-from campaign.contract.artifacts import Row
+from campaign.contract.cellfiles import Row
 from campaign.reporting import speedup
 
 

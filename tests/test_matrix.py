@@ -1,9 +1,12 @@
 """Matrix expansion: pure, byte-stable, ordered as the design says."""
 from __future__ import annotations
 
+import json
+import tarfile
 from pathlib import Path
 
 from campaign.contract import canonical
+from campaign.contract.plans import Matrix
 from campaign.flows.freeze import check
 from campaign.planning.matrix import cell_order
 from conftest import FIXTURES, PROJECT_ROOT
@@ -53,6 +56,19 @@ def test_narrowed_workloads_carry_their_targets():
     assert fp32.targets.correctness_node_ids == ("ops/workloads/demo/test_demo.py::test_matmul",)
     assert fp32.timeout_s == 1200
     assert fp32.autotune.policy == "measured"
+    # the correctness session keeps the narrowed dtypes, except where the author named the nodes
+    assert fp16.correctness_dtypes == ("float16",) and fp32.correctness_dtypes is None
+
+
+def test_the_matrix_carries_every_term_a_cell_reads():
+    """A worker reads its cell from task.json alone: the terms are the manifest's, as prepared."""
+    checked = check(FIXTURES / "manifests" / "valid" / "narrowed.yaml")
+    terms, manifest = checked.matrix.terms, checked.manifest
+    assert (terms.device, terms.timer) == (manifest.device, manifest.timer)
+    assert (terms.triton, terms.torch, terms.flag_gems) == (manifest.sources.triton, manifest.sources.torch,
+                                                            manifest.sources.flag_gems)
+    assert (terms.bench_level, terms.shape_mode, terms.ir_stage, terms.autotune_from) == ("core", "subset", "ttgir", None)
+    assert terms.timer.direct_repeat == 5
 
 
 def test_cell_order_alternates_only_when_asked():
@@ -60,3 +76,15 @@ def test_cell_order_alternates_only_when_asked():
     assert cell_order(cells, 2, True) == ("candidate", "control", "baseline")
     assert cell_order(cells, 3, True) == cells
     assert cell_order(cells, 2, False) == cells
+
+
+def test_a_committed_roots_matrix_reads_and_dumps_back_to_its_bytes():
+    """Roots prepared before the matrix carried terms or correctness dtypes stay byte-stable
+    through the model: pinning, evidence and verify read them with today's `Matrix`."""
+    receipt = PROJECT_ROOT / "receipts" / "h200-disable-mma-v3-4rounds-20261130T074558Z" / "root.tar.gz"
+    with tarfile.open(receipt) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith("/matrix.json") and m.name.count("/") == 1)
+        text = archive.extractfile(member).read().decode("utf-8")
+    matrix = Matrix.model_validate(json.loads(text))
+    assert matrix.terms is None and all(t.correctness_dtypes is None for t in matrix.tasks)
+    assert canonical.dumps(matrix.model_dump(mode="json")) == text

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from campaign.contract.artifacts import Outcomes
+from campaign.contract.cellfiles import Outcomes
 from campaign.contract.canonical import read_json
 from campaign.plugins.outcomes import OutcomesPlugin, write_not_run
 

@@ -15,7 +15,7 @@ import runroots
 from conftest import run_cli
 
 from campaign.contract import canonical
-from campaign.contract.artifacts import Matrix
+from campaign.contract.plans import Matrix
 from campaign.judging import caliber
 from campaign.planning import pinning
 

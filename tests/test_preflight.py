@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
-from campaign.contract import yamlio
-from campaign.contract.artifacts import Targets
+from campaign.contract.plans import Targets
 from campaign.backends.base import DeviceInfo
 from campaign.backends.cuda import CudaBackend
 from campaign.backends.plan import plugin_plan
 from campaign.backends import get_backend
-from campaign.contract.manifest import Device, Manifest, Pin
+from campaign.contract.manifest import Device, Pin
 from campaign.worker import preflight
 from campaign.worker.facts import Installed, triton_backend_for
 from taskplan import PROJECT_ROOT, write_plan
@@ -174,8 +172,7 @@ def test_run_stops_at_the_first_failure_and_reports_every_check(tmp_path):
     plan = write_plan(tmp_path, task={"targets": {"benchmark": "ops/workloads/demo/bench_demo.py::test_bench_gone",
                                                   "correctness": "ops/workloads/demo/test_demo.py"}})
     said = []
-    result = preflight.run(plan, yamlio.validate(Manifest, Path(plan.manifest_file)), get_backend("cpu"), {},
-                           said.append)
+    result = preflight.run(plan, get_backend("cpu"), {}, said.append)
     assert not result.ok and result.failed_check == "targets"
     assert [name for name, _, _ in result.checks] == ["interpreter", "targets"]
     assert said[-1] == ("preflight targets FAILED: ops/workloads/demo/bench_demo.py: no function test_bench_gone")

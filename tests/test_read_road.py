@@ -36,7 +36,7 @@ ALLOWED = {
         "IDENTITY_FILE": "load_identities parses run_identity.json for evidence.caliber_of (its only caller, "
                          "checked by PARSERS below); the literal also labels a missing identity in a finding"},
     "campaign/running/telemetry.py": {
-        "TELEMETRY_FILE": "the sampler writes telemetry.tsv; read_samples parses it for evidence",
+        "TELEMETRY_FILE": "the sampler writes telemetry.tsv (`campaign.contract.telemetryfile` parses it for evidence)",
         "ROWS_FILE": "the runner's status row takes the clocks of the timing windows of the cell that just ran"},
     "campaign/running/runner.py": {
         "STATUS_FILE": "the run loop appends its ledger and reads it back to resume",
@@ -48,6 +48,11 @@ ALLOWED = {
     "campaign/planning/pinning.py": {
         "AUTOTUNE_FILE": "at prepare, copies another sealed root's recordings byte for byte into this root; "
                          "it judges nothing"},
+    "campaign/running/rayexec.py": dict.fromkeys(("STATUS_FILE", "TELEMETRY_FILE"),
+        "names the head's own bookkeeping so it is never shipped to a node; reads neither"),
+    "campaign/running/raynode.py": {
+        "STATUS_FILE": "appends the rows the head sent into the node's staging root, so the node's runner "
+                       "resumes exactly as the head would; judges nothing"},
     "campaign/commands/cost.py": {
         "STATUS_FILE": "wall seconds and state per cell for `campaign cost`, which judges nothing"},
     # the child side writes the cell: each plugin its own file, the worker the result from them
@@ -65,7 +70,7 @@ ALLOWED = {
 # The parsers evidence reads with: called from anywhere else, they are a second road.
 PARSERS = {
     ("caliber", "load_identities"): ("campaign/judging/evidence.py",),
-    ("telemetry", "read_samples"): ("campaign/judging/evidence.py",),
+    ("telemetryfile", "read_samples"): ("campaign/judging/evidence.py",),
     ("irevidence", "fingerprint"): ("campaign/judging/evidence.py",),
     ("irevidence", "variant_digests"): ("campaign/judging/evidence.py",),
     ("irevidence", "topology"): ("campaign/judging/evidence.py",),
@@ -159,7 +164,7 @@ def test_each_way_of_naming_a_result_file_or_calling_a_parser_is_caught():
         "campaign/reporting/literal.py": ('def f(root, cell):\n    return (cell / "outcomes.json", cell / "ir",\n'
                                           '            root / "cells/a/r1/baseline/status.tsv")\n'),
         "campaign/reporting/parsers.py": ("from campaign.judging import irevidence\n"
-                                          "from campaign.running.telemetry import read_samples as samples\n"
+                                          "from campaign.contract.telemetryfile import read_samples as samples\n"
                                           "def f(cell):\n    return irevidence.fingerprint(cell), samples(cell)\n"),
         # words in a message, a folder named like the IR stage, and the reader itself are not a second road
         "campaign/reporting/innocent.py": ('def f(cell, stage="ir"):\n    return f"no result.json in {cell}", stage\n'),
@@ -174,7 +179,7 @@ def test_each_way_of_naming_a_result_file_or_calling_a_parser_is_caught():
         "campaign/reporting/literal.py:2: names OUTCOMES_FILE",
         "campaign/reporting/literal.py:3: names STATUS_FILE",
         "campaign/reporting/parsers.py:4: calls irevidence.fingerprint",
-        "campaign/reporting/parsers.py:4: calls telemetry.read_samples",
+        "campaign/reporting/parsers.py:4: calls telemetryfile.read_samples",
     ]
 
 

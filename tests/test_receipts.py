@@ -10,11 +10,12 @@ import json
 import subprocess
 import sys
 import tarfile
-from pathlib import Path
 
 import pytest
 
-RECEIPTS = Path(__file__).resolve().parent.parent / "receipts"
+from conftest import PROJECT_ROOT
+
+RECEIPTS = PROJECT_ROOT / "receipts"
 SEALED = sorted(p.parent for p in RECEIPTS.glob("*/root.tar.gz"))
 COPIES = ("receipt.json", "manifest.yaml", "status.tsv", "telemetry.tsv", "screen.tsv")
 

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from campaign.judging import stats
+from campaign.judging import direction
 from campaign.judging.classify import classify_root
+from conftest import PROJECT_ROOT
 
-RECEIPTS = Path(__file__).resolve().parent.parent / "receipts"
+RECEIPTS = PROJECT_ROOT / "receipts"
 SEALED = sorted(p.parent for p in RECEIPTS.glob("*/root.tar.gz"))
 AA = [p for p in SEALED if p.name.startswith("h200-aa-")]
-DIRECTIONS = (stats.FASTER, stats.SLOWER)
+DIRECTIONS = (direction.FASTER, direction.SLOWER)
 
 
 def unpack(folder: Path, into: Path) -> Path:
@@ -37,7 +38,7 @@ def test_no_committed_root_gives_a_direction_that_its_rounds_cannot_carry(folder
     for name, w in timed.items():
         primary = w["timing"]["primary"]
         per_order = primary["rounds_per_order"]
-        if min(per_order.get(o, 0) for o in stats.ORDERS) < 2:
+        if min(per_order.get(o, 0) for o in direction.ORDERS) < 2:
             assert primary["verdict"] not in DIRECTIONS, (name, primary["reason"])
             assert w["class"] not in ("G", "R") or "topology" in w["reason"], (name, w["reason"])
 
@@ -49,5 +50,5 @@ def test_aa_roots_read_no_direction(folder, tmp_path):
     assert len(timed) == 3
     for w in timed:
         assert w["class"] == "B", w["reason"]                 # byte-identical code, correct: nothing measured
-        assert w["timing"]["primary"]["verdict"] == stats.NEUTRAL
+        assert w["timing"]["primary"]["verdict"] == direction.NEUTRAL
         assert set(w["timing"]["primary"]["order_verdicts"].values()) == {"noise floor"}

@@ -14,13 +14,15 @@ from campaign.backends.cuda import CudaBackend
 from campaign.judging.caliber import CALIBER_FIELDS as GUARD_FIELDS
 from campaign.judging.caliber import flatten
 from campaign.contract.manifest import Manifest
+from campaign.planning.matrix import cell_terms
 from campaign.plugins import run_identity
+from campaign.running import cellenv
 from cellrun import manifest_data, plan_cell, run_cell
 
 KEYS = {
     "schema_version", "task_id", "backend", "device_name", "device_uuid", "device_target", "driver", "cuda",
     "torch", "triton", "triton_env", "flag_gems", "python", "platform", "bench_level", "shape_mode",
-    "tuner_cache", "tuner_cache_at_start", "autotune_mode", "autotune_source", "autotune_policy", "autotune_from", "env", "pinned_env",
+    "tuner_cache", "tuner_cache_at_start", "tuner_store_at_start", "autotune_mode", "autotune_source", "autotune_policy", "autotune_from", "env", "pinned_env",
     "harness_digest", "inherited_env", "timer", "direct_repeat",
 }
 TIMER_KEYS = {"kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush"}
@@ -48,7 +50,7 @@ def test_cpu_cell_identity_is_complete_and_read_at_run_time(tmp_path):
                                                               platform.python_version())
     assert base["flag_gems"] is None, "a builtin workload does not need flag_gems"
     assert base["tuner_cache"] == "isolated" and base["tuner_cache_at_start"] == {"files": 0, "bytes": 0}
-    assert base["pinned_env"] == {"TRITON_DEFAULT_FP_FUSION": "1"} and base["harness_digest"] == "0" * 64
+    assert base["pinned_env"] == cellenv.PINNED and base["harness_digest"] == "0" * 64
     # The switch reaches Triton's cache key in the candidate only, normalised as Triton does.
     assert base["triton_env"] == {"TRITON_DEFAULT_FP_FUSION": "true"}
     assert cand["triton_env"] == {"DISABLE_MMA_V3": "true", "TRITON_DEFAULT_FP_FUSION": "true"}
@@ -85,7 +87,7 @@ def test_executing_backend_reports_the_current_device_as_the_backend_enumerates_
                               device_interface=lambda: SimpleNamespace(current_device=lambda: 1))
     manifest = Manifest.model_validate(manifest_data(backend="cuda", name="NVIDIA H200"))
     plan = plan_cell(tmp_path, "cell")
-    identity = run_identity.identity(SimpleNamespace(plan=plan, manifest=manifest, backend=backend))
+    identity = run_identity.identity(SimpleNamespace(plan=plan, terms=cell_terms(manifest), backend=backend))
     assert (identity["device_name"], identity["device_uuid"], identity["device_target"], identity["driver"]) == (
         "NVIDIA H200", "GPU-bbbb", "cuda:90", "570.124.06")
     assert identity["cuda"] == torch.version.cuda

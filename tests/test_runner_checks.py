@@ -153,18 +153,19 @@ def test_run_and_preflight_apply_one_device_rule():
 
 def test_the_worker_never_imports_parent_only_modules():
     """The child side of a cell (the worker and every plugin it loads) shares the contract,
-    planning and backends with the parent, and nothing of running, sealing, reporting, the
-    flows or the commands: what a cell does cannot depend on the parent's code paths."""
+    planning and backends with the parent, and nothing of running, judging, sealing, reporting,
+    the flows or the commands: what a cell does cannot depend on the parent's code paths."""
     import pkgutil
     import campaign.plugins
     plugins = [f"campaign.plugins.{m.name}" for m in pkgutil.iter_modules(campaign.plugins.__path__)]
     code = ("import importlib, sys\n"
-            f"for name in {['campaign.worker.__main__', *plugins]!r}:\n"
+            f"for name in {['campaign.worker.__main__', 'campaign.worker.batch', *plugins]!r}:\n"
             "    importlib.import_module(name)\n"
             "print('\\n'.join(sorted(sys.modules)))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert done.returncode == 0, done.stderr
-    parent_only = ("campaign.running", "campaign.sealing", "campaign.reporting", "campaign.flows", "campaign.commands")
+    parent_only = ("campaign.running", "campaign.judging", "campaign.sealing", "campaign.reporting", "campaign.flows",
+                   "campaign.commands")
     leaked = [m for m in done.stdout.split() if m.startswith(parent_only)]
     assert leaked == []
     assert "campaign.contract.devicerule" in done.stdout.split()   # the rules it shares with `run`

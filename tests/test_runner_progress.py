@@ -5,7 +5,7 @@ import io
 
 from rich.console import Console
 
-from campaign.contract.artifacts import Autotune, Targets, Task
+from campaign.contract.plans import Autotune, Targets, Task
 from campaign.running.progress import PlainProgress, RichProgress, Tally, end_line, make_progress
 from campaign.running.status import StatusRow
 

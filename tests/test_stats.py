@@ -5,9 +5,10 @@ import math
 
 import pytest
 
-from campaign.judging import stats, timingjson
-from campaign.contract.artifacts import Row
-from campaign.judging.stats import BASELINE_FIRST as BF, CANDIDATE_FIRST as CF, Sample
+from campaign.judging import direction, stats, timingjson
+from campaign.contract.cellfiles import Row
+from campaign.judging.direction import BASELINE_FIRST as BF, CANDIDATE_FIRST as CF
+from campaign.judging.stats import Sample
 
 KEY_A = ("test_bench_mm", (4096, 4096, 4096), "float16", 0)
 KEY_B = ("test_bench_mm", (1024, 1024, 1024), "float16", 0)
@@ -25,11 +26,11 @@ def rounds(base: dict, cand: dict, ctrl: dict | None = None, regime: str = "grap
 
 
 def test_interval_labels_say_how_they_were_made():
-    assert stats.interval([0.92]) is None
-    two = stats.interval([0.92, 0.94])
+    assert direction.interval([0.92]) is None
+    two = direction.interval([0.92, 0.94])
     assert two.method == "range of 2 rounds"
     assert (round(two.low, 6), round(two.high, 6)) == (-0.08, -0.06)
-    six = stats.interval([0.834, 0.836, 0.835, 0.833, 0.837, 0.834])
+    six = direction.interval([0.834, 0.836, 0.835, 0.833, 0.837, 0.834])
     assert six.method == "95% t-interval of 6 rounds (log ratios)"
     assert -0.167 < six.low < six.high < -0.163      # router_gemm's six rounds: -16.6% ~ -16.2%
 
@@ -41,10 +42,10 @@ def test_faster_needs_interval_outside_aa_floor_in_two_rounds_of_each_order():
     ctrl = {1: {KEY_A: 0.2515}, 2: {KEY_A: 0.2508}, 3: {KEY_A: 0.2512}, 4: {KEY_A: 0.2496}}
     t = stats.timing(rounds(base, cand, ctrl), orders, True)
     shape = t.primary.shapes[0]
-    assert shape.verdict == stats.FASTER
+    assert shape.verdict == direction.FASTER
     assert shape.floor == pytest.approx(0.0032)             # max |A/A| over rounds: 0.2508/0.250 - 1
-    assert t.primary.verdict == stats.FASTER, t.primary.reason
-    assert t.primary.order_verdicts == {BF: stats.FASTER, CF: stats.FASTER}
+    assert t.primary.verdict == direction.FASTER, t.primary.reason
+    assert t.primary.order_verdicts == {BF: direction.FASTER, CF: direction.FASTER}
     assert t.primary.p_value < 1e-6 and t.primary.df == 7     # (4 - 1) + 4 A/A rounds
     assert t.primary.rounds_per_order == {BF: 2, CF: 2}
 
@@ -55,8 +56,8 @@ def test_two_rounds_lean_but_never_claim_a_direction():
     orders = {1: BF, 2: CF}
     t = stats.timing(rounds({1: {KEY_A: 0.250}, 2: {KEY_A: 0.251}}, {1: {KEY_A: 0.230}, 2: {KEY_A: 0.231}},
                             {1: {KEY_A: 0.2505}, 2: {KEY_A: 0.2508}}), orders, True)
-    assert t.primary.leaning == stats.FASTER
-    assert t.primary.verdict == stats.NEUTRAL
+    assert t.primary.leaning == direction.FASTER
+    assert t.primary.verdict == direction.NEUTRAL
     assert "direction not established: 1 baseline-first, 1 candidate-first" in t.primary.reason
 
 
@@ -66,8 +67,8 @@ def test_a_noisy_effect_beyond_the_floor_must_also_pass_the_pooled_t_test():
     cand = {1: {KEY_A: 1.011}, 2: {KEY_A: 1.25}, 3: {KEY_A: 1.011}, 4: {KEY_A: 1.25}}
     ctrl = {1: {KEY_A: 1.01}, 2: {KEY_A: 0.999}, 3: {KEY_A: 1.0}, 4: {KEY_A: 1.0}}
     t = stats.timing(rounds(base, cand, ctrl), orders, True)
-    assert t.primary.leaning == stats.SLOWER and t.primary.order_verdicts == {BF: stats.SLOWER, CF: stats.SLOWER}
-    assert t.primary.verdict == stats.NEUTRAL
+    assert t.primary.leaning == direction.SLOWER and t.primary.order_verdicts == {BF: direction.SLOWER, CF: direction.SLOWER}
+    assert t.primary.verdict == direction.NEUTRAL
     assert "pooled t-test p = " in t.primary.reason and ">= 0.001" in t.primary.reason
 
 
@@ -82,7 +83,7 @@ def test_a_round_taken_against_the_control_has_no_aa_and_the_floor_comes_from_th
     assert t.primary.shapes[0].aa == ((2, pytest.approx(0.001)), (3, pytest.approx(-0.001)), (4, pytest.approx(0.002)))
     assert t.primary.floor == pytest.approx(0.002)
     assert [round(d, 4) for _, _, d in t.primary.rounds] == [0.05, 0.05, 0.05, 0.05]   # round 1: 1.05 / control 1.0
-    assert t.primary.verdict == stats.SLOWER
+    assert t.primary.verdict == direction.SLOWER
     against_recording = stats.timing(per_round, orders, True)
     assert against_recording.primary.rounds[0][2] == pytest.approx(1.05 / 0.90 - 1)
 
@@ -101,13 +102,13 @@ def test_effect_inside_the_aa_floor_is_neutral_and_says_so():
     t = stats.timing(rounds({1: {KEY_A: 1.00}, 2: {KEY_A: 1.00}}, {1: {KEY_A: 0.99}, 2: {KEY_A: 0.988}},
                             {1: {KEY_A: 1.02}, 2: {KEY_A: 0.99}}), orders, True)
     shape = t.primary.shapes[0]
-    assert shape.verdict == stats.NEUTRAL
+    assert shape.verdict == direction.NEUTRAL
     assert "not the ±2.00% A/A floor" in shape.reason
 
 
 def test_no_control_means_floor_unknown_and_neutral():
     t = stats.timing(rounds({1: {KEY_A: 1.0}, 2: {KEY_A: 1.0}}, {1: {KEY_A: 0.8}, 2: {KEY_A: 0.8}}), {1: BF, 2: CF}, False)
-    assert t.primary.verdict == stats.NEUTRAL
+    assert t.primary.verdict == direction.NEUTRAL
     assert t.primary.floor is None
     assert "A/A floor unknown" in t.primary.shapes[0].reason
 
@@ -115,7 +116,7 @@ def test_no_control_means_floor_unknown_and_neutral():
 def test_single_round_claims_no_direction():
     t = stats.timing(rounds({1: {KEY_A: 1.0}}, {1: {KEY_A: 0.5}}, {1: {KEY_A: 1.0}}), {1: BF}, True)
     assert t.primary.shapes[0].interval is None
-    assert t.primary.verdict == stats.NEUTRAL
+    assert t.primary.verdict == direction.NEUTRAL
     assert "one round" in t.primary.shapes[0].reason
 
 
@@ -126,7 +127,7 @@ def test_sign_flips_are_counted_and_named():
     t = stats.timing(rounds(base, cand, ctrl), {1: BF, 2: CF}, True)
     assert t.primary.counts["sign_flipping"] == 1
     assert t.primary.sign_flips == ("test_bench_mm[4096x4096x4096,float16]",)
-    assert t.primary.counts[stats.FASTER] == 1 and t.primary.counts[stats.NEUTRAL] == 1
+    assert t.primary.counts[direction.FASTER] == 1 and t.primary.counts[direction.NEUTRAL] == 1
 
 
 def test_within_side_and_delta_spreads_are_separate():
@@ -142,8 +143,8 @@ def test_orders_are_judged_separately():
     base = {1: {KEY_A: 1.0}, 2: {KEY_A: 1.0}, 3: {KEY_A: 1.0}, 4: {KEY_A: 1.0}}
     cand = {1: {KEY_A: 0.90}, 2: {KEY_A: 1.10}, 3: {KEY_A: 0.90}, 4: {KEY_A: 1.10}}
     t = stats.timing(rounds(base, cand, base), {1: BF, 2: CF, 3: BF, 4: CF}, True)
-    assert t.primary.order_verdicts == {BF: stats.FASTER, CF: stats.SLOWER}
-    assert t.primary.verdict == stats.NEUTRAL
+    assert t.primary.order_verdicts == {BF: direction.FASTER, CF: direction.SLOWER}
+    assert t.primary.verdict == direction.NEUTRAL
 
 
 def test_fallback_rows_are_never_pooled_with_graph_rows():
@@ -184,5 +185,5 @@ def test_a_shape_whose_control_is_missing_in_a_round_has_no_floor():
     ctrl = {1: {KEY_A: 1.001}, 2: {}, 3: {KEY_A: 1.0}, 4: {KEY_A: 0.999}}
     t = stats.timing(rounds(base, cand, ctrl), orders, True)
     shape = t.primary.shapes[0]
-    assert shape.floor is None and shape.verdict == stats.NEUTRAL
+    assert shape.floor is None and shape.verdict == direction.NEUTRAL
     assert "A/A floor unknown" in shape.reason

@@ -55,11 +55,11 @@ def test_targets_outside_the_project_are_refused_with_their_position(tmp_path: P
     done = cli("validate", path)
     assert done.returncode == 2, done.stdout
     lines = done.stderr.splitlines()
-    assert lines[0].startswith(f"PREPARE_REFUSED check=benchmark_target: {path}:25:24: workloads -> 0 -> benchmark: "
+    assert lines[0].startswith(f"PREPARE_REFUSED check=benchmark_target: {path}:26:24: workloads -> 0 -> benchmark: "
                                f"{outside}: an absolute path; a target must be a file of the project"), lines
-    assert lines[1].startswith(f"PREPARE_REFUSED check=benchmark_target: {path}:26:24: workloads -> 1 -> benchmark: "
+    assert lines[1].startswith(f"PREPARE_REFUSED check=benchmark_target: {path}:27:24: workloads -> 1 -> benchmark: "
                                f"{escape}: '..' leaves the folder it names"), lines
-    assert lines[2].startswith(f"PREPARE_REFUSED check=correctness_target: {path}:31:18: workloads -> 2 -> "
+    assert lines[2].startswith(f"PREPARE_REFUSED check=correctness_target: {path}:32:18: workloads -> 2 -> "
                                f"correctness -> node_ids -> 0: {outside}: an absolute path"), lines
 
 

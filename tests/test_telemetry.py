@@ -15,8 +15,10 @@ from campaign.running import telemetry
 from campaign.contract.artifacts import ROWS_FILE
 from campaign.commands import add_execution_arguments
 from campaign.contract.manifest import Manifest
-from campaign.running.telemetry import Sample, Sampler
-from conftest import FIXTURES
+from campaign.contract import telemetryfile
+from campaign.contract.telemetryfile import Sample
+from campaign.running.telemetry import Sampler
+from conftest import FIXTURES, PROJECT_ROOT
 
 GMI = FIXTURES / "telemetry" / "mthreads-gmi-q-json.json"
 
@@ -62,9 +64,9 @@ def test_nvml_readings_and_throttle_reasons():
 def test_summary_is_one_device_min_median_max():
     samples = [Sample(1, "0", 1900, temp_c=50), Sample(1, "1", 300, temp_c=90), Sample(2, "0", 1500, temp_c=61),
                Sample(3, "0", 1800, temp_c=55)]
-    summary = telemetry.summarize(samples)
+    summary = telemetryfile.summarize(samples)
     assert (summary.sm_clock_min_mhz, summary.sm_clock_median_mhz, summary.temp_max_c) == (1500, 1800, 61)
-    assert telemetry.summarize([]) == telemetry.Summary(None, None, None)
+    assert telemetryfile.summarize([]) == telemetryfile.Summary(None, None, None)
 
 
 def test_sampler_records_a_window_from_recorded_output(tmp_path: Path):
@@ -80,12 +82,12 @@ def test_sampler_records_a_window_from_recorded_output(tmp_path: Path):
     sampler.mark()
     sampler.stop()
     lines = (tmp_path / "telemetry.tsv").read_text().splitlines()
-    assert lines[0].split("\t") == list(telemetry.COLUMNS)
+    assert lines[0].split("\t") == list(telemetryfile.COLUMNS)
     assert lines[1].split("\t")[1:] == ["10.000", "0", "1888", "2600", "36", "477.68", "87", ""]
     assert len(lines) == 5  # two marks x two devices
     cell = _cell_with_windows(tmp_path / "cell", [(15.0, 25.0)])
-    assert sampler.window(5.0, 35.0, cell) == telemetry.Summary(1888.0, 1888.0, 36.0)
-    assert sampler.window(0.0, 5.0, cell) == telemetry.Summary(None, None, None)
+    assert sampler.window(5.0, 35.0, cell) == telemetryfile.Summary(1888.0, 1888.0, 36.0)
+    assert sampler.window(0.0, 5.0, cell) == telemetryfile.Summary(None, None, None)
     assert not (tmp_path / "telemetry.err").exists()
 
 
@@ -156,19 +158,18 @@ def test_a_cells_clocks_are_read_inside_its_timing_windows_not_at_its_idle_start
         sampler.mark()
     sampler.stop()
     cell = _cell_with_windows(tmp_path / "cell", [(10.5, 11.5), (11.9, 13.1)])
-    assert sampler.window(10.0, 14.0, cell) == telemetry.Summary(1605.0, 1965.0, 56.0)
+    assert sampler.window(10.0, 14.0, cell) == telemetryfile.Summary(1605.0, 1965.0, 56.0)
     _cell_with_windows(tmp_path / "failed", [(9.0, 15.0)], status="failed")
-    assert sampler.window(10.0, 14.0, tmp_path / "failed") == telemetry.Summary(None, None, 56.0), \
+    assert sampler.window(10.0, 14.0, tmp_path / "failed") == telemetryfile.Summary(None, None, 56.0), \
         "no timed row: the clock is not known, never the idle one"
-    assert sampler.window(10.0, 14.0, tmp_path / "absent") == telemetry.Summary(None, None, 56.0)
-    assert sampler.window(11.5, 14.0, cell) == telemetry.Summary(1605.0, 1785.0, 56.0), "only this cell's samples"
+    assert sampler.window(10.0, 14.0, tmp_path / "absent") == telemetryfile.Summary(None, None, 56.0)
+    assert sampler.window(11.5, 14.0, cell) == telemetryfile.Summary(1605.0, 1785.0, 56.0), "only this cell's samples"
 
 
 def test_the_default_interval_puts_a_sample_in_the_shortest_committed_timing_window():
     """An event row's window spans at least warmup_ms + rep_ms; the sampler must fire inside it."""
-    root = Path(__file__).resolve().parent.parent
     shortest = min((m.timer.warmup_ms + m.timer.rep_ms) / 1000.0
-                   for m in (yamlio.validate(Manifest, p) for p in sorted((root / "manifests").glob("h200-*.yaml"))))
+                   for m in (yamlio.validate(Manifest, p) for p in sorted((PROJECT_ROOT / "manifests").glob("h200-*.yaml"))))
     parser = argparse.ArgumentParser()
     add_execution_arguments(parser)
     assert telemetry.INTERVAL_S < shortest and parser.parse_args([]).telemetry_interval == telemetry.INTERVAL_S

@@ -14,14 +14,15 @@ import pytest
 
 from campaign.contract import canonical
 from campaign.judging import evidence, throttle
-from campaign.running import telemetry
-from campaign.contract.artifacts import ROWS_FILE, TELEMETRY_FILE, Row, cell_dir_name
+from campaign.contract import telemetryfile
+from campaign.contract.artifacts import ROWS_FILE, TELEMETRY_FILE, cell_dir_name
+from campaign.contract.cellfiles import Row
 from campaign.contract.errors import InputError
-from campaign.running.telemetry import Sample
+from campaign.contract.telemetryfile import Sample
 
+from conftest import PROJECT_ROOT
 from rootbuilder import Options, build, pointwise
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 RECORDED = PROJECT_ROOT / "receipts" / "h200-disable-mma-v3-small-20261129T083532Z" / "telemetry.tsv"
 
 
@@ -117,7 +118,7 @@ def test_the_reference_is_the_runs_in_window_median_per_device_not_the_idle_cloc
 
 
 def test_recorded_h200_series_flags_the_row_over_its_power_cap_sample():
-    samples = telemetry.read_samples(RECORDED)
+    samples = telemetryfile.read_samples(RECORDED)
     capped = [s for s in samples if "sw_power_cap" in s.throttle_reasons]
     assert len(capped) == 8 and len(samples) == 343
     at_1605 = next(s for s in capped if s.sm_clock_mhz == 1605.0)
@@ -156,18 +157,18 @@ def evidence_like(cell, judged):
 
 def test_read_samples_round_trips_and_names_a_bad_line(tmp_path: Path):
     path = tmp_path / TELEMETRY_FILE
-    assert telemetry.read_samples(path) is None
+    assert telemetryfile.read_samples(path) is None
     taken = [Sample(10.0, "0", 1980.0, 3201.0, 55.0, 450.5, 99.0, "sw_power_cap"), Sample(10.1, "0")]
-    header = "\t".join(telemetry.COLUMNS) + "\n"
-    path.write_text(header + "".join(map(telemetry.format_sample, taken)) + header + "2026\t11", encoding="utf-8")
-    assert telemetry.read_samples(path) == taken, "a repeated header is skipped; a cut-short last line left out"
-    path.write_text(header + "x\t10.0\t0\n" + telemetry.format_sample(taken[0]), encoding="utf-8")
+    header = "\t".join(telemetryfile.COLUMNS) + "\n"
+    path.write_text(header + "".join(map(telemetryfile.format_sample, taken)) + header + "2026\t11", encoding="utf-8")
+    assert telemetryfile.read_samples(path) == taken, "a repeated header is skipped; a cut-short last line left out"
+    path.write_text(header + "x\t10.0\t0\n" + telemetryfile.format_sample(taken[0]), encoding="utf-8")
     with pytest.raises(InputError, match=r"telemetry.tsv:2: not a telemetry sample: 3 fields for 9 columns"):
-        telemetry.read_samples(path)
+        telemetryfile.read_samples(path)
 
 
 def write_telemetry(root: Path, samples: list[Sample]) -> None:
-    text = "\t".join(telemetry.COLUMNS) + "\n" + "".join(map(telemetry.format_sample, samples))
+    text = "\t".join(telemetryfile.COLUMNS) + "\n" + "".join(map(telemetryfile.format_sample, samples))
     (root / TELEMETRY_FILE).write_text(text, encoding="utf-8")
 
 

@@ -132,8 +132,8 @@ def test_holm_takes_back_claims_that_do_not_survive_the_campaign():
 def _telemetry(root, throttled_task: str | None) -> None:
     """Give every timed row a one-second window and put a 1980 MHz sample inside it; the rows of
     ``throttled_task`` get a sw_power_cap sample at 1605 MHz instead (as sealed on the H200)."""
-    from campaign.running import telemetry
-    from campaign.running.telemetry import Sample
+    from campaign.contract import telemetryfile
+    from campaign.contract.telemetryfile import Sample
     samples, t = [], 1_764_500_000.0
     for rows_file in sorted(root.glob("cells/*/*/*/rows.json")):
         task_id = "/".join(rows_file.parent.relative_to(root / "cells").parts)
@@ -146,8 +146,8 @@ def _telemetry(root, throttled_task: str | None) -> None:
             t += 2.0
         rows_file.chmod(0o644)
         rows_file.write_text(json.dumps(data), encoding="utf-8")
-    (root / "telemetry.tsv").write_text("\t".join(telemetry.COLUMNS) + "\n"
-                                        + "".join(telemetry.format_sample(s) for s in samples), encoding="utf-8")
+    (root / "telemetry.tsv").write_text("\t".join(telemetryfile.COLUMNS) + "\n"
+                                        + "".join(telemetryfile.format_sample(s) for s in samples), encoding="utf-8")
 
 
 def test_a_side_throttled_while_timed_is_x_and_clocks_are_shown_per_side(tmp_path):

@@ -5,13 +5,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from campaign.contract.artifacts import INDEX_COLUMNS, CellResult, Outcomes
+from campaign.contract.artifacts import INDEX_COLUMNS
+from campaign.contract.cellfiles import CellResult, Outcomes
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
 from campaign.contract.canonical import read_json
@@ -43,11 +45,21 @@ def _refused(plan, check: str) -> CellResult:
     return result
 
 
-def test_an_unreadable_manifest_is_a_named_refusal(tmp_path):
+def test_a_task_file_without_its_terms_is_refused_and_the_manifest_never_read(tmp_path):
+    """The cell's terms come from task.json (the matrix's): a plan naming a manifest file instead
+    is not a task file, and the root's manifest.yaml, even broken, changes nothing for a cell."""
     plan = write_plan(tmp_path)
-    Path(plan.manifest_file).write_text("campaign: worker-test\nsurprise: 1\n", encoding="utf-8")
-    result = _refused(plan, "manifest")
-    assert "unknown key" in result.preflight.checks[0][2]
+    (tmp_path / "manifest.yaml").write_text("campaign: [", encoding="utf-8")
+    task_file = Path(plan.cell_dir) / "task.json"
+    data = read_json(task_file)
+    old = {key: value for key, value in data.items() if key != "terms"} | {"manifest_file": str(tmp_path / "manifest.yaml")}
+    (tmp_path / "old-task.json").write_text(json.dumps(old), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "campaign.worker", str(tmp_path / "old-task.json"),
+                           str(tmp_path / "old-result.json")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "not a readable task file" in proc.stderr and "terms" in proc.stderr
+    assert not (tmp_path / "old-result.json").exists()
+    proc = run_worker(plan, dict(os.environ))
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def test_an_interpreter_without_flag_gems_is_refused_by_name(tmp_path):

@@ -6,7 +6,7 @@ The runner writes task.json (`CellPlan`), starts this with an explicit argv and 
 env of `campaign.running.cellenv.cell_env`, redirects stdout/stderr to the cell's logs
 and reads exactly RESULT_JSON afterwards. Nothing is reported on stdout.
 
-1. load the plan and the manifest, pick the backend;
+1. load the plan (the campaign's terms in it), pick the backend;
 2. preflight (`campaign.worker.preflight`): on failure ``PREFLIGHT_FAILED check=…``, exit 3;
 3. the benchmark target in one pytest session with the planned plugins, built in
    plan order (``module.make(ctx)``);
@@ -33,13 +33,13 @@ from typing import Optional
 
 import pytest
 
-from campaign.contract import yamlio
-from campaign.contract.artifacts import RUN_LOG, CellPlan, CellResult, Correctness, Preflight
+from campaign.contract.artifacts import RUN_LOG
+from campaign.contract.plans import CellPlan
+from campaign.contract.cellfiles import CellResult, Correctness, Preflight
 from campaign.backends import get_backend
 from campaign.backends.plan import OUTCOMES
 from campaign.contract.canonical import read_json, write_json_new
-from campaign.contract.errors import EXIT_INPUT, EXIT_PREFLIGHT, EXIT_REFUSED, InputError
-from campaign.contract.manifest import Manifest
+from campaign.contract.errors import EXIT_INPUT, EXIT_PREFLIGHT, EXIT_REFUSED
 from campaign.worker import cell, facts, lifeline, phases, preflight
 from campaign.worker.context import CellContext, CellLog
 
@@ -86,23 +86,18 @@ class Cell:
 
     def run(self) -> CellResult:
         plan = self.plan
-        try:
-            manifest = yamlio.validate(Manifest, Path(plan.manifest_file))
-        except InputError as exc:
-            detail = " | ".join(exc.lines)
-            return self.refused("manifest", detail, [("manifest", False, detail)])
-        backend = get_backend(manifest.device.backend)
+        backend = get_backend(plan.terms.device.backend)
         self.timed = backend.capabilities.executes
         # imported here, apart from the checks, to time them; preflight names an import that fails
         self.phases.begin("imports")
         facts.import_errors(preflight.needed_modules(plan.task.provider))
         self.phases.begin("preflight")
-        self.preflight = preflight.run(plan, manifest, backend, os.environ, self.say)
+        self.preflight = preflight.run(plan, backend, os.environ, self.say)
         if not self.preflight.ok:
             failed = self.preflight.checks[-1]
             return self.refused(failed[0], failed[2])
 
-        ctx = CellContext(plan=plan, manifest=manifest, cell_dir=self.cell_dir, log=self.log, backend=backend)
+        ctx = CellContext(plan=plan, cell_dir=self.cell_dir, log=self.log, backend=backend)
         # outcomes belongs to the correctness session: a benchmark node passing is not a
         # correctness verdict, and outcomes.json is written once
         plugins = [importlib.import_module(name).make(ctx) for name in plan.plugins if name != OUTCOMES]
@@ -120,7 +115,7 @@ class Cell:
         else:
             args = cell.correctness_args(plan)
             self.say(f"correctness: pytest {' '.join(args)}")
-            session_plugins = [importlib.import_module(OUTCOMES).make(ctx), *cell.correctness_plugins(plan, manifest, self.say, ctx)]
+            session_plugins = [importlib.import_module(OUTCOMES).make(ctx), *cell.correctness_plugins(plan, self.say, ctx)]
             with self.phases.session("correctness") as watch:
                 correctness_rc = int(pytest.main(args, plugins=[*session_plugins, watch]))
             self.say(f"correctness: pytest exit {correctness_rc}")

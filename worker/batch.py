@@ -1,6 +1,6 @@
 """``python -m campaign.worker --batch BATCH_JSON``: the workloads of one batch, in order, in this process.
 
-batch.json is `campaign.contract.artifacts.BatchRecord`, written by the runner beside the
+batch.json is `campaign.contract.plans.BatchRecord`, written by the runner beside the
 progress file this appends to (`campaign.running.batching`: a ``start`` line before a
 workload, an ``end`` line with its rc after its result.json). Each workload is one cell
 exactly as a single-cell worker runs it (`campaign.worker.__main__.run_cell`): its task.json
@@ -14,8 +14,10 @@ What one process cannot give each workload, and what is done about it:
   writes each into the index of the workload that launches it.
 - the tuners' in-memory choices: every Triton ``Autotuner`` cache held in a plain dict is
   emptied before each later workload, so it tunes (or replays) its keys as a fresh process
-  would. A persistent tuner cache (FlagGems' LibTuner sqlite under FLAGGEMS_CACHE_DIR) is the
-  process's: it stays, and the run identity records it as found at the workload's start.
+  would. FlagGems' LibTuner store (its sqlite under FLAGGEMS_CACHE_DIR) is emptied too, row
+  by row, where the cell's tuner cache is isolated (`campaign.worker.tunerstore`; run.log
+  says so, or says it could not be done); a shared one is left as it is. The run identity
+  records what the store held at the workload's start (``tuner_store_at_start``).
 - imported modules (the project's workload files, torch, triton, flag_gems) stay loaded:
   that is the saving.
 - ``sys.argv`` is a single-cell worker's (``[worker, task.json, result.json]``) during each
@@ -33,12 +35,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from campaign.contract.artifacts import (PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, BatchRecord,
-                                         cell_dir)
+from campaign.contract.artifacts import PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir
+from campaign.contract.plans import BatchRecord, CellPlan
 from campaign.contract.canonical import read_json
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, EXIT_REFUSED
-from campaign.running.batching import event_line
-from campaign.worker import lifeline
+from campaign.contract.progresslines import event_line
+from campaign.worker import lifeline, tunerstore
 
 
 def mark(progress: Path, kind: str, task_id: str, rc=None) -> None:
@@ -85,6 +87,14 @@ def reset_tuners() -> int:
     return emptied
 
 
+def _isolated(folder: Path) -> bool:
+    """The cell's tuner cache mode, from its task file; an unreadable one is left to run_cell to refuse."""
+    try:
+        return CellPlan.model_validate(read_json(folder / TASK_FILE)).tuner_cache == "isolated"
+    except (OSError, ValueError):   # pydantic's ValidationError is a ValueError
+        return False
+
+
 def run(batch_path: Path, started: float, notes: list[str]) -> int:
     from campaign.worker.__main__ import run_cell
 
@@ -105,6 +115,8 @@ def run(batch_path: Path, started: float, notes: list[str]) -> int:
                 + (f" (continues batch {record.continues})" if record.continues and position == 0 else "")]
         if position:
             here.append(f"{reset_tuners()} in-memory tuner caches emptied before this workload")
+            if _isolated(folder):
+                here.append(tunerstore.reset_note())
         mark(progress, "start", task_id)
         sys.argv = [argv0, str(folder / TASK_FILE), str(folder / RESULT_FILE)]
         with cell_streams(folder):

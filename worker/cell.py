@@ -13,10 +13,11 @@ from typing import Callable, Optional
 
 import pytest
 
-from campaign.contract.artifacts import (AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, IR_DIR, OUTCOMES_FILE, ROWS_FILE,
-                                AutotuneFile, AutotuneSummary, CellPlan, Correctness, Outcomes, Rows, RowCounts)
+from campaign.contract.artifacts import AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, IR_DIR, OUTCOMES_FILE, ROWS_FILE
+from campaign.contract.plans import CellPlan
+from campaign.contract.cellfiles import AutotuneFile, AutotuneSummary, Correctness, Outcomes, Rows, RowCounts
 from campaign.contract.canonical import read_json
-from campaign.contract.manifest import DTYPES, Manifest
+from campaign.contract.fields import DTYPES
 from campaign.contract.timers import POISONED_MARKER
 
 PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q")
@@ -53,20 +54,6 @@ def correctness_args(plan: CellPlan) -> list[str]:
         return pytest_args(list(targets.correctness_node_ids), plan, targets.correctness_options)
     selector = ["-k", targets.correctness_k] if targets.correctness_k else []
     return pytest_args([targets.correctness, *selector], plan, targets.correctness_options)
-
-
-def narrowed_dtypes(plan: CellPlan, manifest: Manifest) -> Optional[tuple[str, ...]]:
-    """The dtypes the correctness session keeps, or None to keep every node it selects.
-
-    Only where the manifest narrows the workload's dtypes: the benchmark measures those
-    alone, and correctness over dtypes nothing measured costs time and proves nothing
-    about the comparison. Explicit node ids are the manifest author's own choice: kept."""
-    if plan.task.targets.correctness_node_ids:
-        return None
-    workload = next((w for w in manifest.workloads if w.name == plan.task.workload), None)
-    if workload is None or workload.dtypes is None:
-        return None
-    return tuple(workload.dtypes)
 
 
 def param_dtype(item) -> Optional[str]:
@@ -116,15 +103,16 @@ class InCellDir:
             os.chdir(self.before)
 
 
-def correctness_plugins(plan: CellPlan, manifest: Manifest, say: Callable[[str], None], ctx=None) -> list:
+def correctness_plugins(plan: CellPlan, say: Callable[[str], None], ctx=None) -> list:
     """The correctness session's plugins besides outcomes; with the cell's context, the
-    autotune plugin too, so correctness runs on the configs that were timed."""
-    dtypes = narrowed_dtypes(plan, manifest)
+    autotune plugin too, so correctness runs on the configs that were timed. The dtypes it
+    keeps are the task's (`campaign.planning.matrix.correctness_dtypes`)."""
+    dtypes = plan.task.correctness_dtypes
     if ctx is not None and AUTOTUNE_PLUGIN in plan.plugins:
         from campaign.plugins import autotune            # imports triton: only in a worker
         say("correctness: autotune " + ("records" if plan.task.autotune.mode == "record" else "replays")
             + " the configs of the correctness shapes")
-        return [autotune.make(ctx, session="correctness"), *correctness_plugins(plan, manifest, say)]
+        return [autotune.make(ctx, session="correctness"), *correctness_plugins(plan, say)]
     in_cell = [InCellDir(plan.cell_dir)] if plan.task.targets.checkout else []
     return in_cell + ([] if dtypes is None else [DtypeNarrowing(dtypes, say)])
 

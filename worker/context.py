@@ -1,4 +1,4 @@
-"""What every plugin of a cell is built from: the plan, the manifest, the cell folder and its log.
+"""What every plugin of a cell is built from: the plan (its terms included), the cell folder and its log.
 
 Plugin modules under `campaign.plugins` expose ``make(ctx: CellContext)`` returning
 a pytest plugin object; the worker builds them in plan order and hands them to
@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from campaign.contract.artifacts import MARKERS, RUN_LOG, CellPlan
-from campaign.contract.manifest import Manifest
+from campaign.contract.artifacts import MARKERS, RUN_LOG
+from campaign.contract.plans import CellPlan
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
@@ -39,7 +39,6 @@ class CellLog:
 @dataclass
 class CellContext:
     plan: CellPlan
-    manifest: Manifest
     cell_dir: Path
     log: CellLog
     backend: object                 # campaign.backends.base.Backend
@@ -48,7 +47,12 @@ class CellContext:
     def task(self):
         return self.plan.task
 
+    @property
+    def terms(self):
+        """The campaign's terms as matrix.json froze them (device, pins, timer, bench level, IR stage)."""
+        return self.plan.terms
+
     @classmethod
-    def for_cell(cls, plan: CellPlan, manifest: Manifest, backend: object) -> "CellContext":
+    def for_cell(cls, plan: CellPlan, backend: object) -> "CellContext":
         cell_dir = Path(plan.cell_dir)
-        return cls(plan=plan, manifest=manifest, cell_dir=cell_dir, log=CellLog(cell_dir / RUN_LOG), backend=backend)
+        return cls(plan=plan, cell_dir=cell_dir, log=CellLog(cell_dir / RUN_LOG), backend=backend)

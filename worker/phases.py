@@ -1,4 +1,4 @@
-"""Where a cell's seconds go: ``phases.json`` (`campaign.contract.artifacts.Phases`), written by the worker
+"""Where a cell's seconds go: ``phases.json`` (`campaign.contract.cellfiles.Phases`), written by the worker
 just before result.json.
 
 The phases never overlap; each second of the worker, from its process start to the
@@ -10,7 +10,7 @@ write of phases.json, is in exactly one of them:
   before it. Not measured (None) where /proc is absent.
 - ``imports``: torch and triton (and flag_gems for a FlagGems workload), imported before
   the preflight checks that need them.
-- ``preflight``: reading the task and the manifest, and the named checks.
+- ``preflight``: reading the task, and the named checks.
 - ``compile``: Triton's own compile time of every compile outside autotune benchmarking, in
   both sessions (the ``times`` ``knobs.compilation.listener`` is handed; cache hits included).
 - ``tuning``: wall time inside ``Autotuner._bench`` (Triton's tuner and every subclass that
@@ -40,14 +40,15 @@ from typing import Callable, Iterator, Optional
 
 import pytest
 
-from campaign.contract.artifacts import PHASE_NAMES, PHASES_FILE, Phase, Phases
+from campaign.contract.artifacts import PHASES_FILE
+from campaign.contract.cellfiles import PHASE_NAMES, Phase, Phases
 from campaign.contract.canonical import write_json_new
 from campaign.worker.facts import process_age_s
 
 LABELS = {
     "start": "process start (/proc/self/stat) to the worker's main: interpreter and the worker's own imports",
     "imports": "importing torch, triton (and flag_gems for a FlagGems workload)",
-    "preflight": "reading the task and manifest; the preflight checks",
+    "preflight": "reading the task; the preflight checks",
     "compile": "Triton's own compile times outside autotune benchmarking, both sessions",
     "tuning": "inside Autotuner._bench (config benchmarking, its compiles included), both sessions",
     "timing": "rest of the benchmark session: collection, inputs, timer warmup and repetitions, launches",

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 from campaign.planning import shapes, targets
-from campaign.contract.artifacts import AutotuneFile, CellPlan, Preflight
+from campaign.contract.plans import CellPlan
+from campaign.contract.cellfiles import AutotuneFile, Preflight
 from campaign.backends.base import Backend, DeviceInfo
 from campaign.backends.plan import plugin_plan
 from campaign.contract.canonical import read_json
 from campaign.contract.devicerule import device_mismatches, version_matches
-from campaign.contract.manifest import Device, Manifest, Pin
+from campaign.contract.manifest import Device, Pin
 from campaign.worker import facts
 
 CHECKS = ("interpreter", "targets", "replay_file", "shape_file", "plugin_plan", "device", "versions")
@@ -93,7 +94,7 @@ def check_plugin_plan(planned: tuple[str, ...], derived: tuple[str, ...], missin
 
 
 def check_device(device: Device, devices: list[DeviceInfo], visibility: str) -> Result:
-    """The device the cell runs on (the first visible one) is the manifest's device."""
+    """The device the cell runs on (the first visible one) is the campaign's device (the manifest's, as matrix.json froze it)."""
     if not devices:
         return False, f"no {device.backend} device visible ({visibility})"
     seen = "; ".join(f"{d.index}: {d.name} {d.uuid or '-'} {d.target}" for d in devices)
@@ -139,24 +140,24 @@ def check_versions(pins: Mapping[str, Optional[Pin]], installed: Mapping[str, fa
     return True, "; ".join(notes)
 
 
-def run(plan: CellPlan, manifest: Manifest, backend: Backend, env: Mapping[str, str],
+def run(plan: CellPlan, backend: Backend, env: Mapping[str, str],
         say: Callable[[str], None]) -> Preflight:
     """Run the checks in order, reporting each through ``say``; stop at the first failure."""
     root = Path(plan.project_root)
-    task = plan.task
+    task, terms = plan.task, plan.terms
     visibility = (f"{backend.visibility_variable}={env.get(backend.visibility_variable, '(unset)')}"
                   if backend.visibility_variable else "no visibility variable")
 
     def device() -> Result:
         if not backend.capabilities.executes:
-            return check_compile_target(manifest.device.target, facts.triton_backend_for(manifest.device.target))
-        return check_device(manifest.device, backend.enumerate_devices(), visibility)
+            return check_compile_target(terms.device.target, facts.triton_backend_for(terms.device.target))
+        return check_device(terms.device, backend.enumerate_devices(), visibility)
 
     steps: dict[str, Callable[[], Result]] = {
         "interpreter": lambda: check_interpreter(sys.executable, facts.import_errors(needed_modules(task.provider))),
         "targets": lambda: check_targets(root, task.targets),
         "replay_file": lambda: check_replay_file(plan),
-        "shape_file": lambda: (check_shape_file(root, task.provider, manifest.defaults.bench_level, task.op, task.shapes,
+        "shape_file": lambda: (check_shape_file(root, task.provider, terms.bench_level, task.op, task.shapes,
                                                 task.targets.shape_file)
                                if task.provider not in ("pytest", "flaggems_upstream") else
                                (True, f"provider {task.provider}: the test builds its own inputs")),
@@ -164,7 +165,7 @@ def run(plan: CellPlan, manifest: Manifest, backend: Backend, env: Mapping[str, 
             name for name in plan.plugins if importlib.util.find_spec(name) is None)),
         "device": device,
         "versions": lambda: check_versions(
-            {"torch": manifest.sources.torch, "triton": manifest.sources.triton, "flag_gems": manifest.sources.flag_gems},
+            {"torch": terms.torch, "triton": terms.triton, "flag_gems": terms.flag_gems},
             {name: facts.installed(name) for name in PACKAGES}),
     }
     done: list[tuple[str, bool, str]] = []

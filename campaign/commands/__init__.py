@@ -18,8 +18,25 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"seconds between samples (default {INTERVAL_S}: a sample inside every timing window)")
     parser.add_argument("--grace", type=float, default=10.0,
                         help="seconds between SIGTERM and SIGKILL when a cell is ended (default 10)")
+    parser.add_argument("--devices", type=_devices, default=None, metavar="I,J,...",
+                        help="run on these of the manifest's cards only (host indices); a resume moves the "
+                             "unfinished workloads of the others onto them")
+    parser.add_argument("--weights-from", type=Path, default=None, metavar="ROOT",
+                        help="partition the workloads over the cards by the seconds this sealed root of the "
+                             "same manifest spent on each (default: the manifest's weight_s, else equal)")
+
+
+def _devices(text: str) -> tuple[int, ...]:
+    try:
+        found = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected card indices like 0,1") from None
+    if not found or min(found) < 0 or len(set(found)) != len(found):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected distinct card indices like 0,1")
+    return found
 
 
 def execution(args: argparse.Namespace) -> Execution:
     return Execution(scratch_dir=args.scratch_dir, telemetry_interval=args.telemetry_interval, grace_s=args.grace,
-                     emit_manifest=getattr(args, "emit_manifest", None))
+                     emit_manifest=getattr(args, "emit_manifest", None),
+                     devices=args.devices, weights_from=args.weights_from, ray=getattr(args, "ray", None))

@@ -18,7 +18,10 @@ from pydantic import ValidationError
 
 from campaign.reporting import cost
 from campaign.running import status
-from campaign.contract.artifacts import MATRIX_FILE, PHASES_FILE, RECEIPT_FILE, STATUS_FILE, Matrix, Phases, cell_dir_name
+from campaign.contract.artifacts import (BATCH_FILE, BATCHES_DIR, MATRIX_FILE, PHASES_FILE, RECEIPT_FILE, STATUS_FILE,
+                                         cell_dir_name)
+from campaign.contract.plans import BatchRecord, Matrix
+from campaign.contract.cellfiles import Phases
 from campaign.contract.errors import EXIT_OK, InputError
 
 
@@ -74,5 +77,22 @@ def main(args: argparse.Namespace) -> int:
     ran = sum(c.ran for c in cells)
     summary = (f"Campaign `{matrix.campaign}`, backend {matrix.backend}, {sealed}: {len(matrix.tasks)} cells "
                f"in the matrix, {ran} ran, {sum(c.ran and c.phases is not None for c in cells)} with phases recorded.")
-    sys.stdout.write(cost.render_md(root.name, summary, cells))
+    sys.stdout.write(cost.render_md(root.name, summary + _batching(root), cells))
     return EXIT_OK
+
+
+def _batching(root: Path) -> str:
+    """What shared a process: the batches' bound and who chose it (batches/*/batch.json)."""
+    records = []
+    for path in sorted((root / BATCHES_DIR).glob(f"*/{BATCH_FILE}")):
+        try:
+            records.append(BatchRecord.model_validate(json.loads(path.read_text(encoding="utf-8"))))
+        except (ValueError, ValidationError) as exc:
+            print(f"note: {path}: unreadable, left out of the batching line: {str(exc).splitlines()[0]}", file=sys.stderr)
+    if not records:
+        return " No batch process ran: every cell had a worker process of its own."
+    bounds = sorted({(r.bound, r.bound_by) for r in records if r.bound is not None})
+    said = ", ".join(f"{b} ({'the runner' if by == 'runner' else 'the manifest'}'s bound)" for b, by in bounds)
+    return (f" {len(records)} batch process(es) ran {len({t for r in records for t in r.tasks})} cells, "
+            f"up to {said or 'a bound not recorded'} workloads of one side each; every other cell had a process "
+            "of its own (`start` and `imports` are paid once per process, by its first workload).")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from campaign.judging import caliber
 from campaign.sealing import receipt
-from campaign.reporting import report, speedup
+from campaign.reporting import cardsection, report, speedup
 from campaign.judging.classify import classify_root
 from campaign.contract.records import Verdicts
 from campaign.judging.evidence import caliber_of, load_frame
@@ -78,7 +78,8 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(report.json_text(verdicts))
     else:
-        sys.stdout.write(banner + report.markdown(verdicts, tuple(speedup.section(root, args.allow_caliber_mismatch))))
+        sys.stdout.write(banner + report.markdown(verdicts, tuple(speedup.section(root, args.allow_caliber_mismatch))
+                                                         + tuple(cardsection.section(root))))
     return 0
 
 

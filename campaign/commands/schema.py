@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from campaign.contract import canonical
-from campaign.contract.artifacts import Matrix
+from campaign.contract.plans import Matrix
 from campaign.contract.errors import CampaignError
 from campaign.planning.harness import PROJECT_ROOT
 from campaign.contract.manifest import Manifest

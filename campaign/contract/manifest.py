@@ -1,93 +1,22 @@
 """The campaign manifest: the contract a campaign is frozen from.
 
-Models only: reading YAML and mapping errors to file positions lives in
+Models only (the workloads are `campaign.contract.workloads`, the field types and bounds
+`campaign.contract.fields`): reading YAML and mapping errors to file positions lives in
 `campaign.contract.yamlio`; checks that need the inventory or the workload tree live in
 `campaign.planning.resolve`.
 """
 from __future__ import annotations
 
-import difflib
-import re
 from typing import Annotated, Literal, Optional
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, model_validator
+from pydantic import BeforeValidator, Field, StrictBool, StringConstraints, model_validator
 
 from campaign.contract import cellenv_rules, stripregex
+from campaign.contract.fields import (CELL_NAMES, MAX_ROUNDS, MAX_TIMEOUT_S, MAX_WORKLOADS_PER_PROCESS, CampaignId,
+                                      Count, EnvName, EnvValue, FieldError, Millis, Model, Seconds, integer_only)
+from campaign.contract.workloads import Workload
 
 SCHEMA_VERSION = 1
-
-# Numbers are strict (YAML's true or "600" is not an integer; .inf is not a time) and
-# bounded, so a typo cannot expand into a million-round matrix or a year-long timeout.
-MAX_TIMEOUT_S = 86_400                  # one cell, one day
-MAX_ROUNDS = 100
-MAX_WORKLOADS_PER_PROCESS = 256
-MAX_MS = 60_000                         # timer windows, per measurement
-Count = Annotated[int, Field(strict=True, ge=1)]
-Seconds = Annotated[int, Field(strict=True, ge=1, le=MAX_TIMEOUT_S)]
-Millis = Annotated[float, Field(strict=True, gt=0, le=MAX_MS, allow_inf_nan=False)]
-
-# torch dtype names (the timing plugin looks them up on torch); one spelling each,
-# because the name is recorded in every row and compared across cells.
-DTYPES = ("bfloat16", "bool", "complex128", "complex64", "float16", "float32", "float64",
-          "int16", "int32", "int64", "int8", "uint8")
-_DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "f16": "float16", "bf16": "bfloat16",
-                  "fp32": "float32", "float": "float32", "f32": "float32", "fp64": "float64",
-                  "double": "float64", "f64": "float64", "int": "int32", "long": "int64"}
-
-
-def _known_dtype(name: str) -> str:
-    if name in DTYPES:
-        return name
-    key = name.lower()
-    guess = key if key in DTYPES else _DTYPE_ALIASES.get(key) or next(iter(difflib.get_close_matches(key, DTYPES, n=1)), None)
-    hint = f": did you mean {guess}?" if guess else f"; known: {', '.join(DTYPES)}"
-    raise ValueError(f"unknown dtype {name!r}{hint}")
-
-
-def _integer(value: object) -> object:
-    # a Literal compares with ==, so true and 1.0 would pass as 1; pydantic has no strict Literal
-    if type(value) is not int:
-        raise ValueError(f"Input should be an integer, not {type(value).__name__}")
-    return value
-
-
-DType = Annotated[str, AfterValidator(_known_dtype),
-                  Field(json_schema_extra={"enum": list(DTYPES)})]
-
-CampaignId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
-WorkloadName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=80)]
-EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-EnvValue = Annotated[str, Field(strict=True)]
-Reason = Annotated[str, StringConstraints(min_length=8, strip_whitespace=True)]
-# a file, a function of it, or one parametrised node id of it (its [params] checked at prepare)
-Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*(\[[^\]\s]+\])?)?$")]
-
-CELL_NAMES = ("baseline", "control", "candidate")
-IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
-
-
-class FieldError(ValueError):
-    """A cross-field rule's failure, carrying the path below the validated model.
-
-    pydantic keeps the raised exception in the error's ``ctx``; `campaign.contract.yamlio`
-    appends ``loc`` so the message points at the offending key, not the section,
-    and reports every one of ``problems`` (more than one when a rule finds several).
-    """
-
-    def __init__(self, loc: tuple, message: str, problems: tuple[tuple[tuple, str], ...] = ()):
-        super().__init__(message)
-        self.loc = loc
-        self.problems = problems or ((loc, message),)
-
-    @classmethod
-    def every(cls, problems: list[tuple[tuple, str]]) -> "FieldError":
-        loc, message = problems[0]
-        return cls(loc, message, tuple(problems))
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
 
 class Pin(Model):
     """A version, and the commit where one is known; preflight compares both."""
@@ -128,12 +57,34 @@ class Device(Model):
     name: Optional[str] = None
     uuid: Optional[str] = None
     target: Annotated[str, StringConstraints(pattern=r"^(cuda|musa):[0-9]+$")]
+    # Several cards of one host, one serial runner each (`campaign.running.cards`): the first
+    # ``count`` visible, or these indices, or these uuids. None of them: one card, as ever.
+    count: Optional[Annotated[int, Field(ge=1, le=64)]] = None
+    indices: Optional[tuple[Annotated[int, Field(ge=0)], ...]] = None
+    uuids: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
 
     @model_validator(mode="after")
     def _identified(self) -> "Device":
-        if self.backend != "cpu" and not (self.name or self.uuid):
+        if self.backend != "cpu" and not (self.name or self.uuid or self.uuids):
             raise FieldError(("name",), "a cuda or musa device needs a name and/or uuid: the campaign runs on one physical device")
+        chosen = [key for key in ("count", "indices", "uuids") if getattr(self, key) is not None]
+        if len(chosen) > 1:
+            raise FieldError((chosen[1],), f"{chosen[0]} and {chosen[1]} both name the cards: give one")
+        if self.uuid is not None and chosen:
+            raise FieldError((chosen[0],), f"uuid names one card and {chosen[0]} several: give uuids for several")
+        if self.backend == "cpu" and chosen and chosen[0] != "count":
+            raise FieldError((chosen[0],), "the cpu backend has no cards to name: `count` declares virtual ones")
+        for key in ("indices", "uuids"):
+            listed = getattr(self, key)
+            if listed is not None and (not listed or len(set(listed)) != len(listed)):
+                raise FieldError((key,), f"{key} must name distinct cards, at least one")
         return self
+
+    @property
+    def cards(self) -> int:
+        """How many cards the manifest names (1: the single-card run)."""
+        listed = self.indices if self.indices is not None else self.uuids
+        return len(listed) if listed is not None else (self.count or 1)
 
 
 class Cells(Model):
@@ -209,111 +160,15 @@ class Defaults(Model):
     shape_file: Optional[Annotated[str, StringConstraints(min_length=1)]] = None
     tuner_cache: Literal["isolated", "shared"] = "isolated"
     # The most workloads one worker process runs in sequence (one side, one round:
-    # `campaign.running.batching`). 1 by default: a FlagGems workload's LibTuner sqlite
-    # lives in the process's one FLAGGEMS_CACHE_DIR, so a later workload of a batch would
-    # start on a warm tuner cache, which keeps it from any timing claim; opt in per manifest.
-    workloads_per_process: Annotated[Count, Field(le=MAX_WORKLOADS_PER_PROCESS)] = 1
+    # `campaign.running.batching`); unset, the runner chooses (`batching.RUNNER_BOUND`),
+    # and 1 runs one workload per process.
+    workloads_per_process: Optional[Annotated[Count, Field(le=MAX_WORKLOADS_PER_PROCESS)]] = None
     # configs pinned across roots: a screen's winners replayed by its campaign, so both time the same code
     autotune_from: Optional[AutotuneFrom] = None
 
 
-class Correctness(Model):
-    """Narrowed correctness: node ids or a -k selector, never both."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={
-        "oneOf": [{"required": ["node_ids"]}, {"required": ["k"]}]})
-
-    node_ids: Optional[tuple[str, ...]] = None
-    k: Optional[str] = None
-
-    @model_validator(mode="after")
-    def _one_of(self) -> "Correctness":
-        if self.node_ids is not None and self.k is not None:
-            raise FieldError(("k",), "give node_ids or k, never both")
-        if self.node_ids is None and self.k is None:
-            raise ValueError("give node_ids or k (or leave correctness out to use the inventory's target)")
-        if self.node_ids is not None and not self.node_ids:
-            raise FieldError(("node_ids",), "node_ids is empty")
-        return self
-
-
-def own_test_op(benchmark: object) -> Optional[str]:
-    """A pytest workload's default op: its test file's stem, lowercased, minus a ``test_`` prefix."""
-    if not isinstance(benchmark, str) or ".py" not in benchmark:
-        return None
-    stem = benchmark.partition("::")[0].rsplit("/", 1)[-1].removesuffix(".py").lower()
-    stem = re.sub(r"[^a-z0-9_]", "_", stem.removeprefix("test_")) or "test"
-    return stem
-
-
-class Workload(Model):
-    # narrowing needs a stated reason: expressed for JSON Schema users too
-    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={
-        "dependentRequired": {"correctness": ["reason"], "shapes": ["reason"]},
-        "if": {"properties": {"provider": {"const": "pytest"}}, "required": ["provider"]},
-        "then": {"required": ["benchmark"], "not": {"anyOf": [{"required": ["dtypes"]}, {"required": ["shapes"]}]}},
-        "else": {"required": ["op"]}})
-
-    name: WorkloadName
-    # Optional only for provider pytest, whose op defaults to the test file's stem (`_own_test_op`).
-    op: Optional[Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]] = None
-    # pytest: a user's own test file that times with triton.testing.do_bench (`campaign.plugins.dobench`)
-    # flaggems_upstream: FlagGems' own benchmark items from sources.flag_gems_checkout; op is their op mark
-    provider: Literal["builtin", "flaggems", "pytest", "flaggems_upstream"] = "builtin"
-    benchmark: Optional[Target] = None
-    correctness: Optional[Correctness] = None
-    dtypes: Optional[tuple[DType, ...]] = None
-    shapes: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
-    timeout_s: Optional[Seconds] = None
-    # Seconds one screened round took (`campaign screen`): N rounds cost about N times it.
-    # A round is at most three cells, each under the timeout cap.
-    weight_s: Optional[Annotated[float, Field(strict=True, ge=0, le=3 * MAX_TIMEOUT_S, allow_inf_nan=False)]] = None
-    canary: StrictBool = False
-    reason: Optional[Reason] = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _own_test_op(cls, data):
-        if isinstance(data, dict) and data.get("provider") == "pytest" and data.get("op") is None:
-            stem = own_test_op(data.get("benchmark"))
-            if stem is not None:
-                data = {**data, "op": stem}
-        return data
-
-    @model_validator(mode="after")
-    def _per_provider(self) -> "Workload":
-        if self.provider != "pytest":
-            if self.op is None:
-                raise FieldError(("op",), "Field required: the op names the workload's shapes and inventory entry")
-            return self
-        if self.benchmark is None:
-            raise FieldError(("benchmark",), "provider pytest times a test file of the project: name it (file.py, "
-                                             "file.py::test_function or one node id)")
-        # the test builds its own inputs: a planned dtype or shape would be a label with nothing behind it
-        for field in ("dtypes", "shapes"):
-            if getattr(self, field) is not None:
-                raise FieldError((field,), f"provider pytest takes its {field} from the test itself; leave {field} out")
-        return self
-
-    @model_validator(mode="after")
-    def _narrowing_has_reason(self) -> "Workload":
-        narrowed = [what for what, present in (
-            ("correctness node_ids", self.correctness is not None and self.correctness.node_ids is not None),
-            ("correctness -k", self.correctness is not None and self.correctness.k is not None),
-            ("a shape subset", self.shapes is not None),
-        ) if present]
-        if self.dtypes is not None and not self.dtypes:
-            raise FieldError(("dtypes",), "dtypes is empty: leave it out to use the op's own set")
-        if self.shapes is not None and not self.shapes:
-            raise FieldError(("shapes",), "shapes is empty: a subset of no shapes measures nothing; leave it out to use them all")
-        if narrowed and self.reason is None:
-            raise FieldError(("reason",), f"narrowing ({', '.join(narrowed)}) requires a reason")
-        return self
-
-
-
 class Manifest(Model):
-    schema_version: Annotated[Literal[1], BeforeValidator(_integer)] = SCHEMA_VERSION
+    schema_version: Annotated[Literal[1], BeforeValidator(integer_only)] = SCHEMA_VERSION
     campaign: CampaignId
     description: Annotated[str, StringConstraints(min_length=1)]
     sources: Sources

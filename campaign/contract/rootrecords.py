@@ -59,6 +59,20 @@ class FolderSize(SealedRecord):
     bytes: int
 
 
+class TunerStore(SealedRecord):
+    tables: int
+    rows: int
+
+
+# The caliber: the keys of run_identity.json whose values must be equal across the cells of
+# a comparison. Defined here, beside the record, because both sides use it: the plugin that
+# writes every one of them and `campaign.judging.caliber`, which compares them.
+CALIBER_FIELDS = (
+    "backend", "device_name", "device_uuid", "device_target", "driver", "cuda", "torch", "triton", "flag_gems",
+    "timer", "bench_level", "shape_mode", "tuner_cache", "direct_repeat", "autotune_policy", "autotune_from",
+)
+
+
 class RunIdentity(SealedRecord):
     """run_identity.json: one cell's caliber (`campaign.plugins.run_identity` writes it)."""
 
@@ -90,6 +104,8 @@ class RunIdentity(SealedRecord):
     direct_repeat: Optional[int]
     # absent from the first H200 roots (recorded since tuner-cache isolation and inherited code paths)
     tuner_cache_at_start: Optional[FolderSize] = None
+    # absent before batches emptied FlagGems' tuner store between workloads
+    tuner_store_at_start: Optional[TunerStore] = None
     inherited_env: dict[str, str] = {}
 
 

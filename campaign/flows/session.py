@@ -13,6 +13,9 @@ and nowhere else) and sealed with those verdicts (`campaign.sealing.receipt`), a
 exits 0 even when some cells failed: those are rows, and the verdicts say what
 they mean. A seal stopped by a crash (run.lock left beside receipt.json) is
 completed here again, under the lock it takes over (`receipt.complete`).
+A manifest naming several cards runs one serial runner per card (`campaign.flows.cardrun`);
+a card failing its check or dying stops the root unsealed with ``RUN_FAILED check=card``
+(exit 3), its unfinished tasks marked for `campaign run --devices` to resume elsewhere.
 """
 from __future__ import annotations
 
@@ -30,13 +33,15 @@ from typing import Any, Callable, Optional
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
 from campaign.contract import canonical, yamlio
-from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, Matrix
-from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_OK, CampaignError, Refused
+from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE
+from campaign.contract.plans import Matrix
+from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PREFLIGHT, CampaignError, InputError, Refused
 from campaign.contract.manifest import Manifest, Sources
+from campaign.flows import cardrun
 from campaign.flows.roots import prepared_roots, root_mode
 from campaign.judging.classify import classify_root
 from campaign.planning import harness
-from campaign.running import faults, runchecks
+from campaign.running import faults, rayexec, runchecks
 from campaign.running.cellenv import pinned_env
 from campaign.running.lock import RunLock
 from campaign.running.progress import make_progress
@@ -55,6 +60,9 @@ class Execution:
     telemetry_interval: float = INTERVAL_S
     grace_s: float = 10.0
     emit_manifest: Optional[Path] = None  # a screen's --emit-manifest, repeated in its resume hint
+    devices: Optional[tuple[int, ...]] = None   # --devices: the manifest's cards narrowed (`campaign.flows.cardrun`)
+    weights_from: Optional[Path] = None         # --weights-from: a sealed root whose seconds weigh the partition
+    ray: Optional[str] = None             # `campaign run --ray`: a Ray cluster's address or "auto"
 
 
 def find_root(root: Optional[Path], runs_dir: Path) -> Path:
@@ -104,6 +112,8 @@ def check(root: Path, prepare: dict, manifest: Manifest, backend) -> None:
     versions = runchecks.version_problems(manifest.sources, installed_versions(manifest.sources))
     if versions:
         raise Refused(PREFIX, "versions", "; ".join(versions))
+    if manifest.device.cards > 1:
+        return   # each card is checked on its own (`campaign.planning.cardplan.select`): one failing is marked
     devices = [] if manifest.device.backend == "cpu" else backend.enumerate_devices()
     problems = runchecks.device_problems(manifest.device, devices)
     if problems:
@@ -167,21 +177,29 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
             print(f"RUN_SEAL an unfinished receipt.json of an interrupted seal was removed; sealing {root} again",
                   file=sys.stderr)
         check(root, prepare, manifest, backend)
+        cards = manifest.device.cards > 1
+        if not cards and (execution.devices is not None or execution.weights_from is not None):
+            raise InputError(f"--devices/--weights-from: {root}'s manifest names one card "
+                             "(device count, indices or uuids name several)")
         pinned = pinned_env(manifest)
         scratch = Path(tempfile.mkdtemp(prefix=f"campaign-{matrix.campaign}-", dir=execution.scratch_dir))
         sampler = _sampler(root, backend, pinned, execution.telemetry_interval)
-        if not sampler.start():
+        if not cards and not sampler.start():   # several cards: one sampler each (`campaign.flows.cardrun`)
             print(f"{sampler.reason} (recorded in telemetry.err; the campaign goes on)", file=sys.stderr)
         setup = RunSetup(root=root, project_root=Path(prepare["project_root"]), matrix=matrix, manifest=manifest,
                          harness_digest=prepare["harness_digest"], plugins=plugin_plan(backend),
                          pinned_env=pinned, parent_env=dict(os.environ), scratch=scratch,
-                         python=sys.executable, grace_s=execution.grace_s, lock=lock)
+                         python=sys.executable, grace_s=execution.grace_s, lock=lock,
+                         visibility_variable=backend.visibility_variable)
         progress = make_progress()
-        runner = Runner(setup, progress, sampler)
+        runner = (rayexec.RayExecutor(setup, progress, execution.ray, execution.telemetry_interval)
+                  if execution.ray else cardrun.LocalCards() if cards else Runner(setup, progress, sampler))
         previous = {sig: signal.signal(sig, lambda num, _frame: runner.interrupt(signal.Signals(num).name))
                     for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            outcome = runner.run()
+            outcome = (cardrun.settle(cardrun.run(setup, backend, execution.devices, execution.weights_from,
+                                                  execution.telemetry_interval, runner), setup)
+                       if cards and not execution.ray else runner.run())
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -191,6 +209,8 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
         if outcome.state == CANARY_FAILED:
             raise CampaignError(f"RUN_FAILED check=canary: {outcome.detail}; the campaign stopped before the "
                                 "rest was measured (the root stays unsealed; fix the cause and prepare anew)")
+        if outcome.state == cardrun.CARD_FAILED:
+            raise CampaignError(f"RUN_FAILED check=card: {outcome.detail} (the root stays unsealed)", EXIT_PREFLIGHT)
         if outcome.state != COMPLETED:
             hint = _resume_hint(root, prepare.get("mode", "campaign"), execution)
             print(f"RUN_INTERRUPTED: {outcome.detail}; {hint}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """The caliber guard: every setting that changes what a number means, compared
 before a single latency is read.
 
-This module owns ``CALIBER_FIELDS``, the one definition of the caliber; the
+This module compares ``CALIBER_FIELDS`` (`campaign.contract.rootrecords`), the one definition of the caliber; the
 run-identity plugin writes exactly these keys, the screen and the report read
 them back through here. ``run_identity.json`` (one per cell) is a flat object::
 
@@ -37,18 +37,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, TextIO
 
-from campaign.contract.artifacts import IDENTITY_FILE, Task, cell_dir_name
+from campaign.contract.artifacts import IDENTITY_FILE, cell_dir_name
+from campaign.contract.plans import Task
 from campaign.contract.errors import EXIT_CALIBER, CampaignError
+from campaign.contract.rootrecords import CALIBER_FIELDS
 
-CALIBER_FIELDS = (
-    "backend", "device_name", "device_uuid", "device_target", "driver", "cuda", "torch", "triton", "flag_gems",
-    "timer", "bench_level", "shape_mode", "tuner_cache", "direct_repeat", "autotune_policy", "autotune_from",
-)
 # Fields added after roots were sealed without them: absent from every cell, the table omits them.
 RECORDED_SINCE = ("autotune_from",)
 TIMER_FIELDS = ("kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush")
-# Compared only within a workload: null by design where the workload's provider is not FlagGems.
-WORKLOAD_ONLY = ("flag_gems",)
+# Compared only within a workload: flag_gems is null by design where the workload's provider is not
+# FlagGems; device_uuid differs by design between the cards of one run (a workload's cells all run on
+# one card, `campaign.running.cards`), while device_name still holds the whole campaign to one model.
+WORKLOAD_ONLY = ("flag_gems", "device_uuid")
 MISSING = "<missing>"
 PREFIX = "!!! [caliber]"
 WARN_PREFIX = "warning [caliber]"

@@ -1,44 +1,15 @@
 """The six campaign classes, one per workload, each with a one-line reason.
 
 `classify` is pure over `campaign.judging.evidence.RootEvidence`; `classify_root` is the
-edge the seal and the report call. The facts each rule reads are gathered in
-`campaign.judging.workload` (IR and topology from cells that did not benchmark autotune
-configs). Rules, first match wins:
+edge the seal and the report call. Each workload's class comes from the rules in
+`campaign.judging.classrules` (its rules 1-9); this module adds what only the whole campaign
+shows:
 
-1. X  evidence missing: a task that did not finish (skipped adaptive rounds
-   excepted), a timeout (a cost problem, not a verdict), a failed preflight, an
-   unreadable artifact.
-2. F  the candidate (or control) crashes, fails a benchmark row the baseline runs
-   (per shape, never as totals), or fails its correctness target where the
-   baseline passes; X when the baseline itself crashes or fails its target. A
-   row only the baseline fails is that shape's X, counted against coverage.
-3. F  the control's IR differs from the baseline's: the switch leaks.
-4. X  a caliber mismatch among the workload's own cells (even when released),
-   replay fallbacks (configs not pinned), no comparable IR (nothing reached
-   Triton, or a cell's only run benchmarked configs and no control replays for
-   it), IR that differs between rounds of one cell, an unjoinable index. When the
-   baseline only recorded, the control stands in for its IR, provided each control
-   variant is among the variants the recording cell compiled.
-5. R  scoped topology increased (IR evidence alone carries this claim).
-6. X  correctness not executed. On a compile-only backend (cpu) nothing is run
-   and nothing is timed: "compile-only: not timed, correctness not executed", the
-   topology change still shown. Correctness is scoped to the workload's target.
-7. IR unchanged: B, its timing the noise floor (never read faster or slower in
-   either order); X when the timing moved anyway by the full rule below: "IR equal
-   at <stage> but timing moved", naming the stages to try.
-8. IR changed, correct, timed (the primary regime; fallback rows never pooled):
-   - a side throttled while timed (`campaign.judging.throttle`): X;
-   - pairs dropped (sides timed differently) or coverage under 90 %: X;
-   - fewer than two rounds in either run order: X "direction not established";
-   - faster in one order and slower in the other: X "orders disagree";
-   - slower by `campaign.judging.significance`'s rule: R; reduced and faster: G;
-   - reduced otherwise: C (timing neutral, the reason says why);
-   - not reduced: B (no measured change in topology; the timing is reported).
-9. No G or R (and no timing claim) stands on a cell whose isolation failed (a
-   warm tuner cache labelled isolated) or on a harness changed during the run.
 10. Campaign-wide, every timing claim must survive Holm's step-down over the
    workloads whose timing was tested (`holm_pass`); one that does not is taken
    back (G -> C, R -> B, X "timing moved" -> B), saying so.
+
+and the environment every cell saw (inherited code paths, a switch overriding a pin).
 """
 from __future__ import annotations
 
@@ -48,202 +19,12 @@ from typing import Optional
 
 from campaign.judging import significance, stats, timingjson
 from campaign.contract.artifacts import SCHEMA_VERSION
+from campaign.judging.classrules import decide
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
-from campaign.contract.manifest import IR_STAGES
 from campaign.contract.records import Verdicts
-from campaign.judging.workload import WorkloadFacts, screen_verdict, timed_out
+from campaign.judging.workload import WorkloadFacts, screen_verdict
 
 CLASSES = ("G", "C", "B", "R", "F", "X")
-CRASH_OK = (0, 1)        # pytest: 0 all passed, 1 some tests failed (judged by outcomes and rows)
-
-
-COVERAGE_MIN = 0.9       # at least this share of the timed shapes paired in every round, else X
-
-
-def _ids(tasks: list[TaskEvidence]) -> str:
-    shown = ", ".join(t.task.id for t in tasks[:3])
-    return shown + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
-
-
-def _keys(keys: list) -> str:
-    shown = ", ".join(stats.key_name(k) for k in keys[:3])
-    return shown + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
-
-
-def _topo_text(w: WorkloadFacts) -> str:
-    b, c = w.ref_topology(), w.topo.get("candidate")
-    ref = "" if w.ir_ref == "baseline" else f" ({w.ir_ref} standing in for the recording baseline)"
-    return f"scoped topology {b['scoped']} -> {c['scoped']}{ref}" if b and c else "scoped topology unknown"
-
-
-def _evidence_missing(w: WorkloadFacts) -> Optional[str]:
-    timeouts = [t for t in w.tasks if timed_out(t)]
-    if timeouts:
-        return f"timeout in {_ids(timeouts)}: a cost problem, not a verdict"
-    missing = [t for t in w.tasks if t.state == "missing"]
-    if missing:
-        return f"evidence missing: {_ids(missing)} did not finish"
-    preflight = [t for t in w.done if not t.result.preflight.ok]
-    if preflight:
-        check = preflight[0].result.preflight.failed_check or "unnamed"
-        return f"preflight failed in {_ids(preflight)} check={check}"
-    broken = [t for t in w.tasks if t.problems]
-    if broken:
-        return f"unreadable artifact in {broken[0].task.id}: {broken[0].problems[0]}"
-    absent = [c for c in w.cells if w.first.get(c) is None]
-    if absent:
-        return f"evidence missing: no finished {', '.join(absent)} cell"
-    return None
-
-
-def _failure(w: WorkloadFacts) -> Optional[tuple[str, str]]:
-    crashed = {c: [t for t in ts if t.result.rc not in CRASH_OK] for c, ts in w.by_cell.items()}
-    if crashed["baseline"]:
-        t = crashed["baseline"][0]
-        return "X", f"baseline crashes (rc {t.result.rc} {t.rc_name}) in {t.task.id}: nothing to compare against"
-    bc = w.correct["baseline"]
-    for cell in ("candidate", "control"):
-        if cell not in w.by_cell:
-            continue
-        if crashed[cell]:
-            t = crashed[cell][0]
-            return "F", f"{cell} crashes (rc {t.result.rc} {t.rc_name}) in {t.task.id} where baseline runs"
-        failed = w.row_failures.get(cell, [])
-        if failed:
-            return "F", f"{cell} fails {len(failed)} benchmark row(s) that baseline runs: {_keys(failed)}"
-        cc = w.correct[cell]
-        bad = cc["failed"] + cc["error"]
-        if bad and bc["state"] == "run" and not (bc["failed"] + bc["error"]):
-            return "F", f"{cell} incorrect: {bad} correctness node(s) fail where baseline passes"
-    if bc["failed"] + bc["error"]:
-        return "X", f"baseline fails {bc['failed'] + bc['error']} node(s) of its correctness target: nothing to compare against"
-    if w.control_matches() is False:
-        return "F", "control IR differs from baseline IR: the switch leaks into its off state"
-    return None
-
-
-def _incomparable(w: WorkloadFacts) -> Optional[str]:
-    if w.ev.caliber.workloads.get(w.name):
-        released = " (released)" if w.ev.caliber_released else ""
-        return f"caliber mismatch{released}: {w.ev.caliber.workloads[w.name][0].split('] ', 1)[-1]}"
-    fallbacks = [t for t in w.done if t.fallbacks]
-    if fallbacks:
-        total = sum(t.fallbacks for t in fallbacks)
-        return f"AUTOTUNE_REPLAY_FALLBACK x{total} in {_ids(fallbacks)}: configs not pinned"
-    if w.tuned_only:
-        return (f"no comparable IR in {' and '.join(w.tuned_only)}: its only cell benchmarked autotune configs, "
-                "so its ir/ holds every config tried, and no replaying cell of it ran")
-    if w.fp.get(w.ir_ref) is None or w.fp.get("candidate") is None:
-        where = [c for c in (w.ir_ref, "candidate") if w.fp.get(c) is None]
-        return f"no comparable IR in {' and '.join(where)}: nothing reached the Triton compiler"
-    if w.ir_ref == "control" and w.control_matches() is None:
-        return ("control not checkable: the baseline only recorded, and the control's variants are not among "
-                "the variants it compiled")
-    if w.unstable:
-        return f"IR of {', '.join(w.unstable)} differs between rounds"
-    unscoped = [c for c in (w.ir_ref, "candidate")
-                if w.topo.get(c) and w.ir_task[c].ir_files and len(w.topo[c]["excluded"]) >= w.ir_task[c].ir_files]
-    if unscoped:
-        return (f"floor {w.ev.floor} excludes every launched variant: nothing to judge "
-                f"({' and '.join(unscoped)} scope none)")
-    used = [c for c in w.cells if w.ir_task.get(c) is not None]
-    unjoinable = [(c, t.task.id) for c in used for t in w.by_cell[c] if not t.tuned and t.topology and t.topology.unjoinable]
-    if unjoinable or any(w.topo[c] is None for c in used):
-        where = unjoinable[0][1] if unjoinable else "a cell without ir/"
-        return f"unjoinable index in {where}: launch counts missing, topology not evidence"
-    return None
-
-
-def _lower_stages(stage: str) -> str:
-    below = IR_STAGES[IR_STAGES.index(stage) + 1:] if stage in IR_STAGES else ()
-    return ", ".join(below) or "none lower: the switch acts outside the compiler's output"
-
-
-def decide(w: WorkloadFacts) -> tuple[str, str, bool]:
-    """(class, reason, rests_on_timing): the last says whether a timing direction carries the
-    class, so the campaign-wide correction (`holm_pass`) knows which claims it may take back."""
-    reason = _evidence_missing(w)
-    if reason:
-        return "X", reason, False
-    failure = _failure(w)
-    if failure:
-        return failure + (False,)
-    reason = _incomparable(w)
-    if reason:
-        return "X", reason, False
-    b, c = w.ref_topology()["scoped"], w.topo["candidate"]["scoped"]
-    if c > b:
-        return _untainted(w, "R", f"{_topo_text(w)}: increased", False)
-    compile_only = w.ev.matrix.backend == "cpu" or any(not t.result.timed for t in w.done)
-    not_run = [cell for cell in w.cells if w.correct[cell]["state"] != "run"]
-    if compile_only and (not_run or w.ir_changed()):
-        return "X", f"compile-only: not timed, correctness not executed ({_topo_text(w)}, IR {'changed' if w.ir_changed() else 'unchanged'})", False
-    if not_run:
-        return "X", f"correctness not run in {', '.join(not_run)}: {w.correct[not_run[0]]['reason']}", False
-    empty = [cell for cell in w.cells if not w.correct[cell]["passed"]]
-    if empty:
-        return "X", f"no correctness evidence in {', '.join(empty)}: no node of the target passed", False
-    stage = w.ev.manifest.switch.ir_stage
-    if not w.ir_changed():
-        timing = w.timing.primary if w.timing else None
-        if timing is not None and timing.verdict != stats.NEUTRAL:
-            if w.throttled:
-                return "X", f"IR equal at {stage}, timing moved while throttled: {'; '.join(w.throttled)}", False
-            return (_untainted(w, "X", f"IR equal at {stage} but timing moved: {timing.verdict}, geomean "
-                               f"{stats.pct(timing.point, True)}, {timing.reason}; the switch acts below {stage} "
-                               f"(try {_lower_stages(stage)})", True))
-        return "B", f"IR unchanged at {stage} on every cell; correct (its timing range is the noise floor)", False
-    if w.throttled:
-        return "X", f"throttled while timed: {'; '.join(w.throttled)} ({_topo_text(w)})", False
-    klass, reason, on_timing = timing_class(w.timing, c < b, _topo_text(w), tuple(w.row_failures.get("baseline", ())))
-    return _untainted(w, klass, reason, on_timing)
-
-
-def _untainted(w: WorkloadFacts, klass: str, reason: str, on_timing: bool) -> tuple[str, str, bool]:
-    """A G or R (or a timing claim) never stands on a cell whose isolation or harness failed."""
-    if w.taints and (klass in ("G", "R") or on_timing):
-        return "X", f"would be {klass} ({reason}), but {w.taints[0]}" + (
-            f" (+{len(w.taints) - 1} more)" if len(w.taints) > 1 else ""), False
-    return klass, reason, on_timing
-
-
-def _coverage_problem(t: stats.Timing, baseline_failed: tuple) -> Optional[str]:
-    if t.mixed_pairs:
-        return (f"{t.mixed_pairs} pair(s) dropped: baseline and candidate were timed differently "
-                "(one side fell back from capture): the switch changed how rows are measured")
-    coverage = t.coverage(baseline_failed)
-    if coverage is not None and coverage < COVERAGE_MIN:
-        return (f"coverage {coverage:.0%} < {COVERAGE_MIN:.0%}: too few shapes paired in every round"
-                + (f" ({len(baseline_failed)} shape(s) X: baseline fails them)" if baseline_failed else ""))
-    return None
-
-
-def timing_class(t: Optional[stats.Timing], reduced: bool, topo: str,
-                 baseline_failed: tuple = ()) -> tuple[str, str, bool]:
-    """The class of an IR-changed, correct, timed workload from its timing (pure: the false-claim
-    simulation calls it with the timing `stats.timing` made)."""
-    timing = t.primary if t else None
-    if timing is None or not timing.rounds:
-        return "X", "IR changed but no timed rows paired: nothing to judge the change by", False
-    problem = _coverage_problem(t, baseline_failed)
-    if problem:
-        return "X", f"{problem} ({topo})", False
-    where = f"geomean {stats.pct(timing.point, True)}, {timing.reason}"
-    ov = timing.order_verdicts
-    short = [o for o in stats.ORDERS if timing.rounds_per_order.get(o, 0) < significance.MIN_ROUNDS_PER_ORDER]
-    if short:
-        have = ", ".join(f"{timing.rounds_per_order.get(o, 0)} {o}" for o in stats.ORDERS)
-        return "X", (f"direction not established: {have} round(s); a timing claim needs >= "
-                     f"{significance.MIN_ROUNDS_PER_ORDER} rounds in each order ({topo})"), False
-    if stats.FASTER in ov.values() and stats.SLOWER in ov.values():
-        return "X", "orders disagree: " + ", ".join(f"{v} {o}" for o, v in ov.items()) + f" ({topo})", False
-    if timing.verdict == stats.SLOWER:
-        return "R", f"slower in both orders: {where} ({topo})", True
-    if reduced and timing.verdict == stats.FASTER:
-        return "G", f"{topo}: reduced; correct; faster in both orders: {where}", True
-    if reduced:
-        return "C", f"{topo}: reduced; correct; timing neutral: {where}", False
-    return "B", f"{topo}: not reduced; correct; timing {timing.verdict}: {where}", False
 
 
 def holm_pass(workloads: dict, claims: dict[str, Optional[float]]) -> None:

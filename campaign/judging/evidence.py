@@ -18,11 +18,14 @@ from typing import Iterable, Optional
 from pydantic import ValidationError
 
 from campaign.judging import caliber, irevidence, throttle
-from campaign.running import status, telemetry
+from campaign.running import status
 from campaign.contract import yamlio
-from campaign.contract.artifacts import (AUTOTUNE_FILE, FAILED_SUFFIX, IR_DIR, MANIFEST_FILE, MATRIX_FILE, OUTCOMES_FILE,
-                                REPLAY_FALLBACK_MARKER, RESULT_FILE, ROWS_FILE, STATUS_FILE, TELEMETRY_FILE, AutotuneFile, CellResult,
-                                Matrix, Outcomes, Row, Rows, Task, cell_dir_name)
+from campaign.contract.artifacts import (AUTOTUNE_FILE, FAILED_SUFFIX, IR_DIR, MANIFEST_FILE, MATRIX_FILE,
+                                         OUTCOMES_FILE, REPLAY_FALLBACK_MARKER, RESULT_FILE, ROWS_FILE, STATUS_FILE,
+                                         TELEMETRY_FILE, cell_dir_name)
+from campaign.contract.plans import Matrix, Task
+from campaign.contract.cellfiles import AutotuneFile, CellResult, Outcomes, Row, Rows
+from campaign.contract import telemetryfile
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
 
@@ -167,7 +170,7 @@ def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: b
         refused = bool(check.workloads.get(task.workload)) and not allow_caliber_mismatch
         tasks[task.id] = load_task(root, task, manifest, floor, latest.get(task.id), read_rows=not refused,
                                    identity=identities.get(task.id))
-    samples = telemetry.read_samples(root / TELEMETRY_FILE)
+    samples = telemetryfile.read_samples(root / TELEMETRY_FILE)
     if samples is not None:
         judged = throttle.judge(samples, {task_id: t.rows for task_id, t in tasks.items()})
         tasks = {task_id: replace(t, throttle=judged.get(task_id)) for task_id, t in tasks.items()}

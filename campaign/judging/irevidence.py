@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
 from campaign.contract import stripregex
-from campaign.contract.artifacts import INDEX_COLUMNS, INDEX_FILE, AutotuneFile
+from campaign.contract.sasstext import sass_code
+from campaign.contract.artifacts import INDEX_COLUMNS, INDEX_FILE
+from campaign.contract.cellfiles import AutotuneFile
 
 CONVERT = "ttg.convert_layout"
 
@@ -40,13 +42,6 @@ _LOC_DEF = re.compile(r"^#loc[\w.]*\s*=\s*loc\(.*$")
 _LLIR_DEBUG_LINE = re.compile(r"^(!\d+ = (distinct )?!DI|!llvm\.dbg\.|!llvm\.module\.flags|source_filename|; ModuleID)")
 _LLIR_DBG_REF = re.compile(r",\s*!dbg !\d+")
 _PTX_DEBUG_LINE = re.compile(r"^\s*\.(loc|file)\s")
-# nvdisasm prints every ELF section of a cubin under a banner: //----- .text.add_kernel -----
-_SASS_BANNER = re.compile(r"^//-+\s+(\S+)\s+-+\s*$")
-# Sections that hold no machine code and differ for identical code: .debug_line names
-# the kernel's source file (generated kernels live in the cell's own cache folder) and
-# .nv_debug_ptx_txt embeds the PTX text, which TRITON_DEFAULT_FP_FUSION=0 changes
-# (add.f16x2 -> add.rn.f16x2) while the instructions stay the same (measured, sm_90).
-_SASS_DEBUG_SECTION = re.compile(r"^\.(nv_)?debug")
 # An offset within its section (/*01c0*/): equal for equal code, shifted by any insertion.
 # Instruction encodings (/* 0x000fe20000000800 */) are kept: they carry the scheduling bits.
 _SASS_OFFSET = re.compile(r"/\*[0-9a-f]{4,}\*/")
@@ -118,20 +113,6 @@ def _strip_inline_locs(line: str) -> str:
                     break
             k += 1
         i = k + 1
-
-
-def sass_code(text: str) -> str:
-    """nvdisasm's output without its debug sections: the code, .nv.info attributes
-    (register count, stack size) and symbols. The capture writes this, and the
-    fingerprint drops debug sections again in case a file holds them."""
-    kept, debug = [], False
-    for line in text.splitlines():
-        banner = _SASS_BANNER.match(line)
-        if banner:
-            debug = bool(_SASS_DEBUG_SECTION.match(banner.group(1)))
-        if not debug:
-            kept.append(line)
-    return "\n".join(kept) + "\n"
 
 
 def normalize(text: str, stage: str, strip_patterns: Iterable[str] = ()) -> str:

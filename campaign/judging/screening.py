@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from campaign.judging import caliber, irevidence, stats
-from campaign.contract.manifest import CELL_NAMES
+from campaign.contract.fields import CELL_NAMES
 from campaign.judging.stats import Sample
 
 IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS, TIMEOUT = "IR_CHANGED", "NO_IR_DIFF", "NO_TRITON", "NO_ROWS", "TIMEOUT"

@@ -13,7 +13,8 @@ from typing import Optional
 
 from campaign.judging import evidence, screening, stats
 from campaign.contract import yamlio
-from campaign.contract.artifacts import MANIFEST_FILE, Matrix
+from campaign.contract.artifacts import MANIFEST_FILE
+from campaign.contract.plans import Matrix
 from campaign.judging.evidence import TaskEvidence
 from campaign.contract.manifest import Manifest
 

@@ -7,20 +7,6 @@ answer different questions: the *side spread* ((max − min)/median of one
 side's latency across rounds: how noisy the machine was) and the spread of the
 per-round *deltas* (whether the verdict holds).
 
-Intervals say how they were made:
-
-- 1 round: none ("single round: no interval"); a direction is never claimed.
-- 2–4 rounds: the min–max range of the per-round deltas, "range of N rounds".
-  No distribution is assumed; with two points a t-interval would be a costume.
-- ≥ 5 rounds: a 95 % Student-t interval over log ratios, "95% t-interval of N
-  rounds (log ratios)".
-
-A shape is faster/slower only when its interval clears its own A/A floor, i.e. lies
-wholly outside [−floor, +floor] (which implies it excludes zero). A shape's floor is
-the largest |A/A delta| of that shape over rounds: per-shape noise is never averaged
-into a workload floor. Without a control the floor is unknown and the verdict is
-neutral, saying so. Shapes whose per-round deltas take both signs are counted and named.
-
 A round whose baseline benchmarked autotune configs (round 1's recording cell) is not
 comparable with replaying cells: the caller names the control as that round's reference
 (``references``), the candidate is compared with it, and the round has no A/A.
@@ -33,12 +19,7 @@ and `Timing.coverage` says what share of the timed shapes was paired in every ro
 Repeated keys (the comprehensive BLAS level yields each shape twice) get an
 occurrence number.
 
-The workload aggregate is, per round, the geometric mean of the ratios over the
-shapes paired in every round; its floor is the largest |A/A| of the same aggregate.
-A workload direction follows `campaign.judging.significance`: at least two rounds in each
-run order, the interval beyond the floor overall and in each order, a pooled t-test
-at 0.1 %, and more shapes resolved in that direction than against it (a geomean of
-shapes that flip sign is not a finding). `leaning` keeps what the interval alone said.
+The interval and the direction rule are `campaign.judging.direction`.
 """
 from __future__ import annotations
 
@@ -47,17 +28,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional
 
 from campaign.judging import significance
-from campaign.contract.artifacts import FALLBACK_MARKER, Row
-
-BASELINE_FIRST = "baseline-first"
-CANDIDATE_FIRST = "candidate-first"
-ORDERS = (BASELINE_FIRST, CANDIDATE_FIRST)
-FASTER, SLOWER, NEUTRAL = "faster", "slower", "neutral"
-
-# Two-sided 95 % Student-t quantiles; above 30 degrees of freedom the 30 value (conservative).
-_T95 = {4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179,
-        13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086,
-        25: 2.060, 30: 2.042}
+from campaign.contract.artifacts import FALLBACK_MARKER
+from campaign.contract.cellfiles import Row
+from campaign.judging.direction import (BASELINE_FIRST, FASTER, NEUTRAL, SLOWER, Interval, aa_floor, direction, geomean,
+                                        interval, judge, orders_verdict)
 
 Key = tuple  # (function, shape, dtype, occurrence)
 
@@ -66,13 +40,6 @@ Key = tuple  # (function, shape, dtype, occurrence)
 class Sample:
     latency_ms: float
     regime: str
-
-
-@dataclass(frozen=True)
-class Interval:
-    low: float
-    high: float
-    method: str
 
 
 @dataclass(frozen=True)
@@ -163,49 +130,6 @@ def samples(rows: Iterable[Row]) -> dict[Key, Sample]:
     return out
 
 
-def interval(ratios: list[float]) -> Optional[Interval]:
-    """Interval of per-round deltas (ratio − 1), labelled with how it was made."""
-    n = len(ratios)
-    if n < 2:
-        return None
-    if n < 5:
-        return Interval(min(ratios) - 1, max(ratios) - 1, f"range of {n} rounds")
-    logs = [math.log(r) for r in ratios]
-    mean = sum(logs) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-    t = _T95[max(k for k in _T95 if k <= n - 1)]
-    half = t * sd / math.sqrt(n)
-    return Interval(math.exp(mean - half) - 1, math.exp(mean + half) - 1, f"95% t-interval of {n} rounds (log ratios)")
-
-
-def geomean(ratios: Iterable[float]) -> float:
-    ratios = list(ratios)
-    return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-
-
-def judge(iv: Optional[Interval], floor: Optional[float], has_control: bool) -> tuple[str, str]:
-    """faster/slower only when the interval lies wholly outside [−floor, +floor]."""
-    if not has_control:
-        return NEUTRAL, "no control cell: A/A floor unknown, no direction claimed"
-    if iv is None:
-        return NEUTRAL, "one round: no interval, no direction claimed"
-    if floor is None:
-        return NEUTRAL, "control missing in a round: A/A floor unknown"
-    if iv.low <= 0 <= iv.high:
-        return NEUTRAL, f"{iv.method} spans zero"
-    if iv.high < -floor:
-        return FASTER, f"{iv.method} below −{pct(floor)} A/A floor"
-    if iv.low > floor:
-        return SLOWER, f"{iv.method} above +{pct(floor)} A/A floor"
-    return NEUTRAL, f"{iv.method} excludes zero but not the ±{pct(floor)} A/A floor"
-
-
-def pct(value: Optional[float], signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value * 100:+.2f}%" if signed else f"{abs(value) * 100:.2f}%"
-
-
 def _spread(values: list[float]) -> Optional[float]:
     if len(values) < 2:
         return None
@@ -219,20 +143,12 @@ def row_states(rows: Iterable[Row]) -> dict[Key, str]:
     return {key: row.status for key, row in keyed(rows)}
 
 
-def _floor(aa: list[float], needed: int, has_control: bool) -> Optional[float]:
-    """The largest |A/A| over the rounds that have one; unknown unless every round taken against
-    the baseline has its control (rounds taken against the control carry no A/A by construction)."""
-    if not has_control or not aa or len(aa) < needed:
-        return None
-    return max(abs(d) for d in aa)
-
-
 def _shape(key: Key, regime: str, paired: dict[int, tuple[float, float, Optional[float]]],
            has_control: bool, references: Mapping[int, str]) -> ShapeStat:
     rounds = sorted(paired)
     ratios = [paired[r][1] / paired[r][0] for r in rounds]
     aa = [(r, paired[r][2] / paired[r][0] - 1) for r in rounds if paired[r][2] is not None]
-    floor = _floor([d for _, d in aa], sum(references.get(r, "baseline") == "baseline" for r in rounds), has_control)
+    floor = aa_floor([d for _, d in aa], sum(references.get(r, "baseline") == "baseline" for r in rounds), has_control)
     iv = interval(ratios)
     verdict, reason = judge(iv, floor, has_control)
     deltas = tuple((r, x - 1) for r, x in zip(rounds, ratios))
@@ -242,50 +158,6 @@ def _shape(key: Key, regime: str, paired: dict[int, tuple[float, float, Optional
         spread["control"] = _spread([paired[r][2] for r in rounds if paired[r][2] is not None])
     return ShapeStat(key, regime, deltas, tuple(aa), geomean(ratios) - 1, iv, floor, spread,
                      (max(ratios) - min(ratios)) if len(ratios) > 1 else None, flip, verdict, reason)
-
-
-def _orders_verdict(per_round: list[tuple[int, str, float]], floor: Optional[float],
-                    has_control: bool) -> tuple[dict[str, float], dict[str, str], dict[str, int]]:
-    """Per run order: geomean delta, verdict (its own interval against the floor, needing at least
-    `significance.MIN_ROUNDS_PER_ORDER` rounds) and how many rounds it has."""
-    by_order, verdicts, counts = {}, {}, {}
-    for o in ORDERS:
-        ratios = [x for _, order, x in per_round if order == o]
-        if not ratios:
-            continue
-        by_order[o], counts[o] = geomean(ratios) - 1, len(ratios)
-        if len(ratios) < significance.MIN_ROUNDS_PER_ORDER:
-            verdicts[o] = NEUTRAL
-        else:
-            verdicts[o] = judge(interval(ratios), floor, has_control)[0]
-    return by_order, verdicts, counts
-
-
-def _direction(leaning: str, reason: str, order_verdicts: dict[str, str], counts: dict[str, int],
-               p: Optional[float], shape_counts: dict[str, int]) -> tuple[str, str]:
-    """The rule of `campaign.judging.significance`, applied in order; the reason names the part that held it back."""
-    if leaning == NEUTRAL:
-        return NEUTRAL, reason
-    short = [o for o in ORDERS if counts.get(o, 0) < significance.MIN_ROUNDS_PER_ORDER]
-    if short:
-        have = ", ".join(f"{counts.get(o, 0)} {o}" for o in ORDERS)
-        return NEUTRAL, (f"{reason}; direction not established: {have} round(s), a direction needs "
-                         f">= {significance.MIN_ROUNDS_PER_ORDER} in each order")
-    against = [o for o in ORDERS if order_verdicts.get(o) != leaning]
-    if against:
-        return NEUTRAL, f"{reason}; not {leaning} in " + ", ".join(f"{o} ({order_verdicts.get(o)})" for o in against)
-    if p is None or p >= significance.WORKLOAD_ALPHA:
-        return NEUTRAL, f"{reason}; pooled t-test p = {_p(p)} >= {_p(significance.WORKLOAD_ALPHA)}"
-    opposite = SLOWER if leaning == FASTER else FASTER
-    if shape_counts[leaning] <= shape_counts[opposite]:
-        # An aggregate is not a finding when no shape carries it (topk: shapes flipping sign).
-        return NEUTRAL, (f"{reason}, but {shape_counts[leaning]} shape(s) resolved {leaning} against "
-                         f"{shape_counts[opposite]} {opposite} ({shape_counts['sign_flipping']} sign-flipping)")
-    return leaning, f"{reason}, in both orders; pooled t-test p = {_p(p)}"
-
-
-def _p(p: Optional[float]) -> str:
-    return "n/a" if p is None else f"{p:.2g}"
 
 
 def _regime(regime: str, shapes: list[ShapeStat], orders: Mapping[int, str], has_control: bool,
@@ -307,12 +179,12 @@ def _regime(regime: str, shapes: list[ShapeStat], orders: Mapping[int, str], has
     if not per_round:
         return RegimeTiming(regime, tuple(shapes), (), None, None, None, {}, {}, NEUTRAL,
                             "no shape paired in every round", counts, flips, len(shapes))
-    floor = _floor(aa_round, sum(references.get(r, "baseline") == "baseline" for r, _, _ in per_round), has_control)
+    floor = aa_floor(aa_round, sum(references.get(r, "baseline") == "baseline" for r, _, _ in per_round), has_control)
     iv = interval([x for _, _, x in per_round])
     leaning, reason = judge(iv, floor, has_control)
     p, df = significance.pooled_t([math.log(x) for _, _, x in per_round], [math.log1p(a) for a in aa_round])
-    by_order, order_verdicts, per_order = _orders_verdict(per_round, floor, has_control)
-    verdict, reason = _direction(leaning, reason, order_verdicts, per_order, p, counts)
+    by_order, order_verdicts, per_order = orders_verdict(per_round, floor, has_control)
+    verdict, reason = direction(leaning, reason, order_verdicts, per_order, p, counts)
     rounds = tuple((r, o, x - 1) for r, o, x in per_round)
     return RegimeTiming(regime, tuple(shapes), rounds, geomean(x for _, _, x in per_round) - 1, iv, floor,
                         by_order, order_verdicts, verdict, reason, counts, flips, len(shapes) - len(common),

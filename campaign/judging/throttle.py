@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping, Optional, Sequence
 
 from campaign.judging import stats
-from campaign.contract.artifacts import Row
-from campaign.running.telemetry import Sample
+from campaign.contract.cellfiles import Row
+from campaign.contract.telemetryfile import Sample
 
 # Not throttles: an idle device (no work queued), and clocks held by a configured
 # setting (application or display clocks) rather than lowered by a power or thermal event.

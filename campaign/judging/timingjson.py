@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from campaign.judging.stats import Interval, RegimeTiming, ShapeStat, Timing, key_name
+from campaign.judging.direction import Interval
+from campaign.judging.stats import RegimeTiming, ShapeStat, Timing, key_name
 
 
 def _r(value: Optional[float]) -> Optional[float]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from campaign.judging import irevidence, screening, screenroot, stats, throttle
-from campaign.contract.artifacts import Outcomes, Targets
+from campaign.judging import direction, irevidence, screening, screenroot, stats, throttle
+from campaign.contract.plans import Targets
+from campaign.contract.cellfiles import Outcomes
 from campaign.judging.evidence import RootEvidence, TaskEvidence
 
 
@@ -91,12 +92,18 @@ def screen_verdict(w: "WorkloadFacts") -> str:
 
 def _warm_isolated(t: TaskEvidence) -> Optional[str]:
     """A cell labelled isolated whose tuner cache was not empty at start: another run's winners
-    were handed to it, which is what isolation exists to prevent."""
+    were handed to it, which is what isolation exists to prevent. A later workload of a batch
+    finds the earlier ones' files in the folder; it is fresh only when FlagGems' tuner store,
+    where the winners live, was counted empty at its start (emptied by the batch)."""
     identity = t.identity or {}
     at_start = identity.get("tuner_cache_at_start") or {}
-    if identity.get("tuner_cache") == "isolated" and at_start.get("files"):
-        return f"{t.task.id} started on a warm tuner cache ({at_start['files']} file(s)) though labelled isolated"
-    return None
+    store = identity.get("tuner_store_at_start")
+    if identity.get("tuner_cache") != "isolated" or not at_start.get("files"):
+        return None
+    if store is not None and store.get("rows") == 0:
+        return None
+    held = f"; {store['rows']} row(s) in its tuner store" if store else ""
+    return f"{t.task.id} started on a warm tuner cache ({at_start['files']} file(s){held}) though labelled isolated"
 
 
 class WorkloadFacts:
@@ -169,7 +176,7 @@ class WorkloadFacts:
             ids = {t.task.cell: t.task.order for t in self.tasks if t.task.round == r}
             ref = references.get(r, "baseline")
             if ref in cells and "candidate" in cells:
-                orders[r] = stats.BASELINE_FIRST if ids["baseline"] < ids["candidate"] else stats.CANDIDATE_FIRST
+                orders[r] = direction.BASELINE_FIRST if ids["baseline"] < ids["candidate"] else direction.CANDIDATE_FIRST
         per_round = {r: c for r, c in per_round.items() if r in orders}
         if not per_round:
             return None

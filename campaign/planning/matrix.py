@@ -9,17 +9,41 @@ baseline records the autotune configs; every other task replays that recording,
 so only the switch and noise remain between cells. With ``defaults.autotune_from``
 no task records: every one replays the recording copied from that sealed root
 (`campaign.planning.pinning`).
+
+The matrix also carries the cells' terms (`CellTerms`: device, pins, timer, bench level, IR
+stage) and each task's correctness dtypes, so a worker reads its cell from task.json alone.
 """
 from __future__ import annotations
 
-from campaign.contract.artifacts import Autotune, Matrix, Task, task_id
+from typing import Optional
+
+from campaign.contract.artifacts import task_id
+from campaign.contract.plans import Autotune, CellTerms, Matrix, Targets, Task
 from campaign.contract.manifest import Manifest
+from campaign.contract.workloads import Workload
 from campaign.planning.pinning import pinned_source
 from campaign.planning.resolve import Resolved
 
 
 def cell_order(cells: tuple[str, ...], round_number: int, alternate: bool) -> tuple[str, ...]:
     return tuple(reversed(cells)) if alternate and round_number % 2 == 0 else cells
+
+
+def cell_terms(manifest: Manifest) -> CellTerms:
+    sources, defaults = manifest.sources, manifest.defaults
+    return CellTerms(device=manifest.device, triton=sources.triton, torch=sources.torch, flag_gems=sources.flag_gems,
+                     timer=manifest.timer, bench_level=defaults.bench_level, shape_mode=defaults.shape_mode,
+                     ir_stage=manifest.switch.ir_stage,
+                     autotune_from=defaults.autotune_from.receipt_sha256 if defaults.autotune_from else None)
+
+
+def correctness_dtypes(workload: Workload, targets: Targets) -> Optional[tuple[str, ...]]:
+    """Only where the manifest narrows the workload's dtypes: the benchmark measures those
+    alone, and correctness over dtypes nothing measured costs time and proves nothing
+    about the comparison. Explicit node ids are the manifest author's own choice: kept."""
+    if targets.correctness_node_ids or workload.dtypes is None:
+        return None
+    return tuple(workload.dtypes)
 
 
 def expand(manifest: Manifest, resolved: dict[str, Resolved]) -> Matrix:
@@ -55,6 +79,7 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved]) -> Matrix:
                 targets=found.targets,
                 dtypes=found.dtypes,
                 shapes=found.shapes,
+                correctness_dtypes=correctness_dtypes(workload, found.targets),
             ))
     return Matrix(
         campaign=manifest.campaign,
@@ -63,4 +88,5 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved]) -> Matrix:
         cells=cells,
         rounds=manifest.rounds.count,
         tasks=tuple(tasks),
+        terms=cell_terms(manifest),
     )

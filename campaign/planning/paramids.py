@@ -7,7 +7,7 @@ number, bool or None, the name of a class or function, ``str()`` of an enum memb
 else ``<argname><index>``. Ids repeated within one decorator get a counter.
 
 The argument lists are followed through module constants, slices, ``+`` and
-``from module import NAME`` of a project module: ``dtype`` over
+``from module import NAME`` of a project module (`campaign.planning.paramsource`): ``dtype`` over
 ``FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32]`` gives ``dtype0`` to
 ``dtype2``. A value named but not defined in the project (``torch.float16``) may be
 an object, a class or an enum member, so each of those spellings is accepted for
@@ -25,117 +25,17 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.planning import targetfiles
+from campaign.planning.paramsource import MAX_DEPTH, Module, Unreadable, dotted_name, keyword, sequence
 
-MAX_DEPTH = 8          # names followed through constants and imports
 MAX_ALTERNATIVES = 64  # spellings of one parameter set
 LONG_STR = 100         # pytest's default ids a longer str by <argname><index>
 DYNAMIC_HOOKS = ("pytest_generate_tests", "pytest_make_parametrize_id")
-
-
-class Unreadable(Exception):
-    """The ids depend on something only running the code would show."""
 
 
 @dataclass(frozen=True)
 class Layer:
     argnames: tuple[str, ...]
     ids: tuple[tuple[str, ...], ...]     # per parameter set, its accepted spellings
-
-
-class Module:
-    """One parsed project module: its top-level assignments and ``from ... import`` names."""
-
-    def __init__(self, project_root: Path, path: Path, cache: dict[Path, "Module"]):
-        self.project_root, self.path, self.cache = project_root, path, cache
-        self.tree = ast.parse(path.read_bytes(), filename=str(path))
-        self.assigns: dict[str, ast.expr] = {}
-        self.imports: dict[str, tuple[str, str, int]] = {}
-        for node in self.tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                self.assigns[node.targets[0].id] = node.value
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-                self.assigns[node.target.id] = node.value
-            elif isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    self.imports[alias.asname or alias.name] = (node.module or "", alias.name, node.level)
-
-    @classmethod
-    def load(cls, project_root: Path, path: Path, cache: dict[Path, "Module"]) -> "Module":
-        if path not in cache:
-            cache[path] = cls(project_root, path, cache)
-        return cache[path]
-
-    def lookup(self, name: str, depth: int) -> Optional[tuple[ast.expr, "Module"]]:
-        """The expression a module-level name is bound to, through project imports; None when unknown."""
-        if depth > MAX_DEPTH:
-            raise Unreadable(f"{name}: names refer to each other more than {MAX_DEPTH} deep")
-        if name in self.assigns:
-            return self.assigns[name], self
-        if name not in self.imports:
-            return None
-        module, original, level = self.imports[name]
-        if level:
-            folder = self.path.parent
-            for _ in range(level - 1):
-                folder = folder.parent
-            folders = [folder]
-        else:
-            folders = [targetfiles.base_folder(self.project_root, self.path), self.project_root]
-        for folder in folders:
-            stem = folder.joinpath(*module.split(".")) if module else folder
-            for path in (stem.with_name(stem.name + ".py"), stem / "__init__.py"):
-                if path.is_file() and targetfiles.inside(self.project_root, path):
-                    return Module.load(self.project_root, path, self.cache).lookup(original, depth + 1)
-        return None
-
-
-def _dotted(node: ast.expr) -> Optional[str]:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
-
-
-def _keyword(call: ast.Call, name: str, position: int) -> Optional[ast.expr]:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return call.args[position] if len(call.args) > position else None
-
-
-def _sequence(node: ast.expr, module: Module, depth: int = 0) -> list[tuple[ast.expr, Module]]:
-    """The elements of a list-valued expression, each with the module it is written in."""
-    if depth > MAX_DEPTH:
-        raise Unreadable(f"{ast.unparse(node)}: followed more than {MAX_DEPTH} names")
-    if isinstance(node, (ast.List, ast.Tuple)):
-        if any(isinstance(e, ast.Starred) for e in node.elts):
-            raise Unreadable(f"{ast.unparse(node)} unpacks another sequence")
-        return [(e, module) for e in node.elts]
-    if isinstance(node, ast.Name):
-        bound = module.lookup(node.id, depth)
-        if bound is None:
-            raise Unreadable(f"{node.id} is not a list defined in the project")
-        return _sequence(bound[0], bound[1], depth + 1)
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-        bounds = [_constant_int(part) for part in (node.slice.lower, node.slice.upper, node.slice.step)]
-        return _sequence(node.value, module, depth + 1)[slice(*bounds)]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _sequence(node.left, module, depth + 1) + _sequence(node.right, module, depth + 1)
-    if (isinstance(node, ast.Call) and _dotted(node.func) in ("list", "tuple") and len(node.args) == 1
-            and not node.keywords):
-        return _sequence(node.args[0], module, depth + 1)
-    raise Unreadable(f"{ast.unparse(node)} is not a literal list")
-
-
-def _constant_int(node: Optional[ast.expr]) -> Optional[int]:
-    if node is None:
-        return None
-    value = ast.literal_eval(node) if isinstance(node, (ast.Constant, ast.UnaryOp)) else None
-    if type(value) is not int:
-        raise Unreadable(f"slice bound {ast.unparse(node)} is not an integer literal")
-    return value
 
 
 def _escaped(value: object) -> str:
@@ -163,7 +63,7 @@ def _idval(node: ast.expr, module: Module, argname: str, index: int, depth: int 
         return (auto,)
     if isinstance(node, ast.Lambda):
         return ("<lambda>",)
-    dotted = _dotted(node)
+    dotted = dotted_name(node)
     if dotted is not None:
         if isinstance(node, ast.Name) and depth <= MAX_DEPTH:
             bound = module.lookup(node.id, depth)
@@ -176,7 +76,7 @@ def _idval(node: ast.expr, module: Module, argname: str, index: int, depth: int 
 
 
 def _layer(call: ast.Call, module: Module) -> Layer:
-    names_node, values_node = _keyword(call, "argnames", 0), _keyword(call, "argvalues", 1)
+    names_node, values_node = keyword(call, "argnames", 0), keyword(call, "argvalues", 1)
     if names_node is None or values_node is None:
         raise Unreadable(f"{ast.unparse(call)} has no literal argnames and argvalues")
     try:
@@ -189,24 +89,24 @@ def _layer(call: ast.Call, module: Module) -> Layer:
         names = tuple(names_value)
     else:
         raise Unreadable(f"argnames {ast.unparse(names_node)} is not a str or a list of str")
-    values = _sequence(values_node, module)
+    values = sequence(values_node, module)
     if not values:
         raise Unreadable(f"{', '.join(names)}: an empty parameter list")
-    ids_node = _keyword(call, "ids", 3)
+    ids_node = keyword(call, "ids", 3)
     explicit: list[Optional[str]] = []
     if ids_node is not None:
-        explicit = [_explicit(e) for e, _ in _sequence(ids_node, module)]
+        explicit = [_explicit(e) for e, _ in sequence(ids_node, module)]
     spellings = []
     for index, (element, where) in enumerate(values):
         given = explicit[index] if index < len(explicit) else None
         parts: list[tuple[ast.expr, Module]] = [(element, where)]
-        if isinstance(element, ast.Call) and (_dotted(element.func) or "").endswith("param"):
-            id_node = _keyword(element, "id", 10**6)
+        if isinstance(element, ast.Call) and (dotted_name(element.func) or "").endswith("param"):
+            id_node = keyword(element, "id", 10**6)
             if id_node is not None:
                 given = _explicit(id_node)
             parts = [(e, where) for e in element.args]
         elif len(names) > 1:
-            parts = _sequence(element, where)
+            parts = sequence(element, where)
         if given is not None:
             spellings.append((given,))
             continue
@@ -258,7 +158,7 @@ def _dynamic(module: Module) -> Optional[str]:
             if node.name in DYNAMIC_HOOKS:
                 return f"{name} defines {node.name}"
             for deco in node.decorator_list:
-                if isinstance(deco, ast.Call) and (_dotted(deco.func) or "").endswith("fixture") \
+                if isinstance(deco, ast.Call) and (dotted_name(deco.func) or "").endswith("fixture") \
                         and any(k.arg == "params" for k in deco.keywords):
                     return f"{name}: fixture {node.name} is parametrised"
     for target in ("pytestmark", "pytest_plugins"):
@@ -285,7 +185,7 @@ def check(project_root: Path, path: Path, function: str, bracket: str) -> Option
                 and n.name == function)
     layers = []
     for deco in reversed(node.decorator_list):      # the closest decorator is applied first
-        dotted = _dotted(deco.func if isinstance(deco, ast.Call) else deco) or ""
+        dotted = dotted_name(deco.func if isinstance(deco, ast.Call) else deco) or ""
         if dotted.endswith("mark.parametrize") and isinstance(deco, ast.Call):
             layers.append(_layer(deco, module))
         elif not (dotted.startswith("pytest.mark.") or dotted.startswith("mark.")):

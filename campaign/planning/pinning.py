@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.contract import canonical, yamlio
-from campaign.contract.artifacts import (AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, MATRIX_FILE, RECEIPT_FILE,
-                                         Matrix, cell_dir)
+from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, MATRIX_FILE, RECEIPT_FILE, cell_dir
+from campaign.contract.plans import Matrix
 from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, CampaignError
 from campaign.contract.manifest import Manifest
 

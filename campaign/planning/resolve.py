@@ -11,10 +11,11 @@ from typing import Any, Optional
 
 from campaign.planning import shapes as shape_sets
 from campaign.planning import checkout, targets, upstreamtargets
-from campaign.contract.artifacts import Targets
+from campaign.contract.plans import Targets
 from campaign.contract.errors import CampaignError, EXIT_INPUT
 from campaign.planning.inventory import Inventory
-from campaign.contract.manifest import Manifest, Workload
+from campaign.contract.manifest import Manifest
+from campaign.contract.workloads import Workload
 from campaign.contract.yamlio import position
 
 

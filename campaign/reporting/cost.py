@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from campaign.contract.artifacts import PHASE_NAMES, Phases
+from campaign.contract.cellfiles import PHASE_NAMES, Phases
 from campaign.running.status import SKIPPED
 
 NOT_RECORDED = "not recorded"

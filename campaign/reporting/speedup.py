@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
 from campaign.backends import get_backend
-from campaign.contract.artifacts import Row
+from campaign.contract.cellfiles import Row
 from campaign.judging.evidence import load_root
 
 LABEL = ("torch latency / FlagGems latency from FlagGems' own Benchmark (its torch side: reference rows; its "

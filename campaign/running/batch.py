@@ -32,7 +32,8 @@ from typing import Optional
 
 from campaign.contract import canonical
 from campaign.contract.artifacts import (BATCH_FILE, BATCHES_DIR, PROGRESS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE,
-                                         BatchRecord, CellPlan, Task, cell_dir, first_free)
+                                         cell_dir, first_free)
+from campaign.contract.plans import BatchRecord, CellPlan, Task
 from campaign.running import batching, faults, status
 from campaign.running.cellenv import cell_env
 from campaign.running.cellproc import Ended, end_group
@@ -112,9 +113,10 @@ class BatchRun:
         batches = self.setup.root / BATCHES_DIR
         batches.mkdir(exist_ok=True)
         folder = first_free(lambda n: batches / f"{n:04d}", lambda path: path.mkdir())
+        limit, chosen_by = batching.bound(self.setup.manifest.defaults.workloads_per_process)
         record = BatchRecord(id=folder.name, root=str(self.setup.root), round=tasks[0].round, cell=tasks[0].cell,
                              planned=tuple(t.id for t in self.group), tasks=tuple(t.id for t in tasks),
-                             continues=self.previous)
+                             continues=self.previous, bound=limit, bound_by=chosen_by)
         with faults.naming(folder / BATCH_FILE):
             canonical.write_json_new(folder / BATCH_FILE, record.model_dump(mode="json"))
         self.previous = folder.name
@@ -138,11 +140,11 @@ class BatchRun:
                     watch.close(tasks[0], Ended(None, "not_started", [f"worker not started: {argv}: {exc}"]))
                     return False
                 if setup.lock is not None:
-                    setup.lock.running(tasks[0].id, proc.pid)
+                    setup.lock.running(tasks[0].id, proc.pid, runner._card_slot)
                 return watch.follow(proc)
         finally:
             if setup.lock is not None:
-                setup.lock.running(None, None)
+                setup.lock.running(None, None, runner._card_slot)
             runner._drop_caches(plans[tasks[0].id])
             self.prepared = {tid: plan for tid, plan in plans.items() if tid not in watch.progress.started
                              and tid not in watch.closed}
@@ -167,7 +169,7 @@ class Watch:
                 self.runner.events.cell_started(task)
                 self.runner.telemetry.mark()
                 if self.batch.setup.lock is not None and self.pid is not None:
-                    self.batch.setup.lock.running(task.id, self.pid)
+                    self.batch.setup.lock.running(task.id, self.pid, self.batch.runner._card_slot)
             end = self.progress.ended.get(task.id)
             if end is not None and task.id not in self.closed:
                 self.runner.telemetry.mark()

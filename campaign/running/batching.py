@@ -1,8 +1,9 @@
 """Which workloads share a worker process, and what its progress file says: pure functions.
 
 A batch is a run of tasks of one round and one cell (one side of the comparison: the
-A and B sides never share a process), at most ``defaults.workloads_per_process`` of
-them, executed by one worker in sequence (`campaign.running.batch`). The order:
+A and B sides never share a process), at most `bound` of them, executed by one worker in
+sequence (`campaign.running.batch`). The bound is ``defaults.workloads_per_process`` where
+the manifest sets it, else the runner's choice, `RUNNER_BOUND`; batch.json records it. The order:
 
 - bound 1: the matrix order, one task per process -- exactly the run without batching;
 - otherwise canaries first, alone, in matrix order (a broken canary stops the campaign
@@ -21,7 +22,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from campaign.contract.artifacts import PROGRESS_COLUMNS, Task
+from campaign.contract.plans import Task
+from campaign.contract.progresslines import Event, parse
+
+
+# The runner's bound. Every later workload of a process starts as a fresh one would (its Triton
+# tuners and FlagGems' tuner store emptied, `campaign.worker.batch`), so the bound weighs what a
+# process saves against what one process risks: on the H200 a pointwise cell spends about 8 s of
+# its 12-22 s in start and imports, so 8 workloads a process leave about 1 s of that per workload,
+# and a larger batch saves under 1 s more each; what one process risks grows with it -- a fault
+# that poisons the process (a sticky device error) fails every workload after it until a fresh
+# process takes over, and Triton's in-memory kernels and torch's allocator pool only grow.
+RUNNER_BOUND = 8
+
+
+def bound(declared: Optional[int]) -> tuple[int, str]:
+    """The bound and who chose it: the manifest's ``workloads_per_process``, or the runner."""
+    return (RUNNER_BOUND, "runner") if declared is None else (declared, "manifest")
 
 
 def groups(tasks: Sequence[Task], bound: int) -> tuple[tuple[Task, ...], ...]:
@@ -38,34 +55,6 @@ def groups(tasks: Sequence[Task], bound: int) -> tuple[tuple[Task, ...], ...]:
         size = math.ceil(len(members) / count)            # near-equal: 5 at bound 4 is 3 + 2, not 4 + 1
         out += [tuple(members[at:at + size]) for at in range(0, len(members), size)]
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class Event:
-    kind: str                            # "start" | "end"
-    task_id: str
-    unix: float
-    monotonic: float
-    rc: Optional[int]                    # on "end" only
-
-
-def event_line(kind: str, task_id: str, unix: float, monotonic: float, rc: Optional[int] = None) -> str:
-    return "\t".join((kind, task_id, repr(unix), repr(monotonic), "" if rc is None else str(rc))) + "\n"
-
-
-def parse(text: str) -> list[Event]:
-    """Whole lines only; a line that is not an event is not one (never a crash of the runner)."""
-    events = []
-    for line in text.split("\n")[:-1]:
-        parts = line.split("\t")
-        if len(parts) != len(PROGRESS_COLUMNS) or parts[0] not in ("start", "end"):
-            continue
-        try:
-            rc = int(parts[4]) if parts[4] != "" else None
-            events.append(Event(parts[0], parts[1], float(parts[2]), float(parts[3]), rc))
-        except ValueError:
-            continue
-    return events
 
 
 def read(path: Path) -> list[Event]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from campaign.contract.artifacts import CellPlan
+from campaign.contract.plans import CellPlan
 from campaign.backends import visibility_variables
 from campaign.contract.manifest import Manifest
 

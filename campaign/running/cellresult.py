@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.contract import canonical
-from campaign.contract.artifacts import CellResult
+from campaign.contract.cellfiles import CellResult
 
 
 def read_result(path: Path) -> tuple[Optional[CellResult], str]:

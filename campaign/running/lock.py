@@ -9,12 +9,17 @@ here and is refused. The lock is not an artifact: the receipt leaves it out.
 The seal removes it only after the receipt is in place and every file and
 folder is read-only, so a lock found beside receipt.json marks a seal a crash
 stopped, which `campaign run` takes over and finishes (`campaign.sealing.receipt.complete`).
+
+Several cards (`campaign.running.cards`) share the root's one lock: its ``workers`` maps each
+card's slot to the worker group running there, so a takeover ends every orphan, one per
+card; a single-card run writes the lock as before (``worker_pgid``/``task_id``).
 """
 from __future__ import annotations
 
 import json
 import os
 import socket
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,10 +37,19 @@ class Holder:
     started_utc: str
     worker_pgid: Optional[int] = None
     task_id: Optional[str] = None
+    workers: tuple[tuple[int, str, int], ...] = ()    # (card slot, task id, worker pgid) per busy card
+
+    def groups(self) -> list[tuple[str, int]]:
+        """(task id, worker pgid) of every worker group the holder had running."""
+        found = [(task, pgid) for _slot, task, pgid in self.workers]
+        if self.worker_pgid:
+            found.append((self.task_id or "?", self.worker_pgid))
+        return found
 
     def describe(self) -> str:
         text = f"pid {self.pid} on {self.host} since {self.started_utc}"
-        return text + (f" (running {self.task_id})" if self.task_id else "")
+        running = [task for task, _pgid in self.groups()]
+        return text + (f" (running {', '.join(running)})" if running else "")
 
 
 def pid_alive(pid: int) -> bool:
@@ -51,8 +65,10 @@ def pid_alive(pid: int) -> bool:
 def _read(path: Path) -> Optional[Holder]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        workers = tuple((int(slot), str(entry["task_id"]), int(entry["worker_pgid"]))
+                        for slot, entry in sorted((data.get("workers") or {}).items()))
         return Holder(int(data["pid"]), str(data["host"]), str(data["started_utc"]),
-                      data.get("worker_pgid"), data.get("task_id"))
+                      data.get("worker_pgid"), data.get("task_id"), workers)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -74,10 +90,15 @@ class RunLock:
         self.holder = Holder(os.getpid(), socket.gethostname(),
                              datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.held = False
+        self._busy: dict[int, tuple[str, int]] = {}
+        self._update = threading.Lock()     # one card's update never overwrites another's
 
     def _payload(self, holder: Holder) -> str:
         data = {"pid": holder.pid, "host": holder.host, "started_utc": holder.started_utc,
                 "worker_pgid": holder.worker_pgid, "task_id": holder.task_id}
+        if holder.workers:
+            data["workers"] = {str(slot): {"task_id": task, "worker_pgid": pgid}
+                               for slot, task, pgid in holder.workers}
         return json.dumps(data, sort_keys=True) + "\n"
 
     def _create(self) -> bool:
@@ -106,11 +127,12 @@ class RunLock:
 
     def _take_over(self, stale: Holder) -> None:
         self.report(f"RUN_LOCK stale lock taken over: {stale.describe()} is no longer running")
-        if stale.worker_pgid and _is_worker_group(stale.worker_pgid):
-            how = end_group(stale.worker_pgid, self.grace_s)
+        for task_id, pgid in stale.groups():
+            if not _is_worker_group(pgid):
+                continue
+            how = end_group(pgid, self.grace_s)
             if how:
-                self.report(f"RUN_LOCK ended the orphaned worker group {stale.worker_pgid} "
-                            f"of {stale.task_id} with {how}")
+                self.report(f"RUN_LOCK ended the orphaned worker group {pgid} of {task_id} with {how}")
         # Rename first: of two runners judging the same stale lock, only one wins the rename.
         aside = self.path.with_name(f"{LOCK_FILE}.stale-{os.getpid()}")
         try:
@@ -130,16 +152,30 @@ class RunLock:
         if not self._create():
             raise Refused("RUN_REFUSED", "lock", "another run took over the stale lock first")
 
-    def running(self, task_id: Optional[str], pgid: Optional[int]) -> None:
-        """Record (or clear) the worker group in the lock; replaced atomically."""
-        if not self.held:
-            return
-        self.holder = Holder(self.holder.pid, self.holder.host, self.holder.started_utc, pgid, task_id)
-        tmp = self.path.with_name(f"{LOCK_FILE}.tmp-{os.getpid()}")
-        tmp.write_text(self._payload(self.holder), encoding="utf-8")
-        os.replace(tmp, self.path)
+    def running(self, task_id: Optional[str], pgid: Optional[int], card: Optional[int] = None) -> None:
+        """Record (or clear) the worker group in the lock -- of ``card`` when several run; replaced
+        atomically, one update at a time."""
+        with self._update:
+            if not self.held:
+                return
+            base = (self.holder.pid, self.holder.host, self.holder.started_utc)
+            if card is None:
+                self.holder = Holder(*base, pgid, task_id)
+            else:
+                if task_id is None or pgid is None:
+                    self._busy.pop(card, None)
+                else:
+                    self._busy[card] = (task_id, pgid)
+                self.holder = Holder(*base, workers=tuple((slot, *self._busy[slot]) for slot in sorted(self._busy)))
+            tmp = self.path.with_name(f"{LOCK_FILE}.tmp-{os.getpid()}")
+            tmp.write_text(self._payload(self.holder), encoding="utf-8")
+            os.replace(tmp, self.path)
 
     def release(self) -> None:
+        with self._update:
+            self._release()
+
+    def _release(self) -> None:
         if self.held:
             self.held = False
             try:

@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Callable, Optional, TextIO
 
-from campaign.contract.artifacts import Task
+from campaign.contract.plans import Task
 from campaign.running.status import SKIPPED, StatusRow
 
 

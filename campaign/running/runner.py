@@ -12,8 +12,8 @@ is not ``interrupted``, nor the task's first death by a signal -- that one is
 run once more, at once). Unfinished tasks whose cell folder exists (a killed
 runner, an interrupted or killed cell) have it moved aside to
 ``<cell>.interrupted-<n>`` -- kept, never deleted -- and are run again.
-Adaptive rounds: see `Runner.ir_skip`. With ``defaults.workloads_per_process`` > 1, a
-batch of one side's workloads shares a process (`campaign.running.batch`); 1 is the above.
+Adaptive rounds: see `Runner.ir_skip`. A batch of one side's workloads shares a process
+(`campaign.running.batch`), at most `batching.bound` of them; a bound of 1 is the above.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Optional, Protocol
 
@@ -30,9 +30,9 @@ from campaign.contract import canonical
 from campaign.running import batching, faults, status
 from campaign.running.batch import BatchRun
 from campaign.running.cellresult import read_result, tail as _tail
-from campaign.contract.artifacts import (AUTOTUNE_FILE, INTERRUPTED_SUFFIX, MANIFEST_FILE, RESULT_FILE,
-                                STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, CellPlan, Matrix, Task,
-                                first_free)
+from campaign.contract.artifacts import (AUTOTUNE_FILE, INTERRUPTED_SUFFIX, RESULT_FILE, STATUS_FILE,
+                                         STDERR_LOG, STDOUT_LOG, TASK_FILE, first_free)
+from campaign.contract.plans import CellPlan, Matrix, Task
 from campaign.contract.artifacts import cell_dir as cell_folder
 from campaign.running.cellproc import Ended, wait_worker
 from campaign.judging import evidence, irevidence
@@ -72,6 +72,11 @@ class RunSetup:
     python: str
     grace_s: float = 10.0
     lock: Optional[object] = None        # campaign.running.lock.RunLock: told which worker group runs
+    # Several cards (`campaign.running.cards`): this runner's workloads (None: all), its card
+    # (rows carry its uuid; the lock holds one running entry per card) and the variable that pins it.
+    workloads: Optional[frozenset[str]] = None
+    card: Optional[object] = None         # campaign.planning.cardplan.Card
+    visibility_variable: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,10 @@ class Runner:
         self.stop.set()
 
     @property
+    def _card_slot(self) -> Optional[int]:
+        return None if self.setup.card is None else self.setup.card.slot
+
+    @property
     def status_path(self) -> Path:
         return self.setup.root / STATUS_FILE
 
@@ -116,9 +125,11 @@ class Runner:
         for line in bad:
             self.events.note(f"status.tsv: ignored a line that is not a row: {line}")
         latest = status.settled(rows)
-        tasks = tuple(sorted(self.setup.matrix.tasks, key=lambda t: t.order))
+        tasks = tuple(sorted((t for t in self.setup.matrix.tasks
+                              if self.setup.workloads is None or t.workload in self.setup.workloads),
+                             key=lambda t: t.order))
         self.events.started(tasks, latest)
-        for group in batching.groups(tasks, self.setup.manifest.defaults.workloads_per_process):
+        for group in batching.groups(tasks, batching.bound(self.setup.manifest.defaults.workloads_per_process)[0]):
             if len(group) > 1:          # several workloads, one process at a time: `campaign.running.batch`
                 if BatchRun(self, group).run(rows):
                     return Outcome(INTERRUPTED, self.stop_reason)
@@ -146,6 +157,8 @@ class Runner:
     def record(self, task: Task, row: StatusRow, rows: list[StatusRow]) -> dict[str, StatusRow]:
         """Append ``task``'s row (noted with its history) to status.tsv and ``rows``; the settled rows."""
         row = status.noted(row, rows)
+        if self.setup.card is not None:
+            row = replace(row, device=self.setup.card.uuid)
         status.append(self.status_path, row)
         rows.append(row)
         latest = status.settled(rows)
@@ -219,7 +232,7 @@ class Runner:
                         cell_dir=str(cell_dir), replay_file=replay, triton_cache_dir=str(triton_cache),
                         tuner_cache_dir=str(tuner_cache), tuner_cache=tuner_mode,
                         pinned_env=dict(setup.pinned_env), plugins=setup.plugins,
-                        manifest_file=str(setup.root / MANIFEST_FILE), harness_digest=setup.harness_digest)
+                        terms=setup.matrix.terms, harness_digest=setup.harness_digest)
 
     def run_cell(self, task: Task) -> StatusRow:
         setup = self.setup
@@ -242,12 +255,12 @@ class Runner:
                     ended = Ended(None, "not_started", [f"worker not started: {argv}: {exc}"])
                 else:
                     if setup.lock is not None:
-                        setup.lock.running(task.id, proc.pid)
+                        setup.lock.running(task.id, proc.pid, self._card_slot)
                     ended = wait_worker(proc, task.timeout_s, start, setup.grace_s, self.stop,
                                         lambda: self.stop_reason)
         finally:
             if setup.lock is not None:
-                setup.lock.running(None, None)
+                setup.lock.running(None, None, self._card_slot)
             self._drop_caches(plan)
         elapsed = time.monotonic() - start
         self.telemetry.mark()

@@ -21,6 +21,13 @@ Columns (tab-separated, header first)::
   ``no_result`` (the worker exited 0 but wrote no result.json),
   ``not_started`` (rc empty: the worker could not be started) and the
   worker's own codes.
+- ``device`` (the card's uuid, ``cpu-virtual-<n>`` for the cpu backend's declared cards)
+  is a last column written only by a run over several cards (`campaign.running.cards`):
+  the header says which columns a file has, so a one-card root is written, and an old
+  root read, exactly as before.
+- ``card_failed`` (rc empty): the card a task was placed on failed its check or died
+  before the task ran; history like ``interrupted``, never a finish -- the task runs
+  again on resume, on the card `campaign run --devices` names.
 - A task may have several rows: an ``interrupted`` row is history, not a
   finish; `run` re-runs that cell on resume and appends its new row. The row
   that counts for a task is its last one (`latest`).
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional
@@ -43,12 +51,16 @@ from campaign.contract.artifacts import MARKERS
 
 COLUMNS = ("task_id", "round", "workload", "cell", "rc", "rc_name", "elapsed_s", "rows_ok", "rows_failed",
            *MARKERS, "preflight_failed", "sm_clock_min_mhz", "sm_clock_median_mhz", "temp_max_c", "note")
+DEVICE_COLUMNS = (*COLUMNS, "device")
 
 RC_TIMED_OUT = 124
 RC_KILLED = 137
 RC_INTERRUPTED = 130
 INTERRUPTED = "interrupted"
 SKIPPED = "skipped"
+CARD_FAILED = "card_failed"
+_UNFINISHED = (INTERRUPTED, CARD_FAILED)
+_APPEND = threading.Lock()     # the cards' runners share status.tsv: one append at a time
 
 _WORKER_CODES = {0: "ok", 1: "tests_failed", 2: "pytest_interrupted", 3: "preflight_failed",
                  4: "usage_error", 5: "no_tests_collected"}
@@ -71,12 +83,13 @@ class StatusRow:
     sm_clock_median_mhz: Optional[float] = None
     temp_max_c: Optional[float] = None
     note: str = ""
+    device: Optional[str] = None                    # the card's uuid; None: a one-card run
 
     @property
     def finished(self) -> bool:
-        """Not interrupted; whether the row also settles its task (a first death by a signal does not) is
-        for its history to say (`settled`)."""
-        return self.rc_name != INTERRUPTED
+        """Not interrupted, not left by a failed card; whether the row also settles its task (a first
+        death by a signal does not) is for its history to say (`settled`)."""
+        return self.rc_name not in _UNFINISHED
 
     @property
     def failed(self) -> bool:
@@ -112,17 +125,19 @@ def _cell(value: object) -> str:
     return " ".join(str(value).split("\t")).replace("\r", " ").replace("\n", " | ")
 
 
-def format_row(row: StatusRow) -> str:
+def format_row(row: StatusRow, device: bool = False) -> str:
     markers = row.markers
     values = [row.task_id, row.round, row.workload, row.cell, row.rc, row.rc_name, row.elapsed_s,
               row.rows_ok, row.rows_failed,
               *((markers.get(name, 0) if markers is not None else None) for name in MARKERS),
               row.preflight_failed, row.sm_clock_min_mhz, row.sm_clock_median_mhz, row.temp_max_c, row.note]
+    if device:
+        values.append(row.device)
     return "\t".join(_cell(value) for value in values) + "\n"
 
 
-def header() -> str:
-    return "\t".join(COLUMNS) + "\n"
+def header(device: bool = False) -> str:
+    return "\t".join(DEVICE_COLUMNS if device else COLUMNS) + "\n"
 
 
 def append(path: Path, row: StatusRow) -> None:
@@ -131,18 +146,17 @@ def append(path: Path, row: StatusRow) -> None:
     A line torn by a killed runner (no newline at the end) is closed first, so
     the new row starts its own line; `parse` reports the torn one.
     """
-    line = format_row(row)
-    with faults.naming(path):   # os.write and fsync report no path; a full disk must name this file
+    with _APPEND, faults.naming(path):   # os.write and fsync report no path; a full disk must name this file
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             size = os.fstat(fd).st_size
             if size == 0:
-                line = header() + line
+                line = header(row.device is not None) + format_row(row, row.device is not None)
             else:
                 with open(path, "rb") as handle:
+                    device = handle.readline() == header(True).encode("utf-8")
                     handle.seek(size - 1)
-                    if handle.read(1) != b"\n":
-                        line = "\n" + line
+                    line = ("" if handle.read(1) == b"\n" else "\n") + format_row(row, device)
             os.write(fd, line.encode("utf-8"))
             os.fsync(fd)
         finally:
@@ -160,14 +174,15 @@ def parse(text: str) -> tuple[list[StatusRow], list[str]]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    columns = DEVICE_COLUMNS if lines and lines[0] == header(True).rstrip("\n") else COLUMNS
     for number, line in enumerate(lines, start=1):
-        if number == 1 and line == header().rstrip("\n"):
+        if number == 1 and line == header(columns is DEVICE_COLUMNS).rstrip("\n"):
             continue
         parts = line.split("\t")
-        if len(parts) != len(COLUMNS):
-            bad.append(f"line {number}: {len(parts)} fields, expected {len(COLUMNS)}: {line[:120]}")
+        if len(parts) != len(columns):
+            bad.append(f"line {number}: {len(parts)} fields, expected {len(columns)}: {line[:120]}")
             continue
-        value = dict(zip(COLUMNS, parts))
+        value = dict(zip(columns, parts))
         try:
             markers = None if value[MARKERS[0]] == "" else {name: int(value[name]) for name in MARKERS}
             rows.append(StatusRow(
@@ -178,7 +193,7 @@ def parse(text: str) -> tuple[list[StatusRow], list[str]]:
                 preflight_failed=value["preflight_failed"],
                 sm_clock_min_mhz=_opt(value["sm_clock_min_mhz"], float),
                 sm_clock_median_mhz=_opt(value["sm_clock_median_mhz"], float),
-                temp_max_c=_opt(value["temp_max_c"], float), note=value["note"]))
+                temp_max_c=_opt(value["temp_max_c"], float), note=value["note"], device=value.get("device")))
         except ValueError as exc:
             bad.append(f"line {number}: {exc}: {line[:120]}")
     return rows, bad

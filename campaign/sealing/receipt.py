@@ -30,8 +30,9 @@ from campaign.contract import canonical
 from campaign.planning import harness
 from campaign.sealing import rootfiles
 from campaign.running import status
-from campaign.contract.artifacts import (IDENTITY_FILE, LOCK_FILE, MANIFEST_FILE, MATRIX_FILE,
-                                PREPARE_FILE, RECEIPT_FILE, STATUS_FILE, Matrix, cell_dir, cell_dir_name)
+from campaign.contract.artifacts import (IDENTITY_FILE, LOCK_FILE, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE,
+                                         RECEIPT_FILE, STATUS_FILE, cell_dir, cell_dir_name)
+from campaign.contract.plans import Matrix
 from campaign.contract.errors import EXIT_VERIFY, Refused
 from campaign.contract.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt, content_digest
 from campaign.sealing.rootfiles import SEALED_FILE_MODE, SEALED_FOLDER_MODE, mode_text

@@ -1,7 +1,7 @@
 """False-claim rate and power of the timing rule, measured with the shipped code.
 
-Runs `campaign.judging.stats.timing` and `campaign.judging.classify.timing_class` / `holm_pass` (the code a
-seal runs) on simulated campaigns with no effect, and prints how often a workload is called
+Runs `campaign.judging.stats.timing`, `campaign.judging.classrules.timing_class` and
+`campaign.judging.classify.holm_pass` (the code a seal runs) on simulated campaigns with no effect, and prints how often a workload is called
 G or R (a direction) per round count and noise shape, how often a campaign of M such
 workloads publishes at least one, and the smallest slowdown detected 95 % of the time.
 
@@ -26,8 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from campaign.judging import stats  # noqa: E402
-from campaign.judging.classify import holm_pass, timing_class  # noqa: E402
+from campaign.judging import direction, stats  # noqa: E402
+from campaign.judging.classify import holm_pass  # noqa: E402
+from campaign.judging.classrules import timing_class  # noqa: E402
 
 CELLS = ("baseline", "control", "candidate")
 SHAPES = 4
@@ -52,7 +53,7 @@ def workload(rounds: int, shape: str, effect: float, rng: random.Random) -> stat
     base_ms = [0.01 * (k + 1) for k in range(SHAPES)]
     for r in range(1, rounds + 1):
         order = CELLS if r % 2 else tuple(reversed(CELLS))
-        orders[r] = stats.BASELINE_FIRST if r % 2 else stats.CANDIDATE_FIRST
+        orders[r] = direction.BASELINE_FIRST if r % 2 else direction.CANDIDATE_FIRST
         per_round[r] = {}
         for position, cell in enumerate(order):
             process = noise(shape, rng) * SIGMA

@@ -17,18 +17,20 @@ from pathlib import Path
 
 import pytest
 
+from campaign.contract import telemetryfile
 from campaign.running import telemetry
 from campaign.judging import throttle
-from campaign.contract.artifacts import ROWS_FILE, Autotune, CellPlan, Rows, Targets, Task
+from campaign.contract.artifacts import ROWS_FILE
+from campaign.contract.cellfiles import Rows
 from campaign.backends.cuda import CudaBackend
-from campaign.contract.manifest import Manifest
 from campaign.plugins import timing
 from campaign.worker.context import CellContext
+from conftest import PROJECT_ROOT
+from timingsession import context
 
 pytestmark = pytest.mark.gpu
 pytest_plugins = ["pytester"]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BENCH_ADD = PROJECT_ROOT / "ops" / "workloads" / "flaggems" / "bench_fg_pointwise.py::test_bench_add"
 SHAPES = ("1048576", "4096x4096")
 
@@ -43,25 +45,8 @@ def device():
 
 
 def _context(root: Path, kind: str) -> CellContext:
-    manifest = Manifest.model_validate({
-        "campaign": "throttle-gpu", "description": "timing windows against NVML samples",
-        "sources": {"triton": {"version": "3.6.0"}},
-        "device": {"backend": "cuda", "name": "NVIDIA H200", "target": "cuda:90"},
-        "switch": {"name": "DISABLE_MMA_V3", "cells": {"baseline": {}, "candidate": {"DISABLE_MMA_V3": "1"}}},
-        "timer": {"kind": kind, "warmup_ms": 25, "rep_ms": 100, "return_mode": "median"},
-        "workloads": [{"name": "add", "op": "add", "provider": "flaggems"}],
-    })
-    cell_dir = root / "cell"
-    cell_dir.mkdir(parents=True)
-    task = Task(id="add/r1/baseline", order=0, round=1, cell="baseline", workload="add", op="add",
-                provider="flaggems", canary=False, env={}, autotune=Autotune(mode="record", policy="measured"),
-                timeout_s=600, targets=Targets(benchmark="x.py", correctness="y.py"), dtypes=("float16",),
-                shapes=SHAPES)
-    plan = CellPlan(task=task, project_root=str(PROJECT_ROOT), root=str(root), cell_dir=str(cell_dir),
-                    triton_cache_dir=str(root / "triton"), tuner_cache_dir=str(root / "tuner"),
-                    tuner_cache="isolated", pinned_env={}, plugins=("campaign.plugins.timing",),
-                    manifest_file=str(root / "manifest.yaml"), harness_digest="0" * 64)
-    return CellContext.for_cell(plan, manifest, CudaBackend())
+    return context(root, CudaBackend(), timer={"kind": kind, "warmup_ms": 25, "rep_ms": 100, "return_mode": "median"},
+                   op="add", shapes=SHAPES, dtypes=("float16",), project_root=PROJECT_ROOT)
 
 
 @pytest.mark.parametrize("kind", ["event", "graph"])
@@ -86,7 +71,7 @@ def test_every_timed_window_is_ordered_and_holds_loaded_clock_samples(pytester, 
         assert previous_end <= row.window_start_unix < row.window_end_unix <= ended, row
         previous_end = row.window_end_unix
 
-    judged = throttle.judge(telemetry.read_samples(tmp_path / telemetry.TELEMETRY_FILE), {"cell": rows})["cell"]
+    judged = throttle.judge(telemetryfile.read_samples(tmp_path / telemetry.TELEMETRY_FILE), {"cell": rows})["cell"]
     per_row = {key: (v.state, v.samples, v.reasons, v.sm_clock_min_mhz) for key, v in judged.rows.items()}
     # Measured on the H200 (receipts/h200-2026-11-30.md): an event window is at least
     # warmup + rep (125 ms) and always held a 0.1 s sample; a graph window covers only the

@@ -11,22 +11,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from campaign.planning import inventory, shapes
 from campaign.contract import timers
-from campaign.contract.artifacts import ROWS_FILE, Autotune, CellPlan, Rows, Targets, Task
+from campaign.contract.artifacts import ROWS_FILE
+from campaign.contract.cellfiles import Rows
 from campaign.backends.cuda import CudaBackend
-from campaign.contract.manifest import Manifest
 from campaign.plugins import timing
 from campaign.worker.context import CellContext
+from conftest import PROJECT_ROOT
+from timingsession import context
 
 pytestmark = pytest.mark.gpu
 pytest_plugins = ["pytester"]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = PROJECT_ROOT / "ops" / "workloads" / "flaggems"
 FAST = {"warmup_ms": 10, "rep_ms": 20}
 
@@ -43,23 +43,7 @@ def device():
 
 
 def _context(tmp_path, backend, timer, op, shapes, dtypes=("float16",)) -> CellContext:
-    manifest = Manifest.model_validate({
-        "campaign": "timing-gpu", "description": "timing plugin on a GPU",
-        "sources": {"triton": {"version": "3.6.0"}},
-        "device": {"backend": "cuda", "name": "NVIDIA H200", "target": "cuda:90"},
-        "switch": {"name": "DISABLE_MMA_V3", "cells": {"baseline": {}, "candidate": {"DISABLE_MMA_V3": "1"}}},
-        "timer": timer, "workloads": [{"name": op, "op": op, "provider": "flaggems"}],
-    })
-    cell_dir = tmp_path / "cell"
-    cell_dir.mkdir()
-    task = Task(id=f"{op}/r1/baseline", order=0, round=1, cell="baseline", workload=op, op=op, provider="flaggems",
-                canary=False, env={}, autotune=Autotune(mode="record", policy="measured"), timeout_s=600,
-                targets=Targets(benchmark="x.py", correctness="y.py"), dtypes=dtypes, shapes=shapes)
-    plan = CellPlan(task=task, project_root=str(PROJECT_ROOT), root=str(tmp_path), cell_dir=str(cell_dir),
-                    triton_cache_dir=str(tmp_path / "triton"), tuner_cache_dir=str(tmp_path / "tuner"),
-                    tuner_cache="isolated", pinned_env={}, plugins=("campaign.plugins.timing",),
-                    manifest_file=str(tmp_path / "manifest.yaml"), harness_digest="0" * 64)
-    return CellContext.for_cell(plan, manifest, backend)
+    return context(tmp_path, backend, timer=timer, op=op, shapes=shapes, dtypes=dtypes, project_root=PROJECT_ROOT)
 
 
 def _session(pytester, ctx, target):

@@ -1,0 +1,150 @@
+"""What a cell writes: the worker's result.json and its plugins' rows.json, outcomes.json,
+autotune*.json and phases.json. `campaign.contract.artifacts` says where each file lives.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from campaign.contract.artifacts import SCHEMA_VERSION, Record
+
+
+class Preflight(Record):
+    ok: bool
+    interpreter: str
+    checks: tuple[tuple[str, bool, str], ...]     # (name, ok, detail) in the order run
+    failed_check: Optional[str] = None
+
+
+class Correctness(Record):
+    state: Literal["run", "not_run"]
+    reason: Optional[str] = None         # why not run (compile-only backend, preflight, crash)
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+
+class RowCounts(Record):
+    ok: int = 0
+    failed: int = 0
+    compiled: int = 0                    # compile-only rows: launched for IR, not timed
+
+
+class AutotuneSummary(Record):
+    mode: Literal["record", "replay"]
+    policy: Literal["measured", "first-config"]
+    recorded: int = 0
+    injected: int = 0
+    tuning_runs: int = 0                 # configs benchmarked in this cell (replay wants 0)
+    warmup_cold: int = 0                 # configs whose parallel compile failed: compiled inline
+
+
+class CellResult(Record):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    task_id: str
+    rc: int                              # the worker's exit status: pytest's, 3 for preflight
+    preflight: Preflight
+    rows: RowCounts
+    markers: dict[str, int]              # every name in MARKERS, zero included
+    correctness: Correctness
+    autotune: Optional[AutotuneSummary] = None
+    ir_variants: int = 0
+    launches: int = 0
+    timed: bool                          # False on the compile-only backend: say so
+    note: Optional[str] = None
+    elapsed_s: float
+
+
+class Row(Record):
+    test: str                            # pytest node id
+    function: str                        # pytest function name (the capture deny list's key)
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    timer: Literal["event", "graph", "direct", "none"]
+    latency_ms: Optional[float] = None
+    status: Literal["ok", "failed", "compiled"]
+    markers: tuple[str, ...] = ()
+    fallback_phase: Optional[str] = None
+    repeat: Optional[int] = None
+    l2_flush: Optional[bool] = None
+    error: Optional[str] = None
+    # Wall-clock span (time.time()) of what the timer measured, first call's compile excluded:
+    # the telemetry samples inside it judge the row's clocks (`campaign.judging.throttle`). None: not timed,
+    # or written before windows were recorded.
+    window_start_unix: Optional[float] = None
+    window_end_unix: Optional[float] = None
+    # reference: timed beside the measured rows (FlagGems' torch side), never paired (`campaign.judging.stats.keyed`)
+    role: Literal["measured", "reference"] = "measured"
+
+
+class Rows(Record):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    rows: tuple[Row, ...]
+
+
+class Outcome(Record):
+    node: str
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    detail: Optional[str] = None
+
+
+class Outcomes(Record):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    state: Literal["run", "not_run"]
+    reason: Optional[str] = None
+    outcomes: tuple[Outcome, ...]
+
+
+class TunedConfig(Record):
+    kwargs: dict[str, int | float | str | bool | None]
+    num_warps: Optional[int] = None
+    num_stages: Optional[int] = None
+    num_ctas: Optional[int] = None
+    maxnreg: Optional[int] = None
+
+
+class AutotuneEntry(Record):
+    tuner: Literal["triton", "libtuner"]
+    kernel: str
+    key: str                             # repr() of the tuner's cache key tuple
+    config: TunedConfig
+
+
+class WarmupEntry(Record):
+    """One tuned key's parallel compile warm-up (`campaign.plugins.warmup`)."""
+
+    kernel: str
+    key: str
+    configs: int                         # configs the tuner benchmarked for this key
+    warmed: int
+    cold: tuple[str, ...] = ()           # configs that did not warm, compiled inline by the benchmark
+
+
+class AutotuneFile(Record):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    mode: Literal["record", "replay"]
+    policy: Literal["measured", "first-config"]
+    source: Optional[str] = None
+    entries: tuple[AutotuneEntry, ...]   # record: what was chosen; replay: what was injected
+    fallbacks: tuple[AutotuneEntry, ...] = ()   # replay: keys tuned because the recording lacked them
+    tuning_runs: int = 0
+    session: Literal["benchmark", "correctness"] = "benchmark"
+    warmup: tuple[WarmupEntry, ...] = ()
+
+
+# Where a cell's seconds go, in the order they are spent; `campaign.worker.phases` says
+# what each one includes. A cell written before phases existed has no phases.json.
+PHASE_NAMES = ("start", "imports", "preflight", "compile", "tuning", "timing", "correctness", "write-out")
+
+
+class Phase(Record):
+    name: Literal[PHASE_NAMES]
+    seconds: Optional[float] = None      # None: could not be measured here (the label says why)
+    label: str                           # what the phase includes where its boundary is not exact
+
+
+class Phases(Record):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    task_id: str
+    phases: tuple[Phase, ...]

@@ -1,0 +1,81 @@
+"""The manifest's field types and bounds, and the error a cross-field rule raises: what
+`campaign.contract.workloads` and `campaign.contract.manifest` build their models from.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+# Numbers are strict (YAML's true or "600" is not an integer; .inf is not a time) and
+# bounded, so a typo cannot expand into a million-round matrix or a year-long timeout.
+MAX_TIMEOUT_S = 86_400                  # one cell, one day
+MAX_ROUNDS = 100
+MAX_WORKLOADS_PER_PROCESS = 256
+MAX_MS = 60_000                         # timer windows, per measurement
+Count = Annotated[int, Field(strict=True, ge=1)]
+Seconds = Annotated[int, Field(strict=True, ge=1, le=MAX_TIMEOUT_S)]
+Millis = Annotated[float, Field(strict=True, gt=0, le=MAX_MS, allow_inf_nan=False)]
+
+# torch dtype names (the timing plugin looks them up on torch); one spelling each,
+# because the name is recorded in every row and compared across cells.
+DTYPES = ("bfloat16", "bool", "complex128", "complex64", "float16", "float32", "float64",
+          "int16", "int32", "int64", "int8", "uint8")
+_DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "f16": "float16", "bf16": "bfloat16",
+                  "fp32": "float32", "float": "float32", "f32": "float32", "fp64": "float64",
+                  "double": "float64", "f64": "float64", "int": "int32", "long": "int64"}
+
+
+def _known_dtype(name: str) -> str:
+    if name in DTYPES:
+        return name
+    key = name.lower()
+    guess = key if key in DTYPES else _DTYPE_ALIASES.get(key) or next(iter(difflib.get_close_matches(key, DTYPES, n=1)), None)
+    hint = f": did you mean {guess}?" if guess else f"; known: {', '.join(DTYPES)}"
+    raise ValueError(f"unknown dtype {name!r}{hint}")
+
+
+def integer_only(value: object) -> object:
+    # a Literal compares with ==, so true and 1.0 would pass as 1; pydantic has no strict Literal
+    if type(value) is not int:
+        raise ValueError(f"Input should be an integer, not {type(value).__name__}")
+    return value
+
+
+DType = Annotated[str, AfterValidator(_known_dtype),
+                  Field(json_schema_extra={"enum": list(DTYPES)})]
+
+CampaignId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
+WorkloadName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=80)]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+EnvValue = Annotated[str, Field(strict=True)]
+Reason = Annotated[str, StringConstraints(min_length=8, strip_whitespace=True)]
+# a file, a function of it, or one parametrised node id of it (its [params] checked at prepare)
+Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*(\[[^\]\s]+\])?)?$")]
+
+CELL_NAMES = ("baseline", "control", "candidate")
+IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
+
+
+class FieldError(ValueError):
+    """A cross-field rule's failure, carrying the path below the validated model.
+
+    pydantic keeps the raised exception in the error's ``ctx``; `campaign.contract.yamlio`
+    appends ``loc`` so the message points at the offending key, not the section,
+    and reports every one of ``problems`` (more than one when a rule finds several).
+    """
+
+    def __init__(self, loc: tuple, message: str, problems: tuple[tuple[tuple, str], ...] = ()):
+        super().__init__(message)
+        self.loc = loc
+        self.problems = problems or ((loc, message),)
+
+    @classmethod
+    def every(cls, problems: list[tuple[tuple, str]]) -> "FieldError":
+        loc, message = problems[0]
+        return cls(loc, message, tuple(problems))
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)

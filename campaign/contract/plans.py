@@ -1,0 +1,146 @@
+"""What the parent writes before a cell runs: the matrix (matrix.json), one cell's plan
+(task.json) and one batch's record (batch.json). `campaign.contract.artifacts` says where
+each file lives; `campaign.contract.cellfiles` holds what the cell writes back.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import model_serializer
+
+from campaign.contract.artifacts import SCHEMA_VERSION, Record
+from campaign.contract.manifest import Device, Pin, Timer
+
+
+class Targets(Record):
+    benchmark: str                       # "path.py::function", relative to the project root
+    correctness: str                     # "path.py" or "path.py::function"
+    correctness_node_ids: Optional[tuple[str, ...]] = None
+    correctness_k: Optional[str] = None
+    # A FlagGems checkout's items (`campaign.planning.checkout`): targets are absolute paths in it,
+    # pytest's rootdir is it, and each session's own options (-m op, --level, --mode) are recorded here.
+    checkout: Optional[str] = None
+    benchmark_options: tuple[str, ...] = ()
+    correctness_options: tuple[str, ...] = ()
+    # the campaign's own shape file (defaults.shape_file), absolute; None: ops/shapes or the checkout's
+    shape_file: Optional[str] = None
+
+    @model_serializer(mode="wrap")
+    def _project_targets_unchanged(self, handler):
+        # a project target's matrix.json and prepare.json keep the bytes they had before checkouts
+        data = handler(self)
+        if self.shape_file is None:
+            data.pop("shape_file", None)
+        if self.checkout is None:
+            for key in ("checkout", "benchmark_options", "correctness_options"):
+                data.pop(key, None)
+        return data
+
+
+class Autotune(Record):
+    mode: Literal["record", "replay"]
+    source: Optional[str] = None         # task id whose autotune.json is replayed
+    policy: Literal["measured", "first-config"]   # first-config: compile-only, nothing to time
+
+
+class Task(Record):
+    """One cell of the matrix: a workload under one cell env in one round."""
+
+    id: str                              # "<workload>/r<round>/<cell>"
+    order: int                           # position in the run order (canaries first)
+    round: int
+    cell: Literal["baseline", "control", "candidate"]
+    workload: str
+    op: str
+    provider: Literal["builtin", "flaggems", "pytest", "flaggems_upstream"]
+    canary: bool
+    env: dict[str, str]                  # the cell's switch env
+    autotune: Autotune
+    timeout_s: int
+    targets: Targets
+    dtypes: tuple[str, ...]
+    shapes: Optional[tuple[str, ...]] = None   # None: the op's full set at the bench level
+    # The dtypes the correctness session keeps, where the manifest narrows the workload's dtypes
+    # (the benchmark measures those alone); None keeps every node it selects.
+    correctness_dtypes: Optional[tuple[str, ...]] = None
+
+    @model_serializer(mode="wrap")
+    def _unnarrowed_unchanged(self, handler):
+        # a task without narrowing keeps the bytes matrix.json had before the field existed
+        data = handler(self)
+        if self.correctness_dtypes is None:
+            data.pop("correctness_dtypes", None)
+        return data
+
+
+class CellTerms(Record):
+    """What a cell reads of its campaign's manifest, frozen into matrix.json at prepare: the
+    worker and its plugins read these, never manifest.yaml, so matrix.json alone says how
+    every cell of the campaign was run."""
+
+    device: Device
+    triton: Pin                          # sources: the versions preflight compares
+    torch: Optional[Pin] = None
+    flag_gems: Optional[Pin] = None
+    timer: Timer
+    bench_level: Literal["core", "comprehensive"]
+    shape_mode: Literal["project", "subset", "upstream"]
+    ir_stage: Literal["ttir", "ttgir", "llir", "ptx", "sass"]
+    autotune_from: Optional[str] = None  # receipt sha256 of the sealed root whose configs every cell replays
+
+
+class Matrix(Record):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    campaign: str
+    backend: Literal["cuda", "musa", "cpu"]
+    switch: str
+    cells: tuple[str, ...]
+    rounds: int
+    tasks: tuple[Task, ...]
+    terms: Optional[CellTerms] = None    # None: a root prepared before the matrix carried them
+
+    @model_serializer(mode="wrap")
+    def _old_roots_unchanged(self, handler):
+        data = handler(self)
+        if self.terms is None:
+            data.pop("terms", None)
+        return data
+
+
+class CellPlan(Record):
+    """task.json: a task plus everything the runner decided for this execution."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    task: Task
+    project_root: str                    # where targets, ops/ and the harness live
+    root: str                            # the run root
+    cell_dir: str
+    replay_file: Optional[str] = None    # absolute path of the recording when replaying
+    triton_cache_dir: str
+    tuner_cache_dir: str
+    tuner_cache: Literal["isolated", "shared"]
+    pinned_env: dict[str, str]           # caliber settings set explicitly on every cell
+    plugins: tuple[str, ...]             # module names, in plan order
+    terms: CellTerms                     # the matrix's: device, pins, timer, bench level, IR stage
+    harness_digest: str
+
+
+class BatchRecord(Record):
+    """batch.json: the workloads one worker process runs, in order, all of one round and cell.
+
+    ``planned`` is the batch as the runner chose it; ``tasks`` what this process was given
+    (the planned ones not settled yet); ``continues`` names the process of the same batch
+    that ended before its last workload (a timeout, a crash), whose unfinished rest this runs."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    id: str                              # the folder name under batches/
+    root: str
+    round: int
+    cell: str
+    planned: tuple[str, ...]
+    tasks: tuple[str, ...]
+    continues: Optional[str] = None
+    # the bound the batches were cut by, and who chose it (`campaign.running.batching.bound`);
+    # absent from roots run before the runner chose it
+    bound: Optional[int] = None
+    bound_by: Optional[Literal["manifest", "runner"]] = None

@@ -1,0 +1,194 @@
+"""The node side of a Ray task (`campaign.running.rayexec`): one workload's group, run where Ray put it.
+
+The head sends what a runner reads from a root -- its top-level files, ``autotune_from/``, the
+workload's settled cell folders and status rows -- as one tar through the object store.
+Here they are unpacked into a staging root on the node's own disk, the node's code is
+checked against the prepared digests (a node with other code would measure other code),
+and `campaign.running.cards.run_group` runs the group exactly as on one host: the same
+worker subprocess per cell, resume, adaptive rounds, a telemetry sampler on the card Ray
+assigned. What comes back is a tar of the new cell folders and the new status rows; the
+head unpacks the folders into its root, refusing any path outside ``cells/``, before it
+appends the rows, and seals once. No shared filesystem is needed.
+
+Tars hold regular files and folders only: a link, a device or a path that climbs out is
+refused by name (`unpack`), so a node can never write outside the head's ``cells/``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import shutil
+import socket
+import sys
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Iterable, Optional
+
+from campaign.backends import get_backend
+from campaign.backends.plan import plugin_plan
+from campaign.contract import canonical, yamlio
+from campaign.contract.artifacts import (CELLS_DIR, INTERRUPTED_SUFFIX, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE,
+                                         STATUS_FILE)
+from campaign.contract.errors import Refused
+from campaign.contract.manifest import Manifest
+from campaign.contract.plans import Matrix
+from campaign.planning import harness
+from campaign.running import runchecks, status
+from campaign.planning.cardplan import VIRTUAL, Card
+from campaign.running.cards import run_group
+from campaign.running.cellenv import pinned_env
+from campaign.running.telemetry import Sampler, make_source, visible_devices
+
+PREFIX = "RUN_REFUSED"
+
+
+def pack(base: Path, names: Iterable[str]) -> bytes:
+    """A tar of ``base/<name>`` for each name (files and folders, recursively), paths relative to base."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name in names:
+            tar.add(base / name, arcname=name, recursive=True)
+    return buffer.getvalue()
+
+
+def unpack(data: bytes, into: Path, allowed: Callable[[tuple[str, ...]], bool], source: str) -> list[str]:
+    """Write the tar's folders and regular files under ``into``; the top-level names written.
+
+    Every member is checked before anything is written: a relative path without ``..``
+    that ``allowed`` accepts, and a plain file or folder. Files are created exclusively,
+    so nothing already in ``into`` is overwritten.
+    """
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        members = tar.getmembers()
+        for member in members:
+            parts = PurePosixPath(member.name).parts
+            if (member.name.startswith("/") or not parts or any(p in ("..", ".", "") for p in parts)
+                    or not allowed(parts)):
+                raise Refused(PREFIX, "ray_cells", f"{source}: {member.name!r} is outside what it may write "
+                              f"(cells/ of its own tasks); nothing of it was unpacked")
+            if not (member.isfile() or member.isdir()):
+                raise Refused(PREFIX, "ray_cells", f"{source}: {member.name!r} is not a regular file or folder; "
+                              "nothing of it was unpacked")
+        for member in sorted(members, key=lambda m: m.name):
+            target = into.joinpath(*PurePosixPath(member.name).parts)
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with tar.extractfile(member) as src, open(target, "xb") as out:
+                shutil.copyfileobj(src, out)
+            os.chmod(target, member.mode & 0o755)
+    return sorted({PurePosixPath(m.name).parts[0] for m in members})
+
+
+def task_folders(root: Path, task_ids: Iterable[str]) -> list[str]:
+    """The cell folders of ``task_ids`` under ``root``, set-aside ones too, as root-relative paths."""
+    found: list[str] = []
+    for task_id in task_ids:
+        folder = Path(root) / CELLS_DIR / task_id
+        if folder.parent.is_dir():
+            found += [f"{CELLS_DIR}/{task_id}{p.name[len(folder.name):]}" for p in folder.parent.iterdir()
+                      if p.is_dir() and (p.name == folder.name or p.name.startswith(folder.name + INTERRUPTED_SUFFIX))]
+    return sorted(found)
+
+
+def card_here(backend, variable: Optional[str]) -> Card:
+    """The card Ray assigned this task: its uuid from the backend, or a labelled virtual one on cpu."""
+    visible = (os.environ.get(variable) or "").split(",")[0].strip() if variable else ""
+    devices = [] if backend.name == "cpu" else backend.enumerate_devices()
+    if devices:   # the first visible device is the one Ray assigned (one per task)
+        return Card(slot=0, index=devices[0].index, uuid=devices[0].uuid, name=devices[0].name)
+    import ray   # only a Ray task gets here: the card Ray assigned, by its id there
+
+    ids = ray.get_runtime_context().get_accelerator_ids().get("GPU") or [visible or "0"]
+    index = int(ids[0]) if str(ids[0]).isdigit() else 0
+    return Card(slot=0, index=index, uuid=f"{VIRTUAL}{index}@{socket.gethostname()}")
+
+
+def _check_node(prepare: dict, manifest: Manifest, backend) -> None:
+    """The session's checks that depend on the machine, taken again on this node."""
+    here = socket.gethostname()
+    if Path(prepare["project_root"]).resolve() != harness.PROJECT_ROOT.resolve():
+        raise RuntimeError(f"node {here}: prepared from {prepare['project_root']}, this node's code is at "
+                           f"{harness.PROJECT_ROOT} (every node needs the checkout at the same path)")
+    drift = runchecks.harness_problems(prepare["harness"], harness.harness_digests(
+        harness.PROJECT_ROOT, harness.prepared_targets(prepare)))
+    if drift:
+        raise RuntimeError(f"node {here}: code differs from prepare: {', '.join(drift)}")
+    devices = [] if manifest.device.backend == "cpu" else backend.enumerate_devices()
+    problems = runchecks.device_problems(manifest.device, devices)
+    if problems:
+        raise RuntimeError(f"node {here}: device: {'; '.join(problems)}")
+
+
+class _Notes:
+    """The node's progress events: nothing is drawn there; notes go back to the head."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def started(self, tasks, rows) -> None:
+        pass
+
+    def cell_started(self, task) -> None:
+        pass
+
+    def cell_ended(self, task, row, settled: bool = True) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
+    """One Ray task: run ``job['workload']``'s unsettled tasks; return new cell folders and rows."""
+    staging = Path(tempfile.mkdtemp(prefix="campaign-ray-"))
+    try:
+        root, scratch = staging / "root", staging / "scratch"
+        root.mkdir()
+        scratch.mkdir()
+        unpack(job["root"], root, lambda parts: True, "the head")
+        sent_rows = [status.StatusRow(**row) for row in job["rows"]]
+        for row in sent_rows:
+            status.append(root / STATUS_FILE, row)
+        sent_cells = set(task_folders(root, job["task_ids"]))
+        prepare = canonical.read_json(root / PREPARE_FILE)
+        manifest = yamlio.validate(Manifest, root / MANIFEST_FILE)
+        matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
+        backend = get_backend(matrix.backend)
+        _check_node(prepare, manifest, backend)
+        variable = backend.visibility_variable
+        card = card_here(backend, variable)
+        devices = visible_devices(os.environ.get(variable) if variable else None)
+        sampler = Sampler(root, lambda: make_source(backend.capabilities.telemetry, devices),
+                          job["telemetry_interval"])
+        events = _Notes()
+        if not sampler.start():
+            events.note(f"{card.uuid}: {sampler.reason}")
+        setup = _setup(root, prepare, matrix, manifest, backend, scratch, job["grace_s"])
+        try:
+            outcome = run_group(setup, [job["workload"]], card, events, sampler)
+        finally:
+            sampler.stop()
+        rows, _ = status.read(root / STATUS_FILE)
+        new_cells = [path for path in task_folders(root, job["task_ids"]) if path not in sent_cells]
+        return {"state": outcome.state, "detail": outcome.detail, "node": socket.gethostname(),
+                "card": card.uuid, "notes": events.notes,
+                "rows": [dataclasses.asdict(row) for row in rows[len(sent_rows):]],
+                "cells": pack(root, new_cells)}
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _setup(root: Path, prepare: dict, matrix: Matrix, manifest: Manifest, backend, scratch: Path, grace_s: float):
+    from campaign.running.runner import RunSetup
+
+    # parent_env is this worker's: Ray sets the visibility variable to the card it assigned,
+    # and the cell env inherits it (the card's `visible` stays None, so nothing overrides it).
+    return RunSetup(root=root, project_root=Path(prepare["project_root"]), matrix=matrix, manifest=manifest,
+                    harness_digest=prepare["harness_digest"], plugins=plugin_plan(backend),
+                    pinned_env=pinned_env(manifest), parent_env=dict(os.environ), scratch=scratch,
+                    python=sys.executable, grace_s=grace_s, lock=None,
+                    visibility_variable=backend.visibility_variable)
