@@ -42,6 +42,8 @@ ALLOWED = {
         "STATUS_FILE": "the run loop appends its ledger and reads it back to resume",
         "RESULT_FILE": "names the worker's one result file and reads it for the cell it just ran",
         "AUTOTUNE_FILE": "hands a replaying cell the path of its recording; the child reads it"},
+    "campaign/running/cellresult.py": {
+        "RESULT_FILE": "reads the result file of the cell the runner just ran, into its status row"},
     "campaign/sealing/receipt.py": {
         "STATUS_FILE": "hashes status.tsv into the receipt and checks its finished cells still have folders",
         "IDENTITY_FILE": "copies each cell's run identity verbatim into the receipt, as it hashes files"},

@@ -22,7 +22,6 @@ never started is reused as it is; any other unfinished folder is set aside as by
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -37,6 +36,7 @@ from campaign.contract.plans import BatchRecord, CellPlan, Task
 from campaign.running import batching, faults, status
 from campaign.running.cellenv import cell_env
 from campaign.running.cellproc import Ended, end_group
+from campaign.running.cellresult import status_row
 
 
 class BatchRun:
@@ -182,7 +182,7 @@ class Watch:
         until = (end.unix, end.monotonic) if end is not None else (time.time(), time.monotonic())
         folder = cell_dir(self.batch.setup.root, task.id)
         window = self.runner.telemetry.window(start.unix if start else since[0], until[0], folder)
-        row = self.runner._row(task, folder, ended, until[1] - since[1], window)
+        row = status_row(task, folder, ended, until[1] - since[1], window)
         position = [t.id for t in self.tasks].index(task.id) + 1
         note = f"batch {self.folder.name}: workload {position} of {len(self.tasks)} in its process"
         row = replace(row, note="; ".join(part for part in (row.note, note) if part))

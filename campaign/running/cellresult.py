@@ -5,7 +5,12 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.contract import canonical
+from campaign.contract.artifacts import RESULT_FILE, STDERR_LOG
 from campaign.contract.cellfiles import CellResult
+from campaign.contract.plans import Task
+from campaign.running import status
+from campaign.running.cellproc import Ended
+from campaign.running.status import StatusRow
 
 
 def read_result(path: Path) -> tuple[Optional[CellResult], str]:
@@ -24,3 +29,33 @@ def tail(path: Path, limit: int = 240) -> str:
     except OSError:
         return f"{path.name} unreadable"
     return f"{path.name}: {lines[-1][-limit:]}" if lines else f"{path.name} empty"
+
+
+def status_row(task: Task, cell_dir: Path, ended: Ended, elapsed: float, window) -> StatusRow:
+    """The status row of a cell whose worker has ended: how it ended, what its result file says, the
+    telemetry of its window; a missing or unreadable result.json is a row saying so, never a crash."""
+    notes = list(ended.notes)
+    result, problem = read_result(cell_dir / RESULT_FILE)
+    name = ended.name
+    if result is None:
+        notes.append(f"{problem}; {tail(cell_dir / STDERR_LOG)}")
+        if name == "ok":
+            name = "no_result"
+    else:
+        if result.rc != ended.rc and ended.name not in ("timed_out", "killed", status.INTERRUPTED):
+            notes.append(f"result.json says rc {result.rc}, the worker exited {ended.rc}")
+        if result.note:
+            notes.append(result.note)
+        if result.rows.compiled:
+            # rows_ok counts timed rows; a compile-only cell's rows are launched for IR, never timed
+            notes.append(f"{result.rows.compiled} rows compiled, not timed (compile-only)")
+    preflight = ""
+    if result is not None and not result.preflight.ok:
+        preflight = result.preflight.failed_check or "unnamed"
+    return StatusRow(
+        task_id=task.id, round=task.round, workload=task.workload, cell=task.cell, rc=ended.rc,
+        rc_name=name, elapsed_s=round(elapsed, 3),
+        rows_ok=result.rows.ok if result else None, rows_failed=result.rows.failed if result else None,
+        markers=dict(result.markers) if result else None, preflight_failed=preflight,
+        sm_clock_min_mhz=window.sm_clock_min_mhz, sm_clock_median_mhz=window.sm_clock_median_mhz,
+        temp_max_c=window.temp_max_c, note="; ".join(notes))

@@ -29,7 +29,7 @@ from typing import Mapping, Optional, Protocol
 from campaign.contract import canonical
 from campaign.running import batching, faults, status
 from campaign.running.batch import BatchRun
-from campaign.running.cellresult import read_result, tail as _tail
+from campaign.running.cellresult import status_row
 from campaign.contract.artifacts import (AUTOTUNE_FILE, INTERRUPTED_SUFFIX, RESULT_FILE, STATUS_FILE,
                                          STDERR_LOG, STDOUT_LOG, TASK_FILE, first_free)
 from campaign.contract.plans import CellPlan, Matrix, Task
@@ -265,39 +265,12 @@ class Runner:
         elapsed = time.monotonic() - start
         self.telemetry.mark()
         window = self.telemetry.window(wall_start, time.time(), cell_dir)
-        return self._row(task, cell_dir, ended, elapsed, window)
+        return status_row(task, cell_dir, ended, elapsed, window)
 
     def _drop_caches(self, plan: CellPlan) -> None:
         shutil.rmtree(plan.triton_cache_dir, ignore_errors=True)
         if plan.tuner_cache == "isolated":
             shutil.rmtree(plan.tuner_cache_dir, ignore_errors=True)
-
-    def _row(self, task: Task, cell_dir: Path, ended: Ended, elapsed: float, window) -> StatusRow:
-        notes = list(ended.notes)
-        result, problem = read_result(cell_dir / RESULT_FILE)
-        name = ended.name
-        if result is None:
-            notes.append(f"{problem}; {_tail(cell_dir / STDERR_LOG)}")
-            if name == "ok":
-                name = "no_result"
-        else:
-            if result.rc != ended.rc and ended.name not in ("timed_out", "killed", status.INTERRUPTED):
-                notes.append(f"result.json says rc {result.rc}, the worker exited {ended.rc}")
-            if result.note:
-                notes.append(result.note)
-            if result.rows.compiled:
-                # rows_ok counts timed rows; a compile-only cell's rows are launched for IR, never timed
-                notes.append(f"{result.rows.compiled} rows compiled, not timed (compile-only)")
-        preflight = ""
-        if result is not None and not result.preflight.ok:
-            preflight = result.preflight.failed_check or "unnamed"
-        return StatusRow(
-            task_id=task.id, round=task.round, workload=task.workload, cell=task.cell, rc=ended.rc,
-            rc_name=name, elapsed_s=round(elapsed, 3),
-            rows_ok=result.rows.ok if result else None, rows_failed=result.rows.failed if result else None,
-            markers=dict(result.markers) if result else None, preflight_failed=preflight,
-            sm_clock_min_mhz=window.sm_clock_min_mhz, sm_clock_median_mhz=window.sm_clock_median_mhz,
-            temp_max_c=window.temp_max_c, note="; ".join(notes))
 
 
 def _canary_reason(row: StatusRow) -> str:
