@@ -18,9 +18,9 @@ from pathlib import Path
 from campaign.judging import caliber
 from campaign.sealing import receipt
 from campaign.reporting import cardsection, report, speedup
-from campaign.judging.classify import classify_root
+from campaign.judging.classify import classify
 from campaign.contract.records import Verdicts
-from campaign.judging.evidence import caliber_of, load_frame
+from campaign.judging.evidence import caliber_of, load_frame, load_root
 
 PREFIX = "REPORT_REFUSED"
 NOT_SEALED = ("> **Not sealed.** These verdicts are derived now from the root's files; no receipt records them, "
@@ -52,8 +52,9 @@ def main(args: argparse.Namespace) -> int:
               "different calibers mean different things (any re-derived workload they touch is X)", file=sys.stderr)
     # re-derived from the same evidence the seal judged, a harness changed during the run included
     drift = tuple(verified.receipt.harness_changed_since_prepare) if verified else ()
-    derived = Verdicts.read(classify_root(root, allow_caliber_mismatch=args.allow_caliber_mismatch,
-                                          harness_drift=drift))
+    # one read of the root serves the verdicts and the speedup section
+    ev = load_root(root, allow_caliber_mismatch=args.allow_caliber_mismatch, harness_drift=drift)
+    derived = Verdicts.read(classify(ev))
     if verified is None:
         print(f"note: {root} is not sealed: verdicts derived now, not a sealed record", file=sys.stderr)
         verdicts, banner = derived, NOT_SEALED
@@ -78,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(report.json_text(verdicts))
     else:
-        sys.stdout.write(banner + report.markdown(verdicts, tuple(speedup.section(root, args.allow_caliber_mismatch))
+        sys.stdout.write(banner + report.markdown(verdicts, tuple(speedup.section(ev))
                                                          + tuple(cardsection.section(root))))
     return 0
 

@@ -16,12 +16,11 @@ reads a root's cells.
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
 from campaign.backends import get_backend
 from campaign.contract.cellfiles import Row
-from campaign.judging.evidence import load_root
+from campaign.judging.evidence import RootEvidence
 
 LABEL = ("torch latency / FlagGems latency from FlagGems' own Benchmark (its torch side: reference rows; its "
          "FlagGems side: measured rows, timed back to back in the same cell), median over the cell side's "
@@ -77,10 +76,9 @@ def markdown(table: Mapping[str, Mapping[str, Optional[tuple[float, int]]]], cel
     return lines + [""]
 
 
-def section(root: Path, allow_caliber_mismatch: bool = False) -> list[str]:
-    """The section for a run root, from the rows evidence read (a workload whose caliber is refused
-    has none read, and shows no speedup either)."""
-    ev = load_root(root, allow_caliber_mismatch=allow_caliber_mismatch)
+def section(ev: RootEvidence) -> list[str]:
+    """The section for a root's evidence, the same evidence the verdicts were derived from (a
+    workload whose caliber is refused has no rows read, and shows no speedup either)."""
     by_side: dict[tuple[str, str], list[list[Row]]] = {}
     for t in ev.tasks.values():
         if t.rows is not None:
