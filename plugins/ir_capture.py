@@ -40,7 +40,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from triton import knobs
@@ -48,6 +50,7 @@ from triton import knobs
 from campaign.contract.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
 from campaign.contract.canonical import write_new
 from campaign.contract.sasstext import sass_code
+from campaign.plugins.warmup import host_workers
 
 STAGES = ("ttir", "ttgir", "llir", "ptx")
 SASS_TOOL = "nvdisasm"
@@ -83,6 +86,14 @@ def disassemble(cubin: Path) -> str:
     if proc.returncode != 0:
         raise RuntimeError(f"argv {argv} returned {proc.returncode}: {proc.stderr[-2000:]}")
     return sass_code(proc.stdout)
+
+
+def _disassembled(cubin: Path) -> tuple[Optional[str], Optional[str]]:
+    """(sass, None) or (None, why): one variant's disassembly, its failure kept as text."""
+    try:
+        return disassemble(cubin), None
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 def _launch_handle(metadata) -> object:
@@ -164,12 +175,15 @@ class IrCapturePlugin:
         self.variants[hash_] = (kernel, tuple(written))
 
     def _disassemble(self) -> None:
-        for hash_, cubin in sorted(self.cubins.items()):
+        # One nvdisasm process per variant, run on every core this process may use: a recording
+        # cell holds a variant per benchmarked config (FlagGems mm on the H200: 162), and one
+        # after another they were most of its write-out. Results are written in hash order.
+        order = sorted(self.cubins.items())
+        with ThreadPoolExecutor(max_workers=min(host_workers(), max(1, len(order)))) as pool:
+            done = list(pool.map(lambda item: _disassembled(Path(item[1])), order))
+        for (hash_, _), (text, why) in zip(order, done):
             kernel, stages = self.variants[hash_]
-            try:
-                text = disassemble(Path(cubin))
-            except Exception as exc:            # a missing tool must not hide the other stages
-                why = f"{type(exc).__name__}: {exc}"
+            if why is not None:                 # a missing tool must not hide the other stages
                 self.ctx.log.line(f"ir-capture: sass of {hash_}-{kernel} failed: {why}")
                 # a variant left out of the sass set would let two failing sides fingerprint as
                 # equal: the marker makes the cell's sass evidence missing, not smaller
