@@ -103,7 +103,7 @@ def identity(ctx) -> dict:
         "torch": torch.__version__,
         "triton": triton.__version__,
         "triton_env": dict(sorted(get_cache_invalidating_env_vars().items())),
-        "flag_gems": _installed("flag_gems") if task.provider == "flaggems" else None,
+        "flag_gems": _installed("flag_gems") if task.provider in ("flaggems", "flaggems_upstream") else None,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "bench_level": terms.bench_level,

@@ -50,11 +50,20 @@ class Warmed:
     cold: tuple[tuple[str, str], ...]              # (config, why) of each that did not warm
 
 
-def _submit(fn, args: tuple, call_kwargs: dict, config):
-    """One config's compile, handed to the active AsyncCompileMode; the handle or the error."""
+def _submit(tuner, args: tuple, call_kwargs: dict, config):
+    """One config's compile, handed to the active AsyncCompileMode; the handle or the error.
+
+    The config's own ``pre_hook`` runs first, with the arguments ``Autotuner._bench`` gives it:
+    it may set what the compile specialises on (FlagGems' Hopper mm sets its TMA descriptors'
+    block shapes from the config's BLOCK sizes; without it every one of its 162 configs failed to
+    compile in the warm-up on the H200 and was compiled inline). The specialisation is read when
+    ``run`` is called, before the compile is handed off, so the next config's hook cannot change it."""
+    fn = tuner.fn
     launch = {**call_kwargs, **config.all_kwargs(), "warmup": True}
     launch.setdefault("grid", None)                # a warm-up launches nothing: the grid is never read
     try:
+        if config.pre_hook:
+            config.pre_hook({**dict(zip(tuner.arg_names, args)), **call_kwargs, **config.all_kwargs()})
         return fn.run(*args, **launch), None
     except Exception as exc:                       # counted as cold below, never swallowed
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
@@ -87,7 +96,7 @@ def warm(tuner, configs, args: tuple, kwargs: dict, workers: int) -> Warmed:
             # ignore_errors: a failed compile leaves its config cold, to be counted, not raised here
             with AsyncCompileMode(pool, ignore_errors=True):
                 for config in configs:
-                    submitted.append((config, *_submit(tuner.fn, args, call_kwargs, config)))
+                    submitted.append((config, *_submit(tuner, args, call_kwargs, config)))
     except RuntimeError as exc:                    # another AsyncCompileMode is active: nothing was warmed
         why = f"RuntimeError: {exc}"
         return Warmed(len(configs), tuple((config_name(c), why) for c in configs))

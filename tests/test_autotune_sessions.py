@@ -257,3 +257,28 @@ def test_the_warm_up_is_counted_as_tuning_by_its_wall_time():
         done = warmup.warm(None, [], (), {}, workers=2)
     assert (done.configs, done.cold, session.tuning_s, session.compile_s) == (0, (), 2.5, 0.0)
     assert warmup.warm.__module__ == warmup.__name__, "restored after the session"
+
+
+# A config's pre_hook may set what the compile specialises on (FlagGems' Hopper mm sets its TMA
+# descriptors' block shapes from the config's BLOCK sizes): the warm-up runs each config's hook
+# before handing its compile off, with the names Autotuner._bench gives it.
+HOOKED_COPY = WARM_COPY.replace(
+    'CONFIGS = [triton.Config({{"BLOCK": b}}, num_warps=4) for b in (128, 256, 512)]',
+    'HOOKED = []\n'
+    'def hook(nargs):\n'
+    '    HOOKED.append((nargs["BLOCK"], nargs["n"], nargs["BAD"]))\n'
+    'CONFIGS = [triton.Config({{"BLOCK": b}}, num_warps=4, pre_hook=hook) for b in (128, 256, 512)]',
+).replace(
+    "    BENCHED.append(compiled())\n",
+    "    BENCHED.append((compiled(), sorted(set(HOOKED))))\n",
+)
+
+
+def test_the_warm_up_runs_each_configs_pre_hook_with_the_calls_arguments(tmp_path):
+    plan = plan_cell(tmp_path, "baseline", policy="measured")
+    hooked = [[128, 4096, 9999], [256, 4096, 9999], [512, 4096, 9999]]
+    seen = [(3, [tuple(h) for h in hooked])] * 3
+    run_sessions(plan, HOOKED_COPY.format(demo=str(DEMO_DIR), decline=7777, bad=9999, benched=seen))
+    data = read(plan, "autotune.json")
+    assert [(w["configs"], w["warmed"], w["cold"]) for w in data["warmup"]] == [(3, 3, [])]
+    assert [e["config"]["kwargs"] for e in data["entries"]] == [{"BLOCK": 256}]

@@ -138,7 +138,7 @@ def test_a_mark_resolves_past_the_dismissed_item_and_records_its_options(tmp_pat
     mm = tasks["mm"]["targets"]
     # test_blas_perf.py's item is dismissed for mm: the parallel file is the one left
     assert mm["benchmark"] == f"{root}/benchmark/test_blas_perf_parallel.py"
-    assert mm["benchmark_options"] == ["-m", "mm", "--level", "core", "--mode", "kernel", "-o", "pythonpath="]
+    assert mm["benchmark_options"] == ["-m", "mm", "--level", "core", "--mode", "kernel", "-o", "pythonpath=", "-p", "no:logging"]
     assert mm["correctness"] == f"{root}/tests/test_mm.py" and mm["correctness_options"][:2] == ["-m", "mm"]
     assert tasks["abs"]["targets"]["benchmark_options"][6:8] == ["--dtypes", "float16"]
     harness = json.loads((run_root / "prepare.json").read_text())["harness"]

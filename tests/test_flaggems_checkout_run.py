@@ -109,7 +109,7 @@ def test_a_campaign_shape_file_replaces_core_shapes_for_both_roles_and_gems_op(t
                 extra=", shape_file: trace.yaml", rounds=1)
     tasks = {t["workload"]: t for t in json.loads((root / "matrix.json").read_text())["tasks"]}
     assert tasks["abs"]["targets"]["shape_file"] == str(trace)
-    assert tasks["abs"]["targets"]["benchmark_options"][-4:] == ["--shape_file", str(trace), "-o", "pythonpath="]
+    assert tasks["abs"]["targets"]["benchmark_options"][-6:] == ["--shape_file", str(trace), "-o", "pythonpath=", "-p", "no:logging"]
     assert str(trace) in json.loads((root / "prepare.json").read_text())["harness"]
     assert [(r.shape, r.dtype, r.role) for r in _rows(root, "abs/r1/baseline")] == [
         ((3, 1000), "float32", "reference"), ((3, 1000), "float32", "measured")]

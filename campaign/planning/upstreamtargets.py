@@ -32,6 +32,12 @@ MODE = "kernel"     # do_bench around each call: the only mode whose timed call 
 # FlagGems 5.0.2's --dtypes choices (benchmark/conftest.py): any other dtype is an error there
 BENCH_DTYPES = ("float16", "float32", "bfloat16", "int16", "int32", "bool", "complex64")
 NO_SRC_PATH = ("-o", "pythonpath=")
+# pytest >= 8.4 (9.x on the GPU host) attaches its live-logging null handler to every
+# non-propagating logger, FlagGems 5.0.2's recordLogger among them, and the benchmark conftest's
+# emit_record_logger then calls that handler's missing `_open`: every item fails after its rows
+# are timed (AttributeError, benchmark/conftest.py:36; seen on the H200). The benchmark session
+# needs no pytest log capture, so its logging plugin is not loaded.
+NO_LOG_CAPTURE = ("-p", "no:logging")
 
 
 @dataclass(frozen=True)
@@ -217,7 +223,8 @@ def resolve_workload(manifest: Manifest, workload: Workload, index: int, invento
         correctness_node_ids=correctness if len(correctness) > 1 or (workload.correctness and workload.correctness.node_ids) else None,
         correctness_k=k,
         checkout=str(root),
-        benchmark_options=("-m", mark, "--level", level, "--mode", MODE, *dtypes, *shape_args, *NO_SRC_PATH),
+        benchmark_options=("-m", mark, "--level", level, "--mode", MODE, *dtypes, *shape_args, *NO_SRC_PATH,
+                           *NO_LOG_CAPTURE),
         correctness_options=("-m", mark, *quick, *NO_SRC_PATH),
         shape_file=shape_file,
     )

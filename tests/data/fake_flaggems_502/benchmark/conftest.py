@@ -1,4 +1,5 @@
 # A tiny stand-in for a FlagGems checkout's benchmark/conftest.py (the options a cell passes).
+import logging
 import os
 
 from benchmark.attri_util import BenchLevel
@@ -15,6 +16,20 @@ class BenchConfig:
 
 
 Config = BenchConfig()
+
+# FlagGems 5.0.2's record logger, as its conftest writes it: non-propagating, and its first
+# handler assumed to be a FileHandler. Under pytest >= 8.4 log capture attaches a handler
+# without `_open` to every non-propagating logger, and every item fails here after its rows.
+recordLogger = logging.getLogger("fake_flag_gems_benchmark")
+recordLogger.propagate = False
+
+
+def emit_record_logger(message: str) -> None:
+    if recordLogger.handlers:
+        handler = recordLogger.handlers[0]
+        if getattr(handler, "stream", None) is None:
+            handler.stream = handler._open()
+    recordLogger.info(message)
 
 
 def pytest_addoption(parser):

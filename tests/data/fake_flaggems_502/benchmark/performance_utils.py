@@ -8,7 +8,7 @@ import triton
 import flag_gems
 
 from .attri_util import DEFAULT_SHAPES, FLOAT_DTYPES
-from .conftest import Config
+from .conftest import Config, emit_record_logger
 
 
 def load_table(path):
@@ -74,6 +74,7 @@ class Benchmark:
                     with flag_gems.use_gems(exclude=["zero_"]):
                         gems = self.get_latency(self.torch_op, *args)
                 print(f"SUCCESS {base:.6f} {gems:.6f} {[tuple(a.shape) for a in args]}")
+            emit_record_logger(f"{self.op_name} {dtype}")
 
 
 class GenericBenchmark(Benchmark):
