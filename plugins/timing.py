@@ -20,8 +20,9 @@ provider's shape file, narrowed by the workload's subset) times the task's dtype
 - The backend's capture deny list is keyed by the pytest function name minus ``test_``
   (``test_bench_dropout`` -> ``bench_dropout``); a denied row is never captured and is
   marked with phase=deny.
-- On a backend that does not execute (compile-only) the call runs once, so it compiles
-  and its launches are counted; the row is ``compiled`` with timer ``none`` and no latency.
+- On a backend that does not execute (compile-only), and in an untimed task (a screen's
+  IR pass, ``Task.timed`` False) on any backend, the call runs once, so it compiles and
+  its launches are counted; the row is ``compiled`` with timer ``none`` and no latency.
 - A timed row carries its timing window (``window_start_unix``/``window_end_unix``: the
   device timers' ``window``), which the parent's telemetry samples are joined to.
 - A planned case the test never measured (it raised first, or was poisoned) still gets a
@@ -109,8 +110,9 @@ class TimingPlugin:
         self.ctx = ctx
         self.timer = ctx.terms.timer
         self.capabilities = ctx.backend.capabilities
-        timers.check_timer(self.timer.kind, self.capabilities.executes,
-                           self.capabilities.graph_capture)
+        # an untimed task runs each call once, as the compile-only driver does: the IR is the point
+        self.measures = self.capabilities.executes and ctx.task.timed
+        timers.check_timer(self.timer.kind, self.measures, self.capabilities.graph_capture)
         self.device_timers = device_timers or DeviceTimers()
         self.cases: tuple[Case, ...] = ()
         self.rows: list[Row] = []
@@ -162,7 +164,7 @@ class TimingPlugin:
         if self.poisoned is not None:
             return self._add(Row(**base, timer="none", status="failed",
                                  error=f"not measured: {timers.POISONED_MARKER} in this process ({self.poisoned})"))
-        if not self.capabilities.executes:
+        if not self.measures:
             try:
                 fn()
             except Exception as exc:
@@ -243,6 +245,8 @@ class TimingPlugin:
     def _timer_label(self) -> str:
         if not self.capabilities.executes:
             return "none (compile-only: nothing is timed)"
+        if not self.measures:
+            return "none (IR pass: untimed, each call runs once)"
         t = self.timer
         return (f"{t.kind} warmup_ms={t.warmup_ms} rep_ms={t.rep_ms} return_mode={t.return_mode} "
                 f"direct_repeat={timers.repeat_count(t.direct_repeat)}")

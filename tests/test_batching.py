@@ -157,8 +157,9 @@ def test_a_screen_runs_batched_cells_and_judges_each_workload_as_alone(tmp_path:
     assert {name: r["verdict"] for name, r in table.items()} == {"noop": "NO_ROWS", "hang": "TIMEOUT",
                                                                  "add": "NO_IR_DIFF"}
     assert table["hang"]["rc_candidate"] == "124"
+    # the IR pass (round 0) is batched like any round; it found no IR change, so no round 1 ran
     assert [b["tasks"] for b in _batches(screened)] == [
-        ["noop/r1/baseline", "hang/r1/baseline", "add/r1/baseline"],
-        ["noop/r1/candidate", "hang/r1/candidate", "add/r1/candidate"], ["add/r1/candidate"]]
+        ["noop/r0/baseline", "hang/r0/baseline", "add/r0/baseline"],
+        ["noop/r0/candidate", "hang/r0/candidate", "add/r0/candidate"], ["add/r0/candidate"]]
     verified = run_cli("verify", screened)
     assert verified.returncode == 0, verified.stdout + verified.stderr

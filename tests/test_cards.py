@@ -41,11 +41,18 @@ GOLDEN = {"schema_version": 1, "weights_from": None, "critical_path_s": 70.0, "f
                      "predicted_s": 70.0}],
           "weights": {"add": {"seconds": 40.0, "source": "equal"}, "matmul": {"seconds": 50.0, "source": "weight_s"},
                       "softmax": {"seconds": 30.0, "source": "weight_s"}}}
+# The same names and weights, so the same placement, over benchmarks that compile nothing: the tests of
+# failing cards and killed runners are about where cells run and resume, not about what they compile,
+# and a cell that skips compiling and timing costs about half (verdicts are compared on WORKLOADS)
+PLACED = [rr.fault("add", "test_bench_noop", canary=True),
+          f'  - {{name: matmul, op: add, benchmark: "{rr.FAULTS}::test_bench_noop", weight_s: 50}}\n',
+          f'  - {{name: softmax, op: add, benchmark: "{rr.FAULTS}::test_bench_noop", weight_s: 30}}\n']
 
 
-def _prepare(tmp_path: Path, cards: int, where: str = "two", campaign: str = "cards") -> Path:
+def _prepare(tmp_path: Path, cards: int, where: str = "two", campaign: str = "cards",
+             workloads: list[str] = WORKLOADS) -> Path:
     (tmp_path / where).mkdir(exist_ok=True)
-    path = rr.manifest(tmp_path / where, WORKLOADS, rounds=1, campaign=campaign)
+    path = rr.manifest(tmp_path / where, workloads, rounds=1, campaign=campaign)
     if cards > 1:
         text = path.read_text(encoding="utf-8")
         path.write_text(text.replace('  target: "cuda:90"\n', f'  target: "cuda:90"\n  count: {cards}\n'), encoding="utf-8")
@@ -239,7 +246,7 @@ def _setup(root: Path):
 
 
 def test_a_card_failing_its_check_marks_its_workloads_and_they_resume_on_another_card(tmp_path, monkeypatch, capsys):
-    root = _prepare(tmp_path, 2)
+    root = _prepare(tmp_path, 2, workloads=PLACED)
     real = cardrun.discover
 
     def card_1_is_another_target(backend, device):
@@ -267,7 +274,7 @@ def test_a_card_failing_its_check_marks_its_workloads_and_they_resume_on_another
 
 
 def test_a_killed_runner_of_two_cards_resumes_each_card_on_its_own_workloads(tmp_path):
-    root = _prepare(tmp_path, 2)
+    root = _prepare(tmp_path, 2, workloads=PLACED)
     proc = rr.start_run(root)
     lock = root / "run.lock"
     deadline = time.monotonic() + 120

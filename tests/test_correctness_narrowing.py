@@ -113,6 +113,16 @@ def test_the_demo_correctness_session_of_a_float16_workload_selects_float16_only
     assert all("::test_softmax[" in node for node in k["nodes"]), "-k still selects within the file"
 
 
+def test_a_narrowing_that_leaves_no_node_says_so_and_the_session_fails(tmp_path):
+    # FlagGems' --quick runs mm's tests in float32 only: a float16 workload then checks nothing
+    add = {"benchmark": "ops/workloads/demo/bench_demo.py::test_bench_add", "correctness": f"{DEMO_TESTS}::test_add"}
+    [out] = _collect(tmp_path, [_plan(tmp_path, "none", {"dtypes": ["bfloat16"]}, add)])
+    assert out["rc"] == 5 and out["nodes"] == {} and out["deselected"] == 6
+    [said] = out["said"]
+    assert said.startswith("correctness: the workload narrows dtypes to bfloat16: 6 node(s) of other dtypes "
+                           "deselected, 0 kept -- none left: nothing checks the measured dtypes")
+
+
 def test_nodes_without_a_readable_dtype_are_never_narrowed_away(tmp_path):
     targets = {"benchmark": "ops/workloads/demo/bench_demo.py::test_bench_add", "correctness": CASES}
     [out] = _collect(tmp_path, [_plan(tmp_path, "cases", {"dtypes": ["float16"]}, targets)])

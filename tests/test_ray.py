@@ -1,11 +1,15 @@
-"""`campaign run --ray` on a real local Ray cluster (CPU, two declared GPUs), the compile-only demo.
+"""`campaign run --ray` on a real local Ray cluster (CPU, declared GPUs), the compile-only demo.
 
 One cluster for the module (`ray start --head --block` in its own process group, ended by
-that group at the end). Its workers' TMPDIR is a folder of this test, so a node's staging
-roots -- and the worker processes a lost-task test kills -- are found there and nowhere else.
+that group at the end); the fixture that kills a cluster starts its own, and the root it
+leaves is the one the Ray comparison resumes (its cells all run on Ray then), so no cell runs
+twice for the two claims. Workers' TMPDIR is a folder of this test, so a node's staging roots
+-- and the worker processes a test kills -- are found there and nowhere else. The one-process
+run every Ray root is compared with runs once for the module, in the background.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -20,14 +24,17 @@ import time
 from pathlib import Path
 
 import pytest
+import ray.exceptions as rex     # imported here: importing Ray sets RAY_CLIENT_MODE, before any test's env is taken
 
+from campaign.contract import telemetryfile
 from campaign.contract.errors import Refused
-from campaign.running import raynode, status
+from campaign.running import raynode, raywatch, status
 from campaign.running.rayexec import _place
 from conftest import PROJECT_ROOT, run_cli
 
 RAY = Path(sys.executable).parent / "ray"
 DEMO = (PROJECT_ROOT / "manifests" / "demo-cpu.yaml").read_text(encoding="utf-8")
+MATMUL = ("matmul/r1/baseline", "matmul/r1/control", "matmul/r1/candidate")
 
 
 def _free_port() -> int:
@@ -36,14 +43,14 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+@contextlib.contextmanager
+def _cluster(nodes: Path, gpus: int):
+    """A local cluster declaring ``gpus`` GPUs, its workers' TMPDIR ``nodes``: (address, process)."""
     port = _free_port()
     temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))     # Ray's socket paths must stay short
-    nodes = tmp_path_factory.mktemp("raynodes")
     env = dict(os.environ, TMPDIR=str(nodes), RAY_USAGE_STATS_ENABLED="0")
     log = open(temp / "start.log", "wb")
-    proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}", "--num-gpus=2",
+    proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}", f"--num-gpus={gpus}",
                              "--num-cpus=2", "--include-dashboard=false", "--node-ip-address=127.0.0.1",
                              f"--temp-dir={temp}", "--disable-usage-stats"],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -54,9 +61,10 @@ def cluster(tmp_path_factory):
                              timeout=30).returncode != 0:
             assert proc.poll() is None and time.monotonic() < deadline, (temp / "start.log").read_text()
             time.sleep(1)
-        yield address, nodes
+        yield address, proc
     finally:
-        proc.send_signal(signal.SIGTERM)   # `ray start --block` stops what it started
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)   # `ray start --block` stops what it started
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -68,6 +76,13 @@ def cluster(tmp_path_factory):
             pass
         log.close()
         shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    nodes = tmp_path_factory.mktemp("raynodes")
+    with _cluster(nodes, 2) as (address, _proc):
+        yield address, nodes
 
 
 def _demo(tmp_path: Path, workloads: list[str]) -> Path:
@@ -91,23 +106,31 @@ def _verdicts(root: Path) -> dict:
     return {name: (v["class"], v["ir"]["fingerprints"], v["ir"]["changed"]) for name, v in verdicts.items()}
 
 
-def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, tmp_path):
-    address, nodes = cluster
-    manifest = _demo(tmp_path, ["add", "matmul"])
-    local = _prepare(manifest, tmp_path / "local")
-    done = run_cli("run", local)
-    assert done.returncode == 0, done.stderr
-    remote = _prepare(manifest, tmp_path / "ray")
-    done = run_cli("run", remote, "--ray", address)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert run_cli("verify", remote).returncode == 0
-    assert _verdicts(remote) == _verdicts(local)
-    assert _verdicts(remote)["matmul"][2] is True      # the demo's switch moved matmul's IR: a real verdict
-    rows, _ = status.read(remote / "status.tsv")
-    assert len(rows) == 6 and all(r.rc_name == "ok" for r in rows)
-    # every row names the card Ray assigned it, on the node that ran it
-    assert all(r.device and r.device.startswith("cpu-virtual-") and "@" in r.device for r in rows)
-    assert not list(nodes.glob("campaign-ray-*")), "a node kept its staging root"
+def _run(root: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "campaign", "run", str(root), *args], cwd=PROJECT_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The verdicts of the one-process run of the add+matmul demo, started once for the module and
+    waited for on first use (a call), so it runs beside the Ray runs rather than before them."""
+    base = tmp_path_factory.mktemp("reference")
+    root = _prepare(_demo(base, ["add", "matmul"]), base / "runs")
+    proc = _run(root)
+    verdicts: dict = {}
+
+    def wait() -> dict:
+        if not verdicts:
+            out, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0, out + err
+            verdicts.update(_verdicts(root))
+            assert verdicts["matmul"][2] is True and verdicts["add"][2] is False   # a moved and an unmoved IR
+        return verdicts
+    yield wait
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
 
 
 def _ray_worker_of_a_cell(nodes: Path, run: subprocess.Popen, deadline: float) -> int:
@@ -127,24 +150,124 @@ def _ray_worker_of_a_cell(nodes: Path, run: subprocess.Popen, deadline: float) -
     raise AssertionError("no cell started on the cluster")
 
 
-def test_lost_ray_task_is_a_named_row_and_resumes(cluster, tmp_path):
+@pytest.fixture(scope="module")
+def dead_cluster(tmp_path_factory, reference):
+    """A root of the add+matmul demo whose cluster (one GPU, its own) was killed while the canary's
+    cell ran: (root, the run's exit code, its stdout and stderr, seconds from the kill to the run's
+    end, the rows it left). The Ray comparison resumes this root on the module's cluster.
+    ``reference`` is asked for only to start the one-process run first: this fixture mostly
+    waits (a cluster starting, a dead one probed), and that run fills the wait."""
+    base = tmp_path_factory.mktemp("dead")
+    nodes = base / "nodes"
+    nodes.mkdir()
+    root = _prepare(_demo(base, ["add", "matmul"]), base / "runs")
+    with _cluster(nodes, 1) as (address, head):
+        run = _run(root, "--ray", address)
+        _ray_worker_of_a_cell(nodes, run, time.monotonic() + 120)
+        os.killpg(head.pid, signal.SIGKILL)              # the whole cluster, at once
+        began = time.monotonic()
+        out, err = run.communicate(timeout=120)
+    return root, run.returncode, out + err, time.monotonic() - began, status.read(root / "status.tsv")[0]
+
+
+def test_a_dead_cluster_leaves_named_rows(dead_cluster):
+    """The cluster dies under the canary: the running task is a lost node; the next one, submitted
+    to a cluster that no longer answers, is named by the head's own probe, long before Ray would
+    end the head (60 s without its GCS)."""
+    root, returncode, output, seconds, rows = dead_cluster
+    assert returncode == 1, output
+    assert seconds < raywatch.UNREACHABLE_S + 30, "the head waited on a dead cluster"
+    assert "RUN_FAILED check=lost" in output and "add: node lost" in output and "matmul: cluster unreachable" in output
+    assert [r.task_id for r in rows] == ["add/r1/baseline", "add/r1/control", "add/r1/candidate", *MATMUL]
+    assert all(r.rc_name == status.CARD_FAILED for r in rows)
+    assert all(r.note.startswith("lost: node lost: NodeDiedError") for r in rows[:3]), [r.note for r in rows]
+    assert all(r.note.startswith("lost: cluster unreachable: the GCS at ") and "refused every connection for 1"
+               in r.note for r in rows[3:]), [r.note for r in rows]
+
+
+def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, reference, dead_cluster):
+    """The dead cluster's root, resumed with --ray on a live one: every cell runs on Ray (none
+    reached the head before), the root seals, verifies and gives the one-process verdicts."""
+    address, nodes = cluster
+    remote, _, _, _, lost = dead_cluster
+    staged = set(nodes.glob("campaign-ray-*"))      # a killed task's (another test's) stays behind
+    done = run_cli("run", remote, "--ray", address)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert run_cli("verify", remote).returncode == 0
+    assert _verdicts(remote) == reference()
+    rows, _ = status.read(remote / "status.tsv")
+    assert rows[:len(lost)] == lost and len(rows) == len(lost) + 6
+    ran = rows[len(lost):]
+    assert all(r.rc_name == "ok" for r in ran)
+    # every row names the card Ray assigned it, on the node that ran it
+    assert all(r.device and r.device.startswith("cpu-virtual-") and "@" in r.device for r in ran)
+    # each task sampled (here: tried to sample) its own card on its node and brought its record back;
+    # the head, which ran no cell, sampled nothing of its own
+    errors = (remote / "telemetry.err").read_text(encoding="utf-8").splitlines()
+    cards = {r.workload: r.device for r in ran}
+    assert len(errors) == 2 and all("no telemetry: RuntimeError: the backend declares no telemetry source" in line
+                                    for line in errors), errors
+    assert sorted(line.split("\t")[1].split(": ")[0] for line in errors) == sorted(
+        f"{card.split('@')[1]} ({card})" for card in cards.values())
+    assert not (remote / "telemetry.tsv").exists()      # the cpu backend has no source: no sample invented
+    assert set(nodes.glob("campaign-ray-*")) == staged, "a node kept its staging root"
+
+
+def test_lost_ray_task_is_a_named_row_and_resumes(cluster, reference, tmp_path):
     address, nodes = cluster
     root = _prepare(_demo(tmp_path, ["matmul"]), tmp_path / "runs")
-    run = subprocess.Popen([sys.executable, "-m", "campaign", "run", str(root), "--ray", address],
-                           cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = _run(root, "--ray", address)
     os.kill(_ray_worker_of_a_cell(nodes, run, time.monotonic() + 120), signal.SIGKILL)
     out, err = run.communicate(timeout=120)
     assert run.returncode == 1, out + err
-    assert "RUN_FAILED check=lost" in err and "matmul" in err
+    assert "RUN_FAILED check=lost" in err and "matmul: worker crashed" in err
     rows, _ = status.read(root / "status.tsv")
     lost = [r for r in rows if r.rc_name == status.CARD_FAILED]
-    assert {r.task_id for r in lost} == {"matmul/r1/baseline", "matmul/r1/control", "matmul/r1/candidate"}
-    assert all(r.note.startswith("lost: WorkerCrashedError") for r in lost), [r.note for r in lost]
+    assert {r.task_id for r in lost} == set(MATMUL)
+    assert all(r.note.startswith("lost: worker crashed: WorkerCrashedError") for r in lost), [r.note for r in lost]
     assert not (root / "receipt.json").exists()
     done = run_cli("run", root)     # resumed here, on one process
     assert done.returncode == 0, done.stderr
     assert run_cli("verify", root).returncode == 0
-    assert {c: v for c, v in _verdicts(root).items()}["matmul"][2] is True
+    assert _verdicts(root)["matmul"] == reference()["matmul"]
+
+
+def _listening(port: int = 0) -> socket.socket:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen()
+    return listener
+
+
+def test_the_probe_names_a_gcs_that_stopped_answering():
+    listener = _listening()
+    port = listener.getsockname()[1]
+    now = [0.0]
+    probe = raywatch.GcsProbe(f"127.0.0.1:{port}", unreachable_s=10, every_s=1, clock=lambda: now[0])
+    assert probe.down() is None                      # it answers
+    listener.close()
+    for now[0] in (1.0, 5.0):
+        assert probe.down() is None                  # refused, but not for long enough
+    listener = _listening(port)
+    now[0] = 6.0
+    assert probe.down() is None                      # it answers again: the refusals so far are forgiven
+    listener.close()
+    for now[0] in (7.0, 12.0, 16.5):
+        assert probe.down() is None
+    now[0] = 17.0
+    assert "refused every connection for 10 s (ConnectionRefusedError" in probe.down()
+
+
+def test_ray_errors_are_named_by_what_happened():
+    lost = ("ab" * 20, None, "head")
+    assert raywatch.kind(rex.NodeDiedError("n1")) == "node lost"
+    assert raywatch.kind(rex.WorkerCrashedError()) == "worker crashed"
+    assert raywatch.kind(rex.OwnerDiedError(*lost)) == "result lost"
+    assert raywatch.kind(rex.ObjectLostError(*lost)) == "result lost"
+    assert raywatch.kind(rex.GetTimeoutError("t")) == "no answer"
+    assert raywatch.kind(rex.RaySystemError("s")) == "Ray system error"
+    assert raywatch.lost_note(rex.WorkerCrashedError()).startswith("lost: worker crashed: WorkerCrashedError: ")
 
 
 def _tar(entries: list[tuple[str, bytes | None, bytes]]) -> bytes:
@@ -195,12 +318,16 @@ def test_a_node_folder_never_replaces_one_on_the_head(tmp_path):
     assert (cells / "add.interrupted-2").is_dir()
 
 
-def _prepared(tmp_path: Path):
+def _prepared(tmp_path: Path, timeout_s: int = 600, canary: bool = True, workloads: tuple = ("add",)):
     from campaign.contract import canonical, yamlio
     from campaign.contract.manifest import Manifest
     from campaign.contract.plans import Matrix
 
-    root = _prepare(_demo(tmp_path, ["add"]), tmp_path / "runs")
+    manifest = _demo(tmp_path, list(workloads))
+    text = manifest.read_text().replace("timeout_s: 600", f"timeout_s: {timeout_s}")
+    # a canary that times out stops its group at once; the deadline test needs the whole group out
+    manifest.write_text(text if canary else text.replace(", canary: true", ""))
+    root = _prepare(manifest, tmp_path / "runs")
     return (root, canonical.read_json(root / "prepare.json"),
             Matrix.model_validate(canonical.read_json(root / "matrix.json")),
             yamlio.validate(Manifest, root / "manifest.yaml"))
@@ -219,13 +346,14 @@ def test_a_node_with_other_code_refuses_the_group(tmp_path):
 
 class _Events:
     def __init__(self):
-        self.ended, self.notes = [], []
+        self.ended, self.notes, self.at = [], [], {}
 
     def started(self, tasks, rows):
         pass
 
     def cell_ended(self, task, row, settled=True):
         self.ended.append(row.task_id)
+        self.at[row.task_id] = time.monotonic()
 
     def note(self, text):
         self.notes.append(text)
@@ -244,7 +372,7 @@ def test_rows_come_back_only_with_their_own_cell_folders(tmp_path):
     row = {**status.StatusRow(task_id="add/r1/baseline", round=1, workload="add", cell="baseline", rc=0,
                               rc_name="ok").__dict__}
     result = {"node": "n1", "card": "cpu-virtual-0@n1", "notes": [], "rows": [row], "state": "completed",
-              "detail": "", "cells": _tar([])}
+              "detail": "", "cells": _tar([]), "telemetry": "", "telemetry_err": ""}
     with pytest.raises(Refused, match="without their cell folders: add/r1/baseline"):
         executor._merge("add", result, [])
     foreign = {**row, "task_id": "matmul/r1/baseline", "workload": "matmul"}
@@ -255,3 +383,80 @@ def test_rows_come_back_only_with_their_own_cell_folders(tmp_path):
                                                       tarfile.REGTYPE)])}, [])
     assert (root / "cells/add/r1/baseline/result.json").read_bytes() == b"{}"
     assert [r.task_id for r in status.read(root / "status.tsv")[0]] == ["add/r1/baseline"]
+
+
+def _executor(tmp_path: Path, address: str = "unused", timeout_s: int = 600, canary: bool = True,
+              workloads: tuple = ("add",)):
+    from campaign.running.rayexec import RayExecutor
+    from campaign.running.runner import RunSetup
+
+    root, prepare, matrix, manifest = _prepared(tmp_path, timeout_s, canary, workloads)
+    setup = RunSetup(root=root, project_root=PROJECT_ROOT, matrix=matrix, manifest=manifest,
+                     harness_digest=prepare["harness_digest"], plugins=(), pinned_env={}, parent_env={},
+                     scratch=tmp_path, python=sys.executable, grace_s=0.1)
+    return RayExecutor(setup, _Events(), address, 1.0)
+
+
+def test_a_ray_task_past_its_cells_bounds_is_cancelled_and_named(cluster, tmp_path):
+    """Each cell may take 1 s and 0.1 s of grace, and the node no setup time: a task cannot answer
+    within 3.3 s (its three cells alone take that; the node's setup ~10 s more here), so the head
+    stops waiting and says so. Three workloads on two GPUs: the third is submitted only when a
+    card is free, so its 3.3 s count from then -- a task out is a task running."""
+    from campaign.contract.errors import CampaignError
+
+    executor = _executor(tmp_path, cluster[0], timeout_s=1, canary=False, workloads=("add", "softmax", "row_sum"))
+    executor.setup_s = 0.0
+    began = time.monotonic()
+    saved = dict(os.environ)
+    try:
+        with pytest.raises(CampaignError, match="RUN_FAILED check=lost: 3 workload"):
+            executor.run()
+    finally:   # ray.init sets variables of its own in this process (PYTHONBREAKPOINT)
+        os.environ.clear()
+        os.environ.update(saved)
+    assert time.monotonic() - began < 40
+    rows, _ = status.read(executor.setup.root / "status.tsv")
+    assert sorted(r.task_id for r in rows) == sorted(f"{w}/r1/{c}" for w in ("add", "softmax", "row_sum")
+                                                     for c in ("baseline", "control", "candidate"))
+    at = executor.events.at
+    assert at["row_sum/r1/baseline"] - max(at["add/r1/baseline"], at["softmax/r1/baseline"]) >= 3.3
+    assert all(r.rc_name == status.CARD_FAILED and r.note.startswith(
+        "lost: no answer: its Ray task gave nothing back within 3 s") for r in rows), [r.note for r in rows]
+
+
+GMI = PROJECT_ROOT / "tests" / "fixtures" / "telemetry" / "mthreads-gmi-q-json.json"
+
+
+def test_a_nodes_card_samples_reach_the_roots_telemetry(tmp_path):
+    """A node's sampler (recorded mthreads-gmi output standing for its card) names its devices with
+    the node; the head appends those samples to the root's telemetry.tsv, where evidence reads them."""
+    from campaign.running.telemetry import GmiSource, Sampler
+
+    def recorded(argv, **_):
+        return subprocess.CompletedProcess(argv, 0, stdout=GMI.read_text(), stderr="")
+
+    staging = tmp_path / "node"
+    staging.mkdir()
+    ticks = iter([10.0, 20.0])
+    sampler = Sampler(staging, lambda: raynode.NodeSource(GmiSource(["0"], run=recorded), "n1"), 3600,
+                      clock=lambda: next(ticks))
+    assert sampler.start()
+    sampler.mark()
+    sampler.mark()
+    sampler.stop()
+    (tmp_path / "head").mkdir()
+    executor = _executor(tmp_path / "head")
+    root = executor.setup.root
+    result = {"node": "n1", "card": "0@n1", "notes": [], "rows": [], "state": "completed", "detail": "",
+              "cells": _tar([]), "telemetry": raynode._samples(sampler.tsv),
+              "telemetry_err": "2026-11-30T00:00:00Z\tsample failed: RuntimeError: gone\n"}
+    executor._merge("add", result, [])
+    executor._merge("add", {**result, "telemetry_err": ""}, [])       # a second task: no second header
+    assert (root / "telemetry.tsv").read_text().count("time_utc\t") == 1      # one header, the table's first line
+    samples = telemetryfile.read_samples(root / "telemetry.tsv")
+    assert [(s.t, s.device) for s in samples] == [(10.0, "0@n1"), (10.0, "1@n1"), (20.0, "0@n1"), (20.0, "1@n1")] * 2
+    assert samples[0].sm_clock_mhz == 1888.0
+    assert (root / "telemetry.err").read_text() == "2026-11-30T00:00:00Z\tn1 (0@n1): sample failed: RuntimeError: gone\n"
+    with pytest.raises(Refused, match="not a telemetry sample .8 fields for 9 columns"):
+        executor._merge("add", {**result, "telemetry": "1\t2\t3\t4\t5\t6\t7\t8\n"}, [])
+    assert len(telemetryfile.read_samples(root / "telemetry.tsv")) == 8      # nothing of it was written

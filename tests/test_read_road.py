@@ -51,7 +51,8 @@ ALLOWED = {
         "AUTOTUNE_FILE": "at prepare, copies another sealed root's recordings byte for byte into this root; "
                          "it judges nothing"},
     "campaign/running/rayexec.py": dict.fromkeys(("STATUS_FILE", "TELEMETRY_FILE"),
-        "names the head's own bookkeeping so it is never shipped to a node; reads neither"),
+        "names the head's own bookkeeping so it is never shipped to a node, and appends the nodes' "
+        "telemetry samples to telemetry.tsv; reads neither"),
     "campaign/running/raynode.py": {
         "STATUS_FILE": "appends the rows the head sent into the node's staging root, so the node's runner "
                        "resumes exactly as the head would; judges nothing"},

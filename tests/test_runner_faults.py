@@ -9,16 +9,20 @@ import time
 from pathlib import Path
 
 from campaign.contract import canonical
-from runroots import by_id, demo, fault, prepare, rows, run, start_run
+from runroots import by_id, fault, prepare, rows, run, start_run
+
+# The clean cells beside the faults compile nothing: the runner treats every cell alike, and one that
+# skips compiling and timing costs about half (real operators run in test_runner_rounds and test_cards)
+CLEAN = "test_bench_noop"
 
 
 def test_faults_are_rows_and_the_campaign_goes_on(tmp_path: Path):
     root = prepare(tmp_path, [
-        demo("add", canary=True),
+        fault("add", CLEAN, canary=True),
         fault("hang", "test_bench_hang", timeout_s=15),
         fault("stubborn", "test_bench_hang_ignoring_term", timeout_s=15),
         fault("die", "test_bench_die"),
-        demo("softmax"),
+        fault("softmax", CLEAN),
     ])
     done = run(root)
     assert done.returncode == 0, done.stderr
@@ -68,7 +72,7 @@ def test_faults_are_rows_and_the_campaign_goes_on(tmp_path: Path):
 
 
 def test_a_failed_canary_stops_the_campaign(tmp_path: Path):
-    root = prepare(tmp_path, [fault("dies", "test_bench_die", canary=True), demo("softmax")])
+    root = prepare(tmp_path, [fault("dies", "test_bench_die", canary=True), fault("softmax", CLEAN)])
     done = run(root)
     assert done.returncode == 1
     assert "RUN_FAILED check=canary: canary dies/r1/candidate failed: rc 137 (signal_SIGKILL)" in done.stderr
@@ -96,7 +100,7 @@ def _worker_of(root: Path, task_id: str, proc, limit: float = 120) -> int:
 
 
 def test_a_killed_recording_canary_is_run_again_before_the_cells_that_replay_it(tmp_path: Path):
-    root = prepare(tmp_path, [fault("rec", "test_bench_wait_recording", canary=True), demo("softmax")])
+    root = prepare(tmp_path, [fault("rec", "test_bench_wait_recording", canary=True), fault("softmax", CLEAN)])
     proc = start_run(root)
     try:
         os.kill(_worker_of(root, "rec/r1/baseline", proc), signal.SIGKILL)   # as the OOM killer would

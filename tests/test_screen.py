@@ -15,6 +15,7 @@ from campaign.flows import freeze
 from campaign.contract.manifest import Manifest
 from campaign.judging.screening import Facts, Side
 from campaign.judging.stats import Sample
+from campaign.running import status
 from conftest import PROJECT_ROOT, run_cli
 from runroots import fault, manifest
 
@@ -48,9 +49,16 @@ def test_demo_screen_judges_each_pinned_pair(demo_screen):
     assert canonical.read_json(root / "prepare.json")["mode"] == "screen"
     assert (root / "manifest.yaml").read_bytes() == DEMO.read_bytes()
     matrix = canonical.read_json(root / "matrix.json")
-    assert matrix["rounds"] == 1 and len(matrix["tasks"]) == 12
-    assert {t["autotune"]["mode"] for t in matrix["tasks"] if t["cell"] == "baseline"} == {"record"}
-    assert {t["autotune"]["mode"] for t in matrix["tasks"] if t["cell"] != "baseline"} == {"replay"}
+    # The IR pass (round 0: baseline and candidate, untimed, each on its first config), then round 1.
+    assert matrix["rounds"] == 1 and len(matrix["tasks"]) == 4 * 2 + 4 * 3 and "time_unchanged" not in matrix
+    ir_pass = [t for t in matrix["tasks"] if t["round"] == 0]
+    timed = [t for t in matrix["tasks"] if t["round"] == 1]
+    assert {(t["cell"], t["timed"], t["autotune"]["mode"], t["autotune"]["policy"]) for t in ir_pass} == {
+        ("baseline", False, "record", "first-config"), ("candidate", False, "record", "first-config")}
+    assert not any("timed" in t for t in timed)
+    assert max(t["order"] for t in ir_pass) < min(t["order"] for t in timed if not t["canary"])
+    assert {t["autotune"]["mode"] for t in timed if t["cell"] == "baseline"} == {"record"}
+    assert {t["autotune"]["mode"] for t in timed if t["cell"] != "baseline"} == {"replay"}
 
     table = _table(root)
     assert {name: r["verdict"] for name, r in table.items()} == {
@@ -58,20 +66,50 @@ def test_demo_screen_judges_each_pinned_pair(demo_screen):
     mm = table["matmul"]
     # DISABLE_MMA_V3=0 is the plumbing only: the control's code is the baseline's.
     assert mm["fingerprint_baseline"] == mm["fingerprint_control"] != mm["fingerprint_candidate"]
-    assert "baseline and candidate ttgir differ" in mm["note"]
+    assert "baseline and candidate ttgir differ" in mm["note"] and "IR pass" not in mm["note"]
+    assert mm["range_label"] == "not timed: cpu compiles only, no range"
+    rows = status.latest(status.read(root / "status.tsv")[0])
+    # Round 1 ran, all three cells, only where the IR pass found the IR changed.
+    assert {c: rows[f"matmul/r1/{c}"].rc_name for c in ("baseline", "control", "candidate")} == dict.fromkeys(
+        ("baseline", "control", "candidate"), "ok")
+    elapsed = [float(mm[f"elapsed_{c}"]) for c in ("baseline", "control", "candidate")]
+    assert float(mm["weight_s"]) == pytest.approx(sum(elapsed), abs=0.002)
+    assert elapsed[0] == rows["matmul/r1/baseline"].elapsed_s
+    for name in ("add", "softmax", "row_sum"):
+        r = table[name]
+        assert {rows[f"{name}/r1/{c}"].rc_name for c in ("baseline", "control", "candidate")} == {"skipped"}
+        assert rows[f"{name}/r1/control"].note.startswith("SWITCH_NO_IR_DIFF: ")
+        assert rows[f"{name}/r1/control"].note.endswith("not timed: IR unchanged")
+        assert not (root / "cells" / name / "r1").exists()
+        # judged on the IR pass's pair: its fingerprints and seconds, no control, no range, no weight
+        assert r["fingerprint_baseline"] == r["fingerprint_candidate"] and r["fingerprint_control"] == ""
+        assert r["elapsed_baseline"] == str(rows[f"{name}/r0/baseline"].elapsed_s) and r["rc_control"] == ""
+        assert (r["range"], r["range_label"], r["weight_s"]) == ("", screening.IR_PASS_RANGE, "")
+        assert r["note"].endswith(screening.IR_PASS_NOTE)
+        result = canonical.read_json(root / "cells" / name / "r0" / "candidate" / "result.json")
+        assert result["timed"] is False and result["correctness"]["reason"] == "IR pass: untimed, correctness not run"
     for r in table.values():
-        assert r["range"] == "" and r["range_label"] == "not timed: cpu compiles only, no range"
         assert r["backend"] == "cpu" and r["device_target"] == "cuda:90" and r["autotune_policy"] == "first-config"
-        assert r["dtypes"] and {r[f"rc_{c}"] for c in ("baseline", "control", "candidate")} == {"0"}
-        elapsed = [float(r[f"elapsed_{c}"]) for c in ("baseline", "control", "candidate")]
-        assert float(r["weight_s"]) == pytest.approx(sum(elapsed), abs=0.002)
+        assert r["dtypes"] and {r[f"rc_{c}"] for c in ("baseline", "candidate")} == {"0"}
+    # The seal classifies the rounds that time (1 and up); the IR pass stands in only where none ran.
+    verdicts = canonical.read_json(root / "receipt.json")["verdicts"]["workloads"]
+    assert verdicts["add"]["screen"] == "NO_IR_DIFF" and verdicts["add"]["ir"]["from"] == {
+        "baseline": "add/r0/baseline", "candidate": "add/r0/candidate"}
+    assert "correctness not executed" in verdicts["add"]["reason"] and verdicts["add"]["ir"]["changed"] is False
+    assert verdicts["matmul"]["rounds"]["done"] == [1] and verdicts["matmul"]["ir"]["from"] == {
+        c: f"matmul/r1/{c}" for c in ("baseline", "control", "candidate")}
     assert list(table["add"])[list(table["add"]).index("backend"):][:len(caliber.flatten({}))] == list(caliber.flatten({}))
 
     # Written before the seal: the receipt hashes the table, and the root verifies.
     assert "screen.tsv" in canonical.read_json(root / "receipt.json")["files"]
     verified = run_cli("verify", root)
     assert verified.returncode == 0, verified.stdout + verified.stderr
-    assert "matmul: IR_CHANGED" in done.stdout and "add: NO_IR_DIFF (not timed" in done.stdout
+    assert "matmul: IR_CHANGED" in done.stdout and "add: NO_IR_DIFF (not timed: IR unchanged" in done.stdout
+    report = run_cli("report", root)
+    assert report.returncode == 0, report.stderr
+    assert "from the IR pass (round 0: baseline, candidate" in report.stdout
+    cost = run_cli("cost", root)
+    assert cost.returncode == 0 and "| add/r0/baseline (IR pass) | ok |" in cost.stdout
 
 
 def test_emitted_manifest_holds_the_changed_workloads(demo_screen, tmp_path: Path):
@@ -127,10 +165,18 @@ def test_a_timeout_and_an_empty_workload_end_to_end(tmp_path: Path):
                     campaign="screen-faults")
     done = run_cli("screen", path, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, "--grace", "1")
     assert done.returncode == 0, done.stderr
-    table = _table(Path(done.stdout.strip().splitlines()[-1]).parent)
+    root = Path(done.stdout.strip().splitlines()[-1]).parent
+    table = _table(root)
     assert table["hang"]["verdict"] == "TIMEOUT" and table["hang"]["rc_candidate"] == "124"
     assert "a cost problem, not a verdict" in table["hang"]["note"] and table["hang"]["range"] == ""
     assert table["noop"]["verdict"] == "NO_ROWS" and "usually the dtype" in table["noop"]["note"]
+    # Decided by the IR pass: no side had IR, so round 1 was skipped as not comparable, never as "equal".
+    latest = status.latest(status.read(root / "status.tsv")[0])
+    for name in ("hang", "noop"):
+        assert table[name]["note"].endswith(screening.IR_PASS_SKIPPED)
+        assert latest[f"{name}/r1/baseline"].rc_name == "skipped"
+        assert latest[f"{name}/r1/baseline"].note.startswith("NO_COMPARABLE_IR: the IR pass (round 0) baseline and ")
+    assert latest["hang/r0/candidate"].rc == 124
 
 
 def test_run_leaves_screen_roots_to_the_screen(tmp_path: Path):

@@ -87,7 +87,7 @@ class Cell:
     def run(self) -> CellResult:
         plan = self.plan
         backend = get_backend(plan.terms.device.backend)
-        self.timed = backend.capabilities.executes
+        self.timed = backend.capabilities.executes and plan.task.timed
         # imported here, apart from the checks, to time them; preflight names an import that fails
         self.phases.begin("imports")
         facts.import_errors(preflight.needed_modules(plan.task.provider))
@@ -108,7 +108,7 @@ class Cell:
         self.say(f"benchmark: pytest exit {rc}")
 
         notes = []
-        skipped = cell.correctness_not_run(self.log.counts, backend.capabilities.executes)
+        skipped = cell.correctness_not_run(self.log.counts, backend.capabilities.executes, plan.task.timed)
         if skipped is not None:
             importlib.import_module(OUTCOMES).write_not_run(self.cell_dir, skipped)
             correctness = Correctness(state="not_run", reason=skipped)
@@ -121,7 +121,8 @@ class Cell:
             self.say(f"correctness: pytest exit {correctness_rc}")
             correctness = cell.read_correctness(self.cell_dir, correctness_rc)
             if correctness_rc not in (0, 1):
-                notes.append(f"correctness session exit {correctness_rc}")
+                notes.append(f"correctness session exit {correctness_rc}"
+                             + (" (no test ran: run.log says why)" if correctness_rc == 5 else ""))
         return self.result(rc, correctness, notes)
 
     def crashed(self, exc: BaseException) -> CellResult:

@@ -24,15 +24,19 @@ PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q")
 AUTOTUNE_PLUGIN = "campaign.plugins.autotune"
 NOT_EXECUTED = "compile-only backend: launches are not executed"
 POISONED = f"not run: a graph capture poisoned this process's device context ({POISONED_MARKER})"
+IR_PASS = "IR pass: untimed, correctness not run"
 
 
-def correctness_not_run(markers: dict[str, int], executes: bool) -> Optional[str]:
+def correctness_not_run(markers: dict[str, int], executes: bool, timed: bool = True) -> Optional[str]:
     """Why the correctness session must not run after the benchmark session, or None.
 
     A poisoned capture leaves the process's device context unusable: nothing measured
-    in it afterwards is evidence, correctness included, whatever the backend."""
+    in it afterwards is evidence, correctness included, whatever the backend. An untimed
+    task (a screen's IR pass) only decides whether the code changed; the timed round checks it."""
     if markers.get(POISONED_MARKER, 0):
         return POISONED
+    if not timed:
+        return IR_PASS
     if not executes:
         return NOT_EXECUTED
     return None
@@ -81,7 +85,10 @@ class DtypeNarrowing:
             gone = {id(item) for item in dropped}
             items[:] = [item for item in items if id(item) not in gone]
         self.say(f"correctness: the workload narrows dtypes to {', '.join(self.dtypes)}: "
-                 f"{len(dropped)} node(s) of other dtypes deselected, {len(items)} kept")
+                 f"{len(dropped)} node(s) of other dtypes deselected, {len(items)} kept"
+                 + ("" if items or not dropped else
+                    " -- none left: nothing checks the measured dtypes (FlagGems' --quick runs mm's tests in "
+                    "float32 only); the session exits 5 and the cell fails, never passes unchecked"))
 
 
 class InCellDir:

@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
             task_id=task.id, workload=task.workload,
             phases=_phases(root / cell_dir_name(task.id) / PHASES_FILE, task.id),
             wall_s=row.elapsed_s if row is not None else None,
-            state=(row.rc_name or cost.NOT_RUN) if row is not None else cost.NOT_RUN))
+            state=(row.rc_name or cost.NOT_RUN) if row is not None else cost.NOT_RUN, ir_pass=not task.timed))
     if args.format == "tsv":
         sys.stdout.write(cost.render_tsv(cells))
         return EXIT_OK

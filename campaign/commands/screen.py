@@ -2,8 +2,13 @@
 
 The manifest is checked exactly as `prepare` checks it and frozen into a screen
 root (``<campaign>-screen-<stamp>``, prepare.json ``"mode": "screen"``, the
-manifest copied byte for byte) whose matrix is round 1 only: the baseline
-records the autotune configs, the candidate (and the control) replay them. The
+manifest copied byte for byte) whose matrix is an IR pass and round 1. The IR
+pass (round 0) runs baseline and candidate untimed, each on its first autotune
+config, without correctness: it decides whether the switch changed the code.
+Round 1 -- the baseline records the autotune configs, the candidate (and the
+control) replay them, timed, with correctness -- runs only for workloads whose
+IR changed; the others are skipped and screen.tsv says "not timed: IR unchanged".
+``--time-unchanged`` times every workload's round 1 (recorded in matrix.json). The
 cells run through `campaign run`'s session flow (`campaign.flows.screen`) -- same worker, plugins, caliber and
 timeouts -- and ``screen.tsv`` (`campaign.judging.screening`) is written before the seal,
 so the receipt hashes it. The last stdout line is the table's path.
@@ -41,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rescore", type=Path, metavar="ROOT", help="re-judge a sealed screen root; runs nothing")
     parser.add_argument("--strip-annotation", action="append", default=[], metavar="REGEX",
                         help="with --rescore: also strip this pattern before fingerprinting (repeatable)")
+    parser.add_argument("--time-unchanged", action="store_true",
+                        help="time round 1 of every workload, also those whose IR pass found the IR unchanged")
     parser.add_argument("--emit-manifest", type=Path, metavar="FILE",
                         help="write the IR_CHANGED workloads as a campaign manifest with weight_s")
     add_execution_arguments(parser)
@@ -54,6 +61,8 @@ def main(args: argparse.Namespace) -> int:
                          + (f" (got {' and '.join(given)})" if given else ""))
     if args.strip_annotation and args.rescore is None:
         raise InputError("--strip-annotation applies to --rescore only (a fresh screen uses the manifest's patterns)")
+    if args.time_unchanged and args.manifest is None:
+        raise InputError("--time-unchanged applies to a fresh screen (a MANIFEST); a resumed screen keeps its matrix's choice")
     if args.emit_manifest is not None and args.emit_manifest.exists():
         raise Refused(flow.PREFIX, "emit_exists", f"{args.emit_manifest} exists: an emitted manifest never overwrites one")
     if args.rescore is not None:
@@ -61,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     elif args.resume is not None:
         code, out, rows = flow.resume(args.resume, execution(args))
     else:
-        code, out, rows = flow.screen(args.manifest, args.runs_dir, execution(args))
+        code, out, rows = flow.screen(args.manifest, args.runs_dir, execution(args), args.time_unchanged)
     if code != EXIT_OK:
         return code
     for r in rows:

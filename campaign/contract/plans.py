@@ -12,6 +12,10 @@ from campaign.contract.artifacts import SCHEMA_VERSION, Record
 from campaign.contract.manifest import Device, Pin, Timer
 
 
+# A screen's IR pass: the round before the timed ones (`campaign.planning.matrix`).
+IR_ROUND = 0
+
+
 class Targets(Record):
     benchmark: str                       # "path.py::function", relative to the project root
     correctness: str                     # "path.py" or "path.py::function"
@@ -63,13 +67,18 @@ class Task(Record):
     # The dtypes the correctness session keeps, where the manifest narrows the workload's dtypes
     # (the benchmark measures those alone); None keeps every node it selects.
     correctness_dtypes: Optional[tuple[str, ...]] = None
+    # False: a screen's IR pass (round 0): each benchmark row runs once, so it compiles and its IR is
+    # captured, nothing is timed and correctness is not run (`campaign.planning.matrix`).
+    timed: bool = True
 
     @model_serializer(mode="wrap")
     def _unnarrowed_unchanged(self, handler):
-        # a task without narrowing keeps the bytes matrix.json had before the field existed
+        # a task without narrowing, and a timed one, keeps the bytes matrix.json had before the fields existed
         data = handler(self)
         if self.correctness_dtypes is None:
             data.pop("correctness_dtypes", None)
+        if self.timed:
+            data.pop("timed", None)
         return data
 
 
@@ -98,12 +107,17 @@ class Matrix(Record):
     rounds: int
     tasks: tuple[Task, ...]
     terms: Optional[CellTerms] = None    # None: a root prepared before the matrix carried them
+    # A screen with an IR pass (round 0) times round 1 only where round 0's IR differs; True
+    # (`campaign screen --time-unchanged`) times every workload's round 1 regardless.
+    time_unchanged: bool = False
 
     @model_serializer(mode="wrap")
     def _old_roots_unchanged(self, handler):
         data = handler(self)
         if self.terms is None:
             data.pop("terms", None)
+        if not self.time_unchanged:
+            data.pop("time_unchanged", None)
         return data
 
 

@@ -1,7 +1,10 @@
 """The screen flow: one pinned pair per workload in a sealed ``<campaign>-screen-*`` root.
 
 `screen` checks the manifest exactly as prepare does and freezes a root whose
-matrix is round 1 only (prepare.json ``"mode": "screen"``); its cells run through
+matrix is an untimed IR pass (round 0: baseline and candidate, each on its first
+autotune config) and round 1 (prepare.json ``"mode": "screen"``); round 1 of a
+workload is timed only where round 0's IR differs, or everywhere with
+``time_unchanged`` (recorded in matrix.json, so a resume keeps it); its cells run through
 the session flow -- same worker, plugins, caliber and timeouts -- and screen.tsv
 (`campaign.judging.screening`) is written before the seal, so the receipt hashes
 it. `resume` completes a screen root stopped before its seal. `rescore` re-judges
@@ -33,11 +36,15 @@ RULE_FILES = ("campaign/judging/irevidence.py", "campaign/judging/screening.py")
 Screened = tuple[int, Path, list[dict[str, str]]]      # exit code, the root, the table's rows
 
 
-def screen(manifest_path: Path, runs_dir: Path, execution: session.Execution) -> Screened:
+def screen(manifest_path: Path, runs_dir: Path, execution: session.Execution,
+           time_unchanged: bool = False) -> Screened:
     checked = freeze.check(manifest_path)
     one = checked.manifest.model_copy(update={"rounds": checked.manifest.rounds.model_copy(update={"count": 1})})
-    root = freeze.freeze(dataclasses.replace(checked, matrix=expand(one, checked.resolved)), runs_dir, mode="screen")
-    print(f"screen {checked.manifest.campaign}: {len(checked.resolved)} workloads, one pinned pair each -> {root}")
+    matrix = expand(one, checked.resolved, ir_pass=True, time_unchanged=time_unchanged)
+    root = freeze.freeze(dataclasses.replace(checked, matrix=matrix), runs_dir, mode="screen")
+    timed = "every workload's round 1 timed" if time_unchanged else "round 1 timed where the IR changed"
+    print(f"screen {checked.manifest.campaign}: {len(checked.resolved)} workloads, an untimed IR pass, then "
+          f"one pinned pair each ({timed}) -> {root}")
     return _execute(root, execution)
 
 

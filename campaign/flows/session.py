@@ -184,7 +184,8 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
         pinned = pinned_env(manifest)
         scratch = Path(tempfile.mkdtemp(prefix=f"campaign-{matrix.campaign}-", dir=execution.scratch_dir))
         sampler = _sampler(root, backend, pinned, execution.telemetry_interval)
-        if not cards and not sampler.start():   # several cards: one sampler each (`campaign.flows.cardrun`)
+        # several cards: one sampler each (`campaign.flows.cardrun`); on Ray each task samples its own card
+        if not cards and not execution.ray and not sampler.start():
             print(f"{sampler.reason} (recorded in telemetry.err; the campaign goes on)", file=sys.stderr)
         setup = RunSetup(root=root, project_root=Path(prepare["project_root"]), matrix=matrix, manifest=manifest,
                          harness_digest=prepare["harness_digest"], plugins=plugin_plan(backend),

@@ -139,7 +139,8 @@ def _count(found: dict, key: tuple[str, str, str], tasks: tuple[str, str]) -> No
 def _autotune(tasks: list[Task], identities: Mapping[str, Optional[Mapping]]) -> list[Finding]:
     """Record pinning replays is normal; two recorders or a replay of the wrong source is refused."""
     findings = []
-    recorders = [t.id for t in tasks if (identities.get(t.id) or {}).get("autotune_mode") == "record"]
+    # a screen's untimed IR pass records each side's first config on purpose: it tunes nothing
+    recorders = [t.id for t in tasks if t.timed and (identities.get(t.id) or {}).get("autotune_mode") == "record"]
     if len(recorders) > 1:
         findings.append(Finding("autotune_mode", "record", "record", (recorders[0], recorders[1]), len(recorders) - 1,
                                 "both sides tuned on their own, so configs and IR differ "

@@ -6,7 +6,8 @@ a root's cells, status.tsv, run identities and telemetry here, so what one judge
 the others judge; `tests/test_read_road.py` fails when another module opens those files.
 Everything read is named in `campaign.contract.artifacts`; nothing is written. The
 caliber is compared first (`caliber_of`) and a workload whose own cells disagree on it
-has no latency read at all unless the mismatch was released.
+has no latency read at all unless the mismatch was released. A screen's IR pass (round 0,
+untimed tasks) is read like any cell but kept out of the timed rounds' caliber.
 """
 from __future__ import annotations
 
@@ -122,9 +123,9 @@ def cell_variants(root: Path, task: Task, manifest: Manifest, extra_strip: tuple
     return irevidence.variant_digests(Path(root) / cell_dir_name(task.id) / IR_DIR, manifest.switch.ir_stage, strip)
 
 
-def cell_fingerprint(root: Path, task: Task, manifest: Manifest) -> Optional[str]:
+def cell_fingerprint(root: Path, task: Task, manifest: Manifest, extra_strip: tuple[str, ...] = ()) -> Optional[str]:
     """The cell's IR fingerprint; None: no comparable IR."""
-    return irevidence.fingerprint_of(cell_variants(root, task, manifest))
+    return irevidence.fingerprint_of(cell_variants(root, task, manifest, extra_strip))
 
 
 def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optional[status.StatusRow],
@@ -164,7 +165,9 @@ def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: b
     manifest, matrix = load_frame(root)
     floor = manifest.measured_launch_floor if floor is None else floor
     latest = latest_status(root)
-    check, identities = caliber_of(root, matrix.tasks)
+    # a screen's IR pass (untimed, each side on its first config) is no timing round: its caliber is
+    # judged with its own pair (`campaign.judging.screenroot`), never against the timed rounds
+    check, identities = caliber_of(root, [t for t in matrix.tasks if t.timed])
     tasks = {}
     for task in matrix.tasks:
         refused = bool(check.workloads.get(task.workload)) and not allow_caliber_mismatch

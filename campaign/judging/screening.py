@@ -1,7 +1,11 @@
 """The screen's verdict and its table: pure functions over one pinned pair per workload.
 
-A screen runs round 1 only -- the baseline records the autotune configs, every
-other cell replays them -- and decides what deserves rounds:
+A screen runs an untimed IR pass (round 0: baseline and candidate, each on its
+first autotune config), then round 1 -- the baseline records the autotune
+configs, every other cell replays them -- for the workloads whose IR pass found
+the IR changed (all of them with ``--time-unchanged``), and decides what
+deserves rounds from round 1's pair where it ran, else from the IR pass's pair
+(``Facts.ir_pass_only``: its fingerprints, no range, `IR_PASS_NOTE`):
 
 - ``TIMEOUT``    a cell ended by its timeout (rc 124/137): a cost problem, not a verdict.
 - ``NO_ROWS``    no cell produced a row: nothing ran, usually the dtype.
@@ -46,6 +50,10 @@ COLUMNS = (("workload", "op", "verdict", "dtypes")
            + tuple(caliber.flatten({})) + ("range", "range_label", "range_vs", "range_regime", "range_left_out",
                                             "aa_range", "aa_label", "weight_s", "note"))
 NOT_COMPARABLE = "range vs recording baseline (not comparable: baseline tuned)"
+IR_PASS_NOTE = "not timed: IR unchanged (IR pass compared each autotune key's first config, untimed)"
+IR_PASS_SKIPPED = ("not timed: round 1 skipped, the IR pass found no comparable IR (IR pass compared each autotune "
+                   "key's first config, untimed)")
+IR_PASS_RANGE = "not timed: IR unchanged, no range"
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,8 @@ class Facts:
     caliber_findings: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()       # artifacts present but unreadable
     provider: str = "builtin"            # pytest: the test's own do_bench calls are its rows
+    ir_pass_only: bool = False           # round 1 was skipped: the sides are the IR pass's, untimed
+    ir_pass_change: Optional[str] = None   # the IR pass's `irevidence.ir_change` state, where round 1 ran
 
 
 @dataclass(frozen=True)
@@ -231,19 +241,32 @@ def weight(f: Facts) -> Optional[float]:
     return round(sum(spent), 3) if spent else None
 
 
+def ir_pass_notes(f: Facts, v: Verdict) -> list[str]:
+    """What the IR pass adds to the note: why nothing was timed, or that round 1 disagreed with it."""
+    if f.ir_pass_only:
+        return [IR_PASS_NOTE if v.name == NO_IR_DIFF else IR_PASS_SKIPPED]
+    said = {irevidence.DIFFER: IR_CHANGED, irevidence.EQUAL: NO_IR_DIFF}.get(f.ir_pass_change or "")
+    if said and v.name in (IR_CHANGED, NO_IR_DIFF) and said != v.name:
+        return [f"the IR pass (each autotune key's first config, untimed) said {said}: it disagreed, round 1's "
+                "verdict stands"]
+    return []
+
+
 def row(f: Facts) -> dict[str, str]:
     v = verdict(f)
-    timing = shape_range(f, v)
+    timing = Range(label=IR_PASS_RANGE if v.name == NO_IR_DIFF else "") if f.ir_pass_only else shape_range(f, v)
     out = {"workload": f.workload, "op": f.op, "verdict": v.name, "dtypes": ",".join(f.dtypes)}
     for cell in CELL_NAMES:
         side = f.sides.get(cell)
         values = (side.fingerprint, side.scoped, side.unscoped, side.elapsed_s, side.rc) if side else (None,) * 5
         out.update({f"{what}_{cell}": _text(value) for what, value in zip(PER_SIDE, values)})
     out.update({name: _text(f.caliber.get(name)) for name in caliber.flatten({})})
-    notes = [v.note, *(f"caliber: {line}" for line in f.caliber_findings), *f.problems]
+    notes = [v.note, *ir_pass_notes(f, v), *(f"caliber: {line}" for line in f.caliber_findings), *f.problems]
+    # weight_s is one timed round's seconds: an untimed IR pass predicts no campaign's cost
     out.update({"range": timing.span, "range_label": timing.label, "range_vs": timing.vs,
                 "range_regime": timing.regime, "range_left_out": _text(timing.left_out), "aa_range": timing.aa,
-                "aa_label": timing.aa_label, "weight_s": _text(weight(f)), "note": "; ".join(notes)})
+                "aa_label": timing.aa_label, "weight_s": "" if f.ir_pass_only else _text(weight(f)),
+                "note": "; ".join(notes)})
     return out
 
 

@@ -3,18 +3,21 @@
 `gather` turns round 1 of a root, read through `campaign.judging.evidence` (status rows,
 result, IR fingerprint and topology, autotune record, run identity, timed rows), into
 `screening.Facts`, so a fresh screen, a rescore and the classifier judge the very same
-evidence; `emitted_manifest` turns a judged table into the manifest of the workloads
-that deserve rounds. Nothing here runs anything.
+evidence. A workload whose round 1 the runner skipped (its IR pass, round 0, found the IR
+unchanged or not comparable) is judged on round 0's pair instead, caliber included; where
+round 1 ran, round 0 only says whether the IR pass agreed. `emitted_manifest` turns a
+judged table into the manifest of the workloads that deserve rounds. Nothing here runs anything.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
 
-from campaign.judging import evidence, screening, stats
+from campaign.judging import evidence, irevidence, screening, stats
 from campaign.contract import yamlio
 from campaign.contract.artifacts import MANIFEST_FILE
-from campaign.contract.plans import Matrix
+from campaign.contract.plans import IR_ROUND, Matrix
+from campaign.running import status
 from campaign.judging.evidence import TaskEvidence
 from campaign.contract.manifest import Manifest
 
@@ -46,24 +49,35 @@ def load(root: Path) -> tuple[Manifest, Matrix]:
 
 
 def gather(root: Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Facts]:
-    """The facts of every workload's round 1, in matrix order; ``extra_strip`` adds annotation patterns."""
+    """The facts of every workload's round 1 (or its IR pass, where round 1 was skipped), in
+    matrix order; ``extra_strip`` adds annotation patterns."""
     root = Path(root)
     manifest, matrix = load(root)
     latest = evidence.latest_status(root)
-    tasks = [t for t in sorted(matrix.tasks, key=lambda t: t.order) if t.round == 1]
+    ordered = sorted(matrix.tasks, key=lambda t: t.order)
     declared = {w.name: w for w in manifest.workloads}
     out = []
-    for name in dict.fromkeys(t.workload for t in tasks):
-        own = [t for t in tasks if t.workload == name]
+    for name in dict.fromkeys(t.workload for t in ordered if t.round == 1):
+        timed = [t for t in ordered if t.workload == name and t.round == 1]
+        ir_pass = [t for t in ordered if t.workload == name and t.round == IR_ROUND]
+        # round 1 stands wherever it ran; skipped rows on every cell leave the IR pass as the evidence
+        only = bool(ir_pass) and all(latest.get(t.id) is not None and latest[t.id].rc_name == status.SKIPPED
+                                     for t in timed)
+        own = ir_pass if only else timed
         check, identities = evidence.caliber_of(root, own)
         # rows are read whatever the caliber says: the range itself refuses a caliber mismatch
         read = [evidence.load_task(root, t, manifest, manifest.measured_launch_floor, latest.get(t.id), read_rows=True,
                                    identity=identities.get(t.id), extra_strip=extra_strip) for t in own]
+        change = None
+        if ir_pass and not only:
+            prints = {t.cell: evidence.cell_fingerprint(root, t, manifest, extra_strip) for t in ir_pass}
+            change = irevidence.ir_change(False, tuple(prints), prints).state
         out.append(screening.Facts(
             workload=name, op=own[0].op, backend=matrix.backend, ir_stage=manifest.switch.ir_stage,
             dtypes=own[0].dtypes, dtypes_own=declared[name].dtypes is None, sides={t.task.cell: side(t) for t in read},
             caliber=check.table, caliber_findings=check.workloads.get(name, ()),
-            problems=tuple(p for t in read for p in t.problems), provider=own[0].provider))
+            problems=tuple(p for t in read for p in t.problems), provider=own[0].provider,
+            ir_pass_only=only, ir_pass_change=change))
     return out
 
 

@@ -5,13 +5,18 @@ IR and topology come only from cells that did not benchmark autotune configs: a 
 cell holds every config's variants (`campaign.judging.irevidence.holds_tuning_variants`).
 Correctness is scoped to the workload's target; the screen column is the one screen
 verdict (`campaign.judging.screening.verdict`) over round 1's pair.
+
+A screen's IR pass (round 0: untimed, no correctness) is no timing round: the rounds the
+rules count are 1 and up. Only where none of them ran (the runner skipped round 1 because
+the IR pass found the IR unchanged or not comparable) does the IR pass's pair stand in,
+for IR and topology alone; its correctness was never run, which the rules then say.
 """
 from __future__ import annotations
 
 from typing import Optional
 
 from campaign.judging import direction, irevidence, screening, screenroot, stats, throttle
-from campaign.contract.plans import Targets
+from campaign.contract.plans import IR_ROUND, Targets
 from campaign.contract.cellfiles import Outcomes
 from campaign.judging.evidence import RootEvidence, TaskEvidence
 
@@ -81,6 +86,8 @@ def screen_verdict(w: "WorkloadFacts") -> str:
         if t is None or t.state == "skipped":
             continue
         sides[cell] = screenroot.side(t)
+    if not sides and w.ir_pass:          # round 1 skipped: the IR pass decided, as screen.tsv says
+        sides = {t.task.cell: screenroot.side(t) for t in w.ir_pass if t.state != "skipped"}
     if "baseline" not in sides or "candidate" not in sides:
         return "MISSING"
     first = w.tasks[0].task
@@ -111,9 +118,16 @@ class WorkloadFacts:
 
     def __init__(self, name: str, tasks: list[TaskEvidence], ev: RootEvidence):
         self.name, self.ev = name, ev
-        self.tasks = sorted(tasks, key=lambda t: t.task.order)
+        ordered = sorted(tasks, key=lambda t: t.task.order)
+        self.ir_pass = [t for t in ordered if t.task.round == IR_ROUND]
+        self.tasks = [t for t in ordered if t.task.round != IR_ROUND]
         self.cells = ev.matrix.cells
         self.done = [t for t in self.tasks if t.state == "done"]
+        if not self.done and self.ir_pass:
+            # the IR pass stands in only where no timed round ran (see the module docstring)
+            self.tasks = ordered
+            self.done = [t for t in self.tasks if t.state == "done"]
+            self.cells = tuple(c for c in self.cells if any(t.task.cell == c for t in self.ir_pass))
         self.by_cell = {c: [t for t in self.done if t.task.cell == c] for c in self.cells}
         self.first = {c: (ts[0] if ts else None) for c, ts in self.by_cell.items()}
         # IR and topology come only from cells that did not benchmark autotune configs: a

@@ -10,6 +10,13 @@ so only the switch and noise remain between cells. With ``defaults.autotune_from
 no task records: every one replays the recording copied from that sealed root
 (`campaign.planning.pinning`).
 
+A screen's matrix (``ir_pass``) puts an IR round, round 0, before round 1 (canaries
+still first, all their rounds): baseline then candidate, untimed (``Task.timed``
+False), each recording its own first config (policy first-config: neither side
+benchmarks configs, so the pair is compared directly and nothing replays round 0).
+The runner times round 1 of a workload only where round 0's IR differs, unless
+``time_unchanged`` (`campaign.running.runner.Runner.ir_skip`).
+
 The matrix also carries the cells' terms (`CellTerms`: device, pins, timer, bench level, IR
 stage) and each task's correctness dtypes, so a worker reads its cell from task.json alone.
 """
@@ -18,7 +25,7 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.contract.artifacts import task_id
-from campaign.contract.plans import Autotune, CellTerms, Matrix, Targets, Task
+from campaign.contract.plans import IR_ROUND, Autotune, CellTerms, Matrix, Targets, Task
 from campaign.contract.manifest import Manifest
 from campaign.contract.workloads import Workload
 from campaign.planning.pinning import pinned_source
@@ -46,16 +53,24 @@ def correctness_dtypes(workload: Workload, targets: Targets) -> Optional[tuple[s
     return tuple(workload.dtypes)
 
 
-def expand(manifest: Manifest, resolved: dict[str, Resolved]) -> Matrix:
+IR_CELLS = ("baseline", "candidate")
+
+
+def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = False,
+           time_unchanged: bool = False) -> Matrix:
     cells = manifest.switch.cell_names()
     policy = "first-config" if manifest.device.backend == "cpu" else "measured"
     canaries = [w for w in manifest.workloads if w.canary]
     others = [w for w in manifest.workloads if not w.canary]
-    schedule = [(w, r) for w in canaries for r in range(1, manifest.rounds.count + 1)]
-    schedule += [(w, r) for r in range(1, manifest.rounds.count + 1) for w in others]
+    rounds = range(IR_ROUND if ir_pass else 1, manifest.rounds.count + 1)
+    schedule = [(w, r) for w in canaries for r in rounds]
+    schedule += [(w, r) for r in rounds for w in others]
     tasks = []
     for workload, round_number in schedule:
         found = resolved[workload.name]
+        if round_number == IR_ROUND:
+            tasks += [_ir_task(manifest, workload, found, cell, len(tasks) + n) for n, cell in enumerate(IR_CELLS)]
+            continue
         for cell in cell_order(cells, round_number, manifest.rounds.alternate_order):
             pinned = manifest.defaults.autotune_from is not None
             records = round_number == 1 and cell == "baseline" and not pinned
@@ -89,4 +104,14 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved]) -> Matrix:
         rounds=manifest.rounds.count,
         tasks=tuple(tasks),
         terms=cell_terms(manifest),
+        time_unchanged=time_unchanged,
     )
+
+
+def _ir_task(manifest: Manifest, workload: Workload, found: Resolved, cell: str, order: int) -> Task:
+    return Task(id=task_id(workload.name, IR_ROUND, cell), order=order, round=IR_ROUND, cell=cell,
+                workload=workload.name, op=workload.op, provider=workload.provider, canary=workload.canary,
+                env=dict(getattr(manifest.switch.cells, cell)),
+                autotune=Autotune(mode="record", source=None, policy="first-config"),
+                timeout_s=manifest.timeout_for(workload), targets=found.targets, dtypes=found.dtypes,
+                shapes=found.shapes, correctness_dtypes=correctness_dtypes(workload, found.targets), timed=False)

@@ -8,7 +8,9 @@ runner's elapsed time (status.tsv: spawn to exit, the interpreter's teardown inc
 A cell that ran without a phase record (written before phases existed, or killed before
 its result) is *not recorded*, never zero: the per-workload sums cover the recorded cells
 and say how many those are. A phase a recorded cell could not measure (``start`` without
-/proc) leaves that phase's sum unknown for its workload and the total.
+/proc) leaves that phase's sum unknown for its workload and the total. A screen's untimed
+IR pass (round 0) is a cell like any other, labelled "(IR pass)": its rows run once each,
+so its ``timing`` is that single run, not a measurement.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ class CellCost:
     phases: Optional[Phases]             # None: no phase record
     wall_s: Optional[float]              # the runner's elapsed_s; None: not known
     state: str                           # the status row's rc_name, or NOT_RUN without one
+    ir_pass: bool = False                # a screen's untimed IR pass (round 0): shown as such
 
     @property
     def ran(self) -> bool:
@@ -95,6 +98,7 @@ def _md_cells(line: Line) -> list[str]:
 
 def render_md(title: str, summary: str, cells: list[CellCost]) -> str:
     table = lines(cells)
+    ir_pass = {c.task_id for c in cells if c.ir_pass}
     head = " | ".join(PHASE_NAMES)
     out = [f"# Cost of `{title}`", "", summary, "",
            "Seconds, summed over cells and rounds. `phases`: the worker's own record (phases.json), "
@@ -112,7 +116,8 @@ def render_md(title: str, summary: str, cells: list[CellCost]) -> str:
             "| --- | --- |" + " ---: |" * (len(PHASE_NAMES) + 2)]
     for line in table:
         if line.scope == "cell":
-            out.append(f"| {line.name} | {line.state} | " + " | ".join(_md_cells(line)) + " |")
+            name = f"{line.name} (IR pass)" if line.name in ir_pass else line.name
+            out.append(f"| {name} | {line.state} | " + " | ".join(_md_cells(line)) + " |")
     out += ["", "## What each phase includes", ""]
     for name, texts in labels(cells).items():
         out.append(f"- `{name}`: {'; '.join(texts) if texts else NOT_RECORDED}")

@@ -14,6 +14,7 @@ from typing import Optional, Union
 from campaign.contract import canonical
 from campaign.judging.classify import CLASSES
 from campaign.contract.errors import CampaignError
+from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
 
 AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
@@ -111,6 +112,11 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
     return out
 
 
+def ir_pass_cells(sources: dict[str, Optional[str]]) -> list[str]:
+    """The cells whose IR came from a screen's IR pass (task ids ``<workload>/r0/<cell>``)."""
+    return [c for c, task in sources.items() if task and task.split("/")[-2] == f"r{IR_ROUND}"]
+
+
 def _details(name: str, w: WorkloadVerdict) -> list[str]:
     out = [f"### {name} — {w.klass} ({CLASS_NAMES[w.klass]})", "", w.reason, ""]
     ir = w.ir
@@ -120,6 +126,10 @@ def _details(name: str, w: WorkloadVerdict) -> list[str]:
     if ir.reference != "baseline":
         control = ("the baseline only recorded (its ir/ holds every config tried): the control stands in for it"
                    + ("; every control variant is among the recording cell's" if ir.control_matches else ""))
+    by_ir_pass = ir_pass_cells(ir.sources)
+    if by_ir_pass:
+        control = (f"from the IR pass (round {IR_ROUND}: {', '.join(by_ir_pass)}, each on its first autotune "
+                    "config, untimed, no correctness): round 1 was not timed")
     out.append(f"- IR ({ir.stage}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"; {control}")
     for taint in w.taints:
         out.append(f"- **not isolated**: {taint}")
@@ -155,7 +165,8 @@ def _details(name: str, w: WorkloadVerdict) -> list[str]:
             for c, k in w.clocks.items()))
     out.append(f"- markers: {_markers(w)}")
     if w.rounds.skipped:
-        out.append(f"- skipped by adaptive rounds: {len(w.rounds.skipped)} task(s)")
+        why = "the IR pass decided round 1 was not worth timing" if by_ir_pass else "adaptive rounds"
+        out.append(f"- skipped by {why}: {len(w.rounds.skipped)} task(s)")
     out.append("")
     return out
 

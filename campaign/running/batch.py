@@ -13,7 +13,12 @@ single-cell worker does. The runner reads progress.tsv while it waits:
   from the spawn for the first, so process start and imports count against the first) ends
   the process group: that workload's row is ``timed_out``/``killed``; a process that dies
   on its own gives the running workload its row (``signal_<NAME>``, or its exit status);
-- a stopped runner: the running workload's row is ``interrupted``.
+  after the last workload's end, the process's exit still counts against that one's timeout
+  (a process that outlives it is ended and noted; the rows stand);
+- a stopped runner, at any moment (`campaign.running.cellproc.watch`): the group is ended
+  within one poll, then the progress file is read once more; the workload whose seconds
+  ran gets an ``interrupted`` row -- noted as not started when the stop came between two
+  workloads -- and every workload that wrote its end keeps its row.
 
 Then a fresh process (fresh Triton and tuner caches, a new batch folder that ``continues``
 the last) runs what is not settled: nothing finished is run again, a first death by a
@@ -35,7 +40,8 @@ from campaign.contract.artifacts import (BATCH_FILE, BATCHES_DIR, PROGRESS_FILE,
 from campaign.contract.plans import BatchRecord, CellPlan, Task
 from campaign.running import batching, faults, status
 from campaign.running.cellenv import cell_env
-from campaign.running.cellproc import Ended, end_group
+from campaign.running.cellproc import (STOPPED, TIMED_OUT, Clock, Ended, stopped_note, timed_out,
+                                       timeout_note, watch)
 from campaign.running.cellresult import status_row
 
 
@@ -189,45 +195,49 @@ class Watch:
         self.closed.add(task.id)
         self.runner.record(task, row, self.rows)
 
+    def clock(self) -> Clock:
+        """Whose seconds run now, read from the progress file (rows go out for what ended): the first
+        workload without its end, from the end of the one before it; once every workload ended, the
+        last one's still, so that the process's exit counts against its timeout as a cell's does."""
+        self._read()
+        current = self.progress.current(self.tasks) or self.tasks[-1]
+        return Clock(self.progress.since(self.tasks, current, self.spawn)[1], current.timeout_s, current)
+
     def follow(self, proc: subprocess.Popen) -> bool:
         """Wait for the process, closing each workload as it ends; True when the runner was stopped."""
         self.pid = proc.pid
         runner, grace = self.runner, self.batch.setup.grace_s
-        while True:
-            try:
-                rc = proc.wait(timeout=0.2)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            self._read()
-            current = self.progress.current(self.tasks)
-            if current is None:
-                continue
-            if runner.stop.is_set():
-                how = end_group(proc.pid, grace, leader=proc)
-                self._read()
-                self.close(current, Ended(status.RC_INTERRUPTED, status.INTERRUPTED,
-                                          [f"runner stopped ({runner.stop_reason}); worker group ended with {how}"]))
-                return True
-            since = self.progress.since(self.tasks, current, self.spawn)
-            if time.monotonic() - since[1] >= current.timeout_s:
-                how = end_group(proc.pid, grace, leader=proc)
-                self._read()
-                if current.id not in self.closed:
-                    code = status.RC_KILLED if how == "SIGKILL" else status.RC_TIMED_OUT
-                    self.close(current, Ended(code, status.rc_name(code, timed_out=True), [
-                        f"timeout {current.timeout_s:g}s (this workload's own, in a batch process); worker group "
-                        f"ended with {how}" + ("" if how == "SIGTERM" else f" after {grace:g}s grace")]))
-                return False
-        left = end_group(proc.pid, min(grace, 2.0))   # what the worker left in its group
-        self._read()
+        seen = watch(proc, self.clock, grace, runner.stop)
+        self._read()                    # after the group is gone: an end written meanwhile is an end
         runner.telemetry.mark()
         current = self.progress.current(self.tasks)
+        name = self.folder.name
+        if seen.state == STOPPED:
+            if current is None:
+                runner.events.note(f"batch {name}: the runner was stopped after its last workload ended; "
+                                   f"the process was ended with {seen.how}")
+            else:                       # the workload whose seconds ran: inside it, or before it started
+                notes = [stopped_note(runner.stop_reason, seen.how)]
+                if current.id not in self.progress.started:
+                    notes.append("it had not started: stopped between workloads of its process")
+                self.close(current, Ended(status.RC_INTERRUPTED, status.INTERRUPTED, notes))
+            return True
+        if seen.state == TIMED_OUT:
+            late = seen.clock.owner
+            if late.id not in self.closed:
+                code = timed_out(seen.how)
+                self.close(late, Ended(code, status.rc_name(code, timed_out=True), [timeout_note(
+                    late.timeout_s, seen.how, grace, " (this workload's own, in a batch process)")]))
+            else:                       # it ended in time and the process did not exit after it
+                runner.events.note(f"batch {name}: the process outlived {late.id}'s timeout "
+                                   f"({late.timeout_s:g}s) after it ended; its group was ended with {seen.how}")
+            return False
         if current is not None and current.id not in self.closed:
+            rc = seen.rc
             why = (f"the batch process exited with {status.rc_name(rc)} before {current.id} ended"
                    + ("" if rc >= 0 else "; the workloads after it run in a fresh process"))
             self.close(current, Ended(status.shell_rc(rc), status.rc_name(rc), [why]))
-        elif left:
-            runner.events.note(f"batch {self.folder.name}: processes left in the worker group after it exited "
-                               f"were ended with {left}")
+        elif seen.how:
+            runner.events.note(f"batch {name}: processes left in the worker group after it exited "
+                               f"were ended with {seen.how}")
         return False

@@ -13,14 +13,21 @@ Canary workloads go first and alone; a failed canary stops the campaign as on on
 Heavier workloads are submitted first (the manifest's ``weight_s``, else matrix order), so a
 long one does not start last.
 
-A task that dies (its worker killed, its node lost: Ray raises WorkerCrashedError,
-NodeDiedError, TaskCancelledError, ...) or a node that refuses the group (other code, no
-such device) leaves one ``card_failed`` row per unfinished task, its note ``lost: <ray
-error>``: history, never a finish, so `campaign run ROOT` -- locally or with ``--ray`` --
-runs exactly those tasks again. Ray is told not to retry a task itself (``max_retries=0``):
-a silent re-run would hide that a node was lost mid-measurement. The other groups go on;
-the run then stops with ``RUN_FAILED check=lost`` (exit 1), the root unsealed. Cells a lost
-task finished on its node never reached the head and run again.
+The head keeps no more tasks out than the cluster has GPUs, so a submitted task is a
+running one, and waits for each no longer than its cells' own bounds (`campaign.running.raywatch`).
+A task that dies (its worker killed, its node lost), does not answer in time, or whose node
+refuses the group (other code, no such device) leaves one ``card_failed`` row per unfinished
+task, noted ``lost: <what happened>: <Ray's error>``; a cluster whose GCS stops answering
+leaves such rows (``lost: cluster unreachable: ...``) for every task out and starts nothing
+more. Rows are history, never a finish, so `campaign run ROOT` -- locally or with ``--ray``
+-- runs exactly those tasks again. Ray is told not to retry a task itself (``max_retries=0``):
+a silent re-run would hide that a node was lost mid-measurement. The run then stops with
+``RUN_FAILED check=lost`` (exit 1), the root unsealed. Cells a lost task finished on its
+node never reached the head and run again.
+
+Each task samples its own card's telemetry on its node and brings the samples back with its
+cells (device ``<id>@<node>``); the head appends them to the root's telemetry.tsv, and the
+node's telemetry.err lines to the root's, so evidence reads them as on one host.
 """
 from __future__ import annotations
 
@@ -28,21 +35,24 @@ import dataclasses
 import shutil
 import tempfile
 import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from campaign.contract.artifacts import (CELLS_DIR, INTERRUPTED_SUFFIX, LOCK_FILE, RECEIPT_FILE, STATUS_FILE,
                                          TELEMETRY_FILE, cell_dir, first_free)
 from campaign.contract.errors import CampaignError, Refused
+from campaign.contract.telemetryfile import COLUMNS
 from campaign.planning.pinning import PINNED_DIR
-from campaign.running import raynode, status
+from campaign.running import raynode, raywatch, status
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Events, Outcome, RunSetup, set_aside
 from campaign.running.status import StatusRow
+from campaign.running.telemetry import ERR_FILE
 
 PREFIX = "RUN_REFUSED"
 POLL_S = 0.5
 # Root files a node never needs: the head's own bookkeeping (rows are sent per workload).
-_HEAD_ONLY = (STATUS_FILE, TELEMETRY_FILE, LOCK_FILE, RECEIPT_FILE)
+_HEAD_ONLY = (STATUS_FILE, TELEMETRY_FILE, ERR_FILE, LOCK_FILE, RECEIPT_FILE)
 
 
 def _ray():
@@ -54,17 +64,10 @@ def _ray():
     return ray
 
 
-def ray_error(exc: BaseException) -> str:
-    """The Ray error in one line: a task's own exception by its cause, the rest by their type."""
-    cause = getattr(exc, "cause", None)
-    if cause is not None and cause is not exc:
-        return f"{type(exc).__name__}({type(cause).__name__}): {str(cause).strip().splitlines()[0][:300]}"
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0][:300] if lines else ''}"
-
-
 class RayExecutor:
     """`Runner`'s interface (``run``, ``interrupt``) over a Ray cluster."""
+
+    setup_s = raywatch.SETUP_S      # a node's own setup, on top of its cells' bounds
 
     def __init__(self, setup: RunSetup, events: Events, address: str, telemetry_interval: float):
         self.setup = setup
@@ -74,6 +77,8 @@ class RayExecutor:
         self.stop = threading.Event()
         self.stop_reason = ""
         self.lost: list[str] = []
+        self.unreachable: Optional[str] = None
+        self.submitted: set[str] = set()
 
     def interrupt(self, reason: str) -> None:
         self.stop_reason = reason
@@ -90,14 +95,16 @@ class RayExecutor:
         except Exception as exc:   # a wrong address, no cluster: refused by name, nothing ran
             raise Refused(PREFIX, "ray", f"no Ray cluster at {self.address!r}: {type(exc).__name__}: {exc}") from exc
         try:
-            if ray.cluster_resources().get("GPU", 0) < 1:
+            gpus = int(ray.cluster_resources().get("GPU", 0))
+            if gpus < 1:
                 raise Refused(PREFIX, "ray", f"the Ray cluster at {self.address!r} declares no GPU: every task "
                               "asks num_gpus=1 (start nodes with --num-gpus)")
-            return self._run(ray)
+            probe = raywatch.GcsProbe(ray.get_runtime_context().gcs_address)
+            return self._run(ray, gpus, probe)
         finally:
             ray.shutdown()
 
-    def _run(self, ray) -> Outcome:
+    def _run(self, ray, gpus: int, probe: raywatch.GcsProbe) -> Outcome:
         rows, bad = status.read(self.status_path)
         for line in bad:
             self.events.note(f"status.tsv: ignored a line that is not a row: {line}")
@@ -113,44 +120,70 @@ class RayExecutor:
         canaries = {t.workload for t in tasks if t.canary}
         remote = ray.remote(num_gpus=1, max_retries=0)(raynode.run_on_node)
         for wave in ([w for w in todo if w in canaries], [w for w in todo if w not in canaries]):
-            outcome = self._wave(ray, remote, wave, rows)
+            outcome = self._wave(ray, remote, wave, rows, gpus, probe)
             if outcome is not None:
                 return outcome
+            if self.unreachable is not None:
+                break
         if self.lost:
+            left = [w for w in todo if w not in self.submitted]
             raise CampaignError(f"RUN_FAILED check=lost: {len(self.lost)} workload(s) lost on Ray: "
-                                + "; ".join(self.lost) + f"; their rows say so (card_failed, 'lost: ...'); "
-                                f"`campaign run {self.setup.root}` (with or without --ray) runs them again")
+                                + "; ".join(self.lost) + "; their rows say so (card_failed, 'lost: ...')"
+                                + (f"; not started: {', '.join(left)}" if left else "")
+                                + f"; `campaign run {self.setup.root}` (with or without --ray) runs them again")
         return Outcome(COMPLETED)
 
-    def _wave(self, ray, remote, workloads: list[str], rows: list[StatusRow]):
-        refs = {remote.remote(self._job(w, rows)): w for w in workloads}
+    def _wave(self, ray, remote, workloads: list[str], rows: list[StatusRow], gpus: int,
+              probe: raywatch.GcsProbe) -> Optional[Outcome]:
+        waiting = list(workloads)
+        refs: dict[Any, tuple[str, float, float]] = {}     # ref -> (workload, deadline, budget)
         canary = None
-        while refs:
+        while refs or (waiting and self.unreachable is None):
+            while waiting and len(refs) < gpus and self.unreachable is None and not self.stop.is_set():
+                name = waiting.pop(0)
+                self.submitted.add(name)
+                budget = raywatch.budget_s(self._unsettled(name, rows), self.setup.grace_s, self.setup_s)
+                refs[remote.remote(self._job(name, rows))] = (name, time.monotonic() + budget, budget)
             if self.stop.is_set():
                 for ref in refs:
                     ray.cancel(ref, force=True)
-                for name in refs.values():
+                for name, _, _ in refs.values():
                     self._unfinished(name, rows, status.INTERRUPTED,
                                      f"interrupted: {self.stop_reason}: its Ray task was cancelled")
                 return Outcome(INTERRUPTED, self.stop_reason)
+            self.unreachable = probe.down()
+            if self.unreachable is not None:     # nothing out will answer, and nothing more is started
+                for name, _, _ in refs.values():
+                    self._lose(name, rows, f"lost: {self.unreachable}")
+                return None
             ready, _ = ray.wait(list(refs), num_returns=1, timeout=POLL_S)
             for ref in ready:
-                name = refs.pop(ref)
+                name, _, _ = refs.pop(ref)
                 try:
-                    result = ray.get(ref)
-                except ray.exceptions.RayError as exc:   # the task or its node died: named rows, resumable
-                    why = ray_error(exc)
-                    self.lost.append(f"{name}: {why}")
-                    self._unfinished(name, rows, status.CARD_FAILED, f"lost: {why}")
+                    result = ray.get(ref, timeout=raywatch.GET_S)
+                except ray.exceptions.RayError as exc:   # the task, its node or its result lost: named, resumable
+                    self._lose(name, rows, raywatch.lost_note(exc))
                     continue
                 self._merge(name, result, rows)
                 if result["state"] == CANARY_FAILED:
                     canary = result["detail"]
                 elif result["state"] != COMPLETED:
-                    self.lost.append(f"{name}: ended {result['state']} on {result['node']}: {result['detail']}")
-                    self._unfinished(name, rows, status.CARD_FAILED,
-                                     f"lost: ended {result['state']} on {result['node']}: {result['detail']}")
+                    self._lose(name, rows, f"lost: ended {result['state']} on {result['node']}: {result['detail']}")
+            for ref, (name, deadline, budget) in list(refs.items()):
+                if time.monotonic() > deadline:
+                    ray.cancel(ref, force=True)
+                    del refs[ref]
+                    self._lose(name, rows, f"lost: no answer: its Ray task gave nothing back within {budget:.0f} s "
+                               "(its cells' timeout_s and grace, and the node's setup); cancelled")
         return Outcome(CANARY_FAILED, canary) if canary is not None else None
+
+    def _unsettled(self, workload: str, rows: list[StatusRow]) -> list:
+        latest = status.settled(rows)
+        return [t for t in self.setup.matrix.tasks if t.workload == workload and t.id not in latest]
+
+    def _lose(self, workload: str, rows: list[StatusRow], note: str) -> None:
+        self.lost.append(f"{workload}: {note[len('lost: '):]}")
+        self._unfinished(workload, rows, status.CARD_FAILED, note)
 
     def _job(self, workload: str, rows: list[StatusRow]) -> dict[str, Any]:
         """What the node needs: the root without the head's bookkeeping, the workload's settled cells
@@ -180,8 +213,10 @@ class RayExecutor:
         latest = status.settled(rows)
         for task in sorted(self.setup.matrix.tasks, key=lambda t: t.order):
             if task.workload == workload and task.id not in latest:
+                # device "": not known (the card a lost task had never came back), yet a device
+                # column, which status.tsv takes from its first row: the node rows after it keep theirs
                 row = StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,
-                                rc=None, rc_name=name, note=note)
+                                rc=None, rc_name=name, note=note, device="")
                 self._append(task, row, rows)
 
     def _append(self, task, row: StatusRow, rows: list[StatusRow]) -> None:
@@ -196,7 +231,7 @@ class RayExecutor:
 
         incoming = Path(tempfile.mkdtemp(prefix="ray-cells-", dir=self.setup.scratch))
         try:
-            raynode.unpack(result["cells"], incoming, lambda parts: own_cells(parts, ids),
+            raynode.unpack(result["cells"], incoming, lambda parts: raynode.own_cells(parts, ids),
                            f"the Ray task of {workload} on {node}")
             for path in raynode.task_folders(incoming, ids):
                 _place(incoming / path, (self.setup.root / path).parent)
@@ -213,18 +248,33 @@ class RayExecutor:
             raise Refused(PREFIX, "ray_rows", f"the Ray task of {workload} on {node} returned rows "
                           + (f"for tasks not its own: {', '.join(foreign)}" if foreign else
                              f"without their cell folders: {', '.join(bare)}") + "; none was written")
+        self._telemetry(workload, node, result)
         for row in returned:
             self._append(ids[row.task_id], row, rows)
 
-
-def own_cells(parts: tuple[str, ...], task_ids) -> bool:
-    """Whether a tar member is a workload's own: ``cells/``, a folder above one of its task folders,
-    a task folder (set aside or not) or something inside one."""
-    if not parts or parts[0] != CELLS_DIR:
-        return False
-    rel = "/".join(parts[1:])
-    return rel == "" or any(task_id.startswith(rel + "/") or rel == task_id or rel.startswith(task_id + "/")
-                            or rel.startswith(task_id + INTERRUPTED_SUFFIX) for task_id in task_ids)
+    def _telemetry(self, workload: str, node: str, result: dict[str, Any]) -> None:
+        """The node's samples of its card appended to the root's telemetry.tsv (the header first if
+        the root has none), its sampler's errors to telemetry.err, each named with the node."""
+        lines = [line for line in result["telemetry"].splitlines() if line]
+        for line in lines:
+            fields = line.split("\t")
+            try:
+                if len(fields) != len(COLUMNS):
+                    raise ValueError(f"{len(fields)} fields for {len(COLUMNS)} columns")
+                float(fields[1])
+            except ValueError as exc:
+                raise Refused(PREFIX, "ray_telemetry", f"the Ray task of {workload} on {node} returned a line "
+                              f"that is not a telemetry sample ({exc}): {line[:200]!r}; none was written") from None
+        tsv = self.setup.root / TELEMETRY_FILE
+        if lines:
+            with open(tsv, "a", encoding="utf-8") as out:
+                if out.tell() == 0:
+                    out.write("\t".join(COLUMNS) + "\n")
+                out.write("".join(line + "\n" for line in lines))
+        errors = [line.partition("\t") for line in result["telemetry_err"].splitlines() if line]
+        if errors:
+            with open(self.setup.root / ERR_FILE, "a", encoding="utf-8") as out:
+                out.write("".join(f"{stamp}\t{node}: {text}\n" for stamp, _, text in errors))
 
 
 def _place(folder: Path, cells: Path) -> None:

@@ -6,9 +6,11 @@ Here they are unpacked into a staging root on the node's own disk, the node's co
 checked against the prepared digests (a node with other code would measure other code),
 and `campaign.running.cards.run_group` runs the group exactly as on one host: the same
 worker subprocess per cell, resume, adaptive rounds, a telemetry sampler on the card Ray
-assigned. What comes back is a tar of the new cell folders and the new status rows; the
-head unpacks the folders into its root, refusing any path outside ``cells/``, before it
-appends the rows, and seals once. No shared filesystem is needed.
+assigned. What comes back is a tar of the new cell folders, the new status rows, and the
+card's telemetry samples and sampler errors (each sample's device named ``<id>@<node>``:
+two nodes' card 0 are two devices); the head unpacks the folders into its root, refusing
+any path outside ``cells/``, appends the samples to its telemetry.tsv, then the rows, and
+seals once. No shared filesystem is needed.
 
 Tars hold regular files and folders only: a link, a device or a path that climbs out is
 refused by name (`unpack`), so a node can never write outside the head's ``cells/``.
@@ -83,6 +85,16 @@ def unpack(data: bytes, into: Path, allowed: Callable[[tuple[str, ...]], bool], 
     return sorted({PurePosixPath(m.name).parts[0] for m in members})
 
 
+def own_cells(parts: tuple[str, ...], task_ids) -> bool:
+    """Whether a tar member is a workload's own: ``cells/``, a folder above one of its task folders,
+    a task folder (set aside or not) or something inside one."""
+    if not parts or parts[0] != CELLS_DIR:
+        return False
+    rel = "/".join(parts[1:])
+    return rel == "" or any(task_id.startswith(rel + "/") or rel == task_id or rel.startswith(task_id + "/")
+                            or rel.startswith(task_id + INTERRUPTED_SUFFIX) for task_id in task_ids)
+
+
 def task_folders(root: Path, task_ids: Iterable[str]) -> list[str]:
     """The cell folders of ``task_ids`` under ``root``, set-aside ones too, as root-relative paths."""
     found: list[str] = []
@@ -121,6 +133,24 @@ def _check_node(prepare: dict, manifest: Manifest, backend) -> None:
     problems = runchecks.device_problems(manifest.device, devices)
     if problems:
         raise RuntimeError(f"node {here}: device: {'; '.join(problems)}")
+
+
+class NodeSource:
+    """The card's telemetry source, its samples' device named with the node: the head's
+    telemetry.tsv holds every node's cards, and device ids repeat from node to node."""
+
+    def __init__(self, source, node: str):
+        self.source, self.node = source, node
+
+    def read(self, t: float) -> list:
+        return [dataclasses.replace(s, device=f"{s.device}@{self.node}") for s in self.source.read(t)]
+
+
+def _samples(tsv: Path) -> str:
+    """The sampler's table without its header line ('' when it never started)."""
+    if not tsv.is_file():
+        return ""
+    return "".join(tsv.read_text(encoding="utf-8").splitlines(keepends=True)[1:])
 
 
 class _Notes:
@@ -162,8 +192,8 @@ def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
         variable = backend.visibility_variable
         card = card_here(backend, variable)
         devices = visible_devices(os.environ.get(variable) if variable else None)
-        sampler = Sampler(root, lambda: make_source(backend.capabilities.telemetry, devices),
-                          job["telemetry_interval"])
+        sampler = Sampler(root, lambda: NodeSource(make_source(backend.capabilities.telemetry, devices),
+                                                   socket.gethostname()), job["telemetry_interval"])
         events = _Notes()
         if not sampler.start():
             events.note(f"{card.uuid}: {sampler.reason}")
@@ -177,7 +207,8 @@ def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
         return {"state": outcome.state, "detail": outcome.detail, "node": socket.gethostname(),
                 "card": card.uuid, "notes": events.notes,
                 "rows": [dataclasses.asdict(row) for row in rows[len(sent_rows):]],
-                "cells": pack(root, new_cells)}
+                "cells": pack(root, new_cells), "telemetry": _samples(sampler.tsv),
+                "telemetry_err": sampler.err.read_text(encoding="utf-8") if sampler.err.is_file() else ""}
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

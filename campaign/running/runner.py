@@ -32,7 +32,7 @@ from campaign.running.batch import BatchRun
 from campaign.running.cellresult import status_row
 from campaign.contract.artifacts import (AUTOTUNE_FILE, INTERRUPTED_SUFFIX, RESULT_FILE, STATUS_FILE,
                                          STDERR_LOG, STDOUT_LOG, TASK_FILE, first_free)
-from campaign.contract.plans import CellPlan, Matrix, Task
+from campaign.contract.plans import IR_ROUND, CellPlan, Matrix, Task
 from campaign.contract.artifacts import cell_dir as cell_folder
 from campaign.running.cellproc import Ended, wait_worker
 from campaign.judging import evidence, irevidence
@@ -106,7 +106,7 @@ class Runner:
         self.telemetry = telemetry
         self.stop = threading.Event()
         self.stop_reason = ""
-        self._ir_verdicts: dict[str, Optional[tuple[str, str]]] = {}
+        self._ir_verdicts: dict[tuple[str, int], Optional[tuple[str, str]]] = {}
 
     def interrupt(self, reason: str) -> None:
         self.stop_reason = reason
@@ -168,45 +168,59 @@ class Runner:
     # -- adaptive rounds -------------------------------------------------------------
 
     def ir_skip(self, task: Task, latest: dict[str, StatusRow]) -> Optional[tuple[str, str]]:
-        """(marker, why) when a later round is not worth running; None: run it.
+        """(marker, why) when a round is not worth running; None: run it.
 
         Rounds after the first measure a workload only when round 1's baseline and
         candidate generated different IR. Equal fingerprints: the switch changed no
         code, the rounds would measure noise (SWITCH_NO_IR_DIFF). A side without IR
         files is no comparable IR -- never "identical" -- and is skipped under that
         name (NO_COMPARABLE_IR): more rounds cannot supply IR the first did not.
+        In a root with an IR pass (a screen's round 0), round 1 itself is timed only
+        when round 0's pair differs, by the same rule, unless the matrix says
+        ``time_unchanged``.
         """
-        manifest = self.setup.manifest
-        if task.round == 1 or not manifest.rounds.later_only_if_ir_changed:
+        matrix, manifest = self.setup.matrix, self.setup.manifest
+        if task.round == 1:
+            if matrix.time_unchanged or not any(t.workload == task.workload and t.round == IR_ROUND
+                                                for t in matrix.tasks):
+                return None
+            decided_by = IR_ROUND
+        elif task.round > 1 and manifest.rounds.later_only_if_ir_changed:
+            decided_by = 1
+        else:
             return None
-        if task.workload not in self._ir_verdicts:
-            self._ir_verdicts[task.workload] = self._ir_verdict(task.workload, latest)
-        return self._ir_verdicts[task.workload]
+        key = (task.workload, decided_by)
+        if key not in self._ir_verdicts:
+            self._ir_verdicts[key] = self._ir_verdict(task.workload, latest, decided_by)
+        return self._ir_verdicts[key]
 
-    def _ir_verdict(self, workload: str, latest: dict[str, StatusRow]) -> Optional[tuple[str, str]]:
-        # round 1's cells read through evidence and judged by irevidence.ir_change, as the
-        # screen and the classifier judge them
+    def _ir_verdict(self, workload: str, latest: dict[str, StatusRow],
+                    decided_by: int = 1) -> Optional[tuple[str, str]]:
+        # the deciding round's cells read through evidence and judged by irevidence.ir_change, as
+        # the screen and the classifier judge them
         setup = self.setup
-        first = {t.cell: t for t in setup.matrix.tasks if t.workload == workload and t.round == 1}
+        first = {t.cell: t for t in setup.matrix.tasks if t.workload == workload and t.round == decided_by}
         tuned = evidence.cell_tuned(setup.root, first["baseline"])
         cells = self._comparable_pair(tuned)
+        name = "the IR pass (round 0)" if decided_by == IR_ROUND else f"round {decided_by}"
         if cells is None:
-            self.events.note(f"{workload}: round 1 baseline benchmarked autotune configs and there is no control: "
+            self.events.note(f"{workload}: {name} baseline benchmarked autotune configs and there is no control: "
                              "no replaying cell to compare the candidate with; later rounds run")
             return None
         for cell in cells:
             if first[cell].id not in latest:
-                self.events.note(f"{workload}: round 1 {cell} has not finished; later rounds run")
+                self.events.note(f"{workload}: {name} {cell} has not finished; later rounds run")
                 return None
         prints = {cell: evidence.cell_fingerprint(setup.root, first[cell], setup.manifest) for cell in cells}
         change = irevidence.ir_change(tuned, setup.matrix.cells, prints)
         stage = setup.manifest.switch.ir_stage
+        untimed = "; not timed: IR unchanged" if decided_by == IR_ROUND else ""
         if change.missing:
-            return ("NO_COMPARABLE_IR", f"round 1 {' and '.join(change.missing)} has no *.{stage} file: "
+            return ("NO_COMPARABLE_IR", f"{name} {' and '.join(change.missing)} has no *.{stage} file: "
                     "no comparable IR (this does not mean the switch is inert)")
         if change.state == irevidence.EQUAL:
-            return ("SWITCH_NO_IR_DIFF", f"round 1 {cells[0]} and {cells[1]} {stage} fingerprints are "
-                    f"equal ({change.fingerprint[:12]}): the switch changed no generated code")
+            return ("SWITCH_NO_IR_DIFF", f"{name} {cells[0]} and {cells[1]} {stage} fingerprints are "
+                    f"equal ({change.fingerprint[:12]}): the switch changed no generated code{untimed}")
         return None
 
     def _comparable_pair(self, baseline_tuned: bool) -> Optional[tuple[str, str]]:
