@@ -44,7 +44,10 @@ def screened(tmp_path_factory):
     base = tmp_path_factory.mktemp("dobench")
     project = _project(base)
     path = projectcopy.manifest(base, WORKLOADS, campaign="dobench-cpu")
-    done = projectcopy.cli(project, "screen", path, "--runs-dir", base / "runs", "--scratch-dir", base, "--grace", "1")
+    # every workload's round 1 runs (--time-unchanged): the claims below are about round-1 cells,
+    # which the screen's IR pass would skip for a workload whose IR did not change
+    done = projectcopy.cli(project, "screen", path, "--runs-dir", base / "runs", "--scratch-dir", base, "--grace", "1",
+                           "--time-unchanged")
     assert done.returncode == 0, done.stderr
     root = Path(done.stdout.strip().splitlines()[-1]).parent
     table = {r["workload"]: r for r in screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
@@ -219,7 +222,7 @@ def test_earlier_bindings_are_rebound_and_put_back(tmp_path: Path):
     sys.modules[helper.__name__] = helper
     try:
         ctx = types.SimpleNamespace(
-            log=_Log(), cell_dir=tmp_path, task=types.SimpleNamespace(provider="pytest", op="probe"),
+            log=_Log(), cell_dir=tmp_path, task=types.SimpleNamespace(provider="pytest", op="probe", timed=True),
             terms=cell_terms(yamlio.validate(Manifest, _manifest(tmp_path, f'  - {{name: k, provider: pytest, benchmark: "{KERNEL}"}}\n'))),
             backend=types.SimpleNamespace(capabilities=types.SimpleNamespace(executes=False, graph_capture=False)))
         plugin = dobench.make(ctx)
@@ -250,7 +253,7 @@ def test_calls_from_the_test_are_rows_and_every_other_call_goes_to_the_original(
     monkeypatch.setattr(triton.testing, "do_bench", clock)
     manifest = yamlio.validate(Manifest, _manifest(tmp_path, f'  - {{name: k, provider: pytest, benchmark: "{KERNEL}"}}\n'))
     ctx = types.SimpleNamespace(
-        log=_Log(), cell_dir=tmp_path, task=types.SimpleNamespace(provider="pytest", op="probe"), terms=cell_terms(manifest),
+        log=_Log(), cell_dir=tmp_path, task=types.SimpleNamespace(provider="pytest", op="probe", timed=True), terms=cell_terms(manifest),
         backend=types.SimpleNamespace(capabilities=types.SimpleNamespace(executes=True, graph_capture=False)))
     plugin = dobench.DoBenchPlugin(ctx)
     plugin.pytest_configure(None)

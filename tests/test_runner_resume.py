@@ -17,6 +17,8 @@ from conftest import PROJECT_ROOT, run_cli
 from runroots import by_id, demo, fault, manifest, prepare, rows, run, start_run
 
 WAIT_CELL = ("slow", "r1", "candidate")
+# a screen waits first in its untimed IR pass (round 0), where the candidate runs the same benchmark
+SCREEN_WAIT_CELL = ("slow", "r0", "candidate")
 
 
 def _wait_for(path: Path, proc, limit: float = 120) -> None:
@@ -138,7 +140,7 @@ def test_an_interrupted_screen_is_resumed_by_the_screen_and_sealed_with_its_tabl
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.1)
     root = next((tmp_path / "runs").glob("screen-resume-screen-*"))
-    _wait_for(root / "cells" / Path(*WAIT_CELL) / "task.json", proc)
+    _wait_for(root / "cells" / Path(*SCREEN_WAIT_CELL) / "task.json", proc)
     time.sleep(1.0)
     started[1].append(_worker_pgid(root))
     finished = _digests(root / "cells" / "add")
@@ -159,7 +161,7 @@ def test_an_interrupted_screen_is_resumed_by_the_screen_and_sealed_with_its_tabl
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip().splitlines()[-1] == str(root / "screen.tsv")
     assert _digests(root / "cells" / "add") == finished, "finished cells are kept as they were"
-    assert (root / "cells" / "slow" / "r1" / "candidate.interrupted-1" / "task.json").is_file()
+    assert (root / "cells" / "slow" / "r0" / "candidate.interrupted-1" / "task.json").is_file()
     table = {r["workload"]: r for r in screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
     assert set(table) == {"add", "slow"} and table["slow"]["rc_candidate"] == "0"
     assert run_cli("verify", root).returncode == 0

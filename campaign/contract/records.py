@@ -108,6 +108,8 @@ class IRJudgement(SealedRecord):
     # absent before the control could stand in for a recording baseline
     reference: str = "baseline"
     sources: dict[str, Optional[str]] = Field(default={}, alias="from")   # cell -> the task its IR came from
+    # absent unless the fingerprints differed only by unpaired specialisations (campaign.judging.irpairing)
+    unpaired: tuple[str, ...] = ()
 
 
 class CellTopology(SealedRecord):

@@ -47,6 +47,7 @@ def holm_pass(workloads: dict, claims: dict[str, Optional[float]]) -> None:
 
 def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> dict:
     w = WorkloadFacts(name, tasks, ev)
+    decision = w.ir_decision()
     klass, reason, on_timing = decide(w)
     rounds = sorted({t.task.round for t in w.tasks})
     timing = timingjson.timing_dict(w.timing) if w.timing and w.timing.primary else None
@@ -59,6 +60,8 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
     return {
         "class": klass, "reason": reason, "screen": screen_verdict(w), "rests_on_timing": on_timing,
         "ir": {"stage": ev.manifest.switch.ir_stage, "fingerprints": dict(w.fp), "changed": w.ir_changed(),
+               # only where the exception applied: every verdict before it keeps its bytes
+               **({"unpaired": list(decision.unpaired)} if decision.unpaired else {}),
                "control_matches": w.control_matches(), "reference": w.ir_ref,
                "files": {c: (t.ir_files if t else 0) for c, t in w.ir_task.items()},
                "from": {c: (t.task.id if t else None) for c, t in w.ir_task.items()}},

@@ -1,7 +1,7 @@
 """Reading a run root into evidence: the one road by which a root's results are read.
 
 The classifier (`load_root`), the screen's table (`campaign.judging.screenroot`, through
-`load_task`) and the runner's adaptive rounds (`cell_tuned`, `cell_fingerprint`) all read
+`load_task`) and the runner's adaptive rounds (`cell_tuned`, `cell_ir`) all read
 a root's cells, status.tsv, run identities and telemetry here, so what one judges is what
 the others judge; `tests/test_read_road.py` fails when another module opens those files.
 Everything read is named in `campaign.contract.artifacts`; nothing is written. The
@@ -46,9 +46,15 @@ class TaskEvidence:
     problems: tuple[str, ...]                    # files present but unreadable
     tuned: bool = False                          # benchmarked autotune configs: ir/ holds every config's variants
     variants: tuple[str, ...] = ()               # irevidence.variant_digests of the IR stage
+    ir_variants: tuple[irevidence.VariantDigest, ...] = ()   # the same with signatures, for ir_change's pairing
     identity: Optional[dict] = None              # run_identity.json as the cell wrote it
     throttle: Optional[throttle.TaskThrottle] = None   # timed rows vs telemetry; None: no telemetry.tsv or no rows
     row: Optional[status.StatusRow] = None       # the task's latest status.tsv row; None: it has none
+
+    @property
+    def ir(self) -> irevidence.CellIR:
+        """What `irevidence.ir_change` judges of this cell."""
+        return irevidence.CellIR(self.fingerprint, self.ir_variants)
 
 
 @dataclass(frozen=True)
@@ -117,15 +123,11 @@ def cell_tuned(root: Path, task: Task) -> bool:
     return _autotune(Path(root) / cell_dir_name(task.id), [])[1]
 
 
-def cell_variants(root: Path, task: Task, manifest: Manifest, extra_strip: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """`irevidence.variant_digests` of the cell's IR stage, the manifest's annotations (and ``extra_strip``) stripped."""
+def cell_ir(root: Path, task: Task, manifest: Manifest, extra_strip: tuple[str, ...] = ()) -> irevidence.CellIR:
+    """`irevidence.read_cell_ir` of the cell's IR stage, the manifest's annotations (and ``extra_strip``)
+    stripped: its fingerprint (None: no comparable IR) and its variants, what `irevidence.ir_change` judges."""
     strip = tuple(manifest.switch.strip_annotations) + tuple(extra_strip)
-    return irevidence.variant_digests(Path(root) / cell_dir_name(task.id) / IR_DIR, manifest.switch.ir_stage, strip)
-
-
-def cell_fingerprint(root: Path, task: Task, manifest: Manifest, extra_strip: tuple[str, ...] = ()) -> Optional[str]:
-    """The cell's IR fingerprint; None: no comparable IR."""
-    return irevidence.fingerprint_of(cell_variants(root, task, manifest, extra_strip))
+    return irevidence.read_cell_ir(Path(root) / cell_dir_name(task.id) / IR_DIR, manifest.switch.ir_stage, strip)
 
 
 def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optional[status.StatusRow],
@@ -142,7 +144,7 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     if failed:
         problems.append(f"{failed[0].name}: the {stage} of {len(failed)} variant(s) could not be produced "
                         f"({failed[0].read_text(encoding='utf-8', errors='replace').strip()[:200]})")
-    variants = cell_variants(root, task, manifest, extra_strip)
+    ir = cell_ir(root, task, manifest, extra_strip)
     try:
         topology = irevidence.topology(ir_dir, floor) if ir_dir.is_dir() else None
     except ValueError as exc:
@@ -153,9 +155,9 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     autotune, tuned = _autotune(cell, problems)
     fallbacks = max(result.markers.get(REPLAY_FALLBACK_MARKER, 0) if result else 0,
                     len(autotune.fallbacks) if autotune else 0)
-    return TaskEvidence(task, state, result, rc_name, irevidence.fingerprint_of(variants), len(variants), topology,
-                        outcomes, rows_file.rows if rows_file else None, fallbacks, tuple(problems), tuned, variants,
-                        identity, row=row)
+    return TaskEvidence(task, state, result, rc_name, ir.fingerprint, len(ir.variants), topology,
+                        outcomes, rows_file.rows if rows_file else None, fallbacks, tuple(problems), tuned,
+                        tuple(sorted(v.line for v in ir.variants)), ir.variants, identity, row=row)
 
 
 def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,

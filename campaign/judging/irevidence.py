@@ -12,6 +12,9 @@ function, `ir_change`, so the criterion cannot drift between them.
 - Source locations and the switch's own annotations are stripped first, so the
   same code fingerprints the same in every cell and on every machine.
 - No IR file at all is *no comparable IR* (``None``), never "identical".
+- Differing fingerprints are judged variant by variant, paired by (kernel, signature)
+  (`campaign.judging.irpairing`): a kernel that Triton specialised differently because a
+  scalar's value differed between processes is no code change, and says so (``unpaired``).
 - A cell that benchmarked autotune configs (round 1's recording baseline) holds a
   variant for every config it tried, not only the one its measured calls use: its
   IR set is comparable to no replaying cell (`holds_tuning_variants`). Measured on
@@ -35,6 +38,8 @@ from campaign.contract import stripregex
 from campaign.contract.sasstext import sass_code
 from campaign.contract.artifacts import INDEX_COLUMNS, INDEX_FILE
 from campaign.contract.cellfiles import AutotuneFile
+from campaign.judging import irpairing
+from campaign.judging.irpairing import CellIR, VariantDigest
 
 CONVERT = "ttg.convert_layout"
 
@@ -149,17 +154,25 @@ def stage_files(ir_dir: Path, stage: str) -> list[Path]:
     return sorted(p for p in ir_dir.iterdir() if p.is_file() and p.suffix == f".{stage}")
 
 
-def variant_digests(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> tuple[str, ...]:
-    """``kernel<TAB>sha256(normalized content)`` of every variant: what a fingerprint is taken over,
-    sorted, so one cell's variants can be looked up among another's (a recording cell holds
-    every config's variants; a replaying cell's must be among them)."""
+def read_cell_ir(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> CellIR:
+    """Every variant's kernel, signature (`irpairing.signature`) and sha256 of its normalized
+    content, sorted, and the fingerprint over (kernel, content): each file is read once."""
     patterns = tuple(strip_patterns)
     items = []
     for path in stage_files(Path(ir_dir), stage):
         _, kernel, _ = split_name(path)
         content = normalize(path.read_text(encoding="utf-8", errors="replace"), stage, patterns)
-        items.append(f"{kernel}\t{hashlib.sha256(content.encode()).hexdigest()}")
-    return tuple(sorted(items))
+        items.append(VariantDigest(kernel, irpairing.signature(content, stage, kernel),
+                                   hashlib.sha256(content.encode()).hexdigest()))
+    variants = tuple(sorted(items, key=lambda v: (v.line, v.signature or "")))
+    return CellIR(fingerprint_of(v.line for v in variants), variants)
+
+
+def variant_digests(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> tuple[str, ...]:
+    """``kernel<TAB>sha256(normalized content)`` of every variant: what a fingerprint is taken over,
+    sorted, so one cell's variants can be looked up among another's (a recording cell holds
+    every config's variants; a replaying cell's must be among them)."""
+    return tuple(sorted(v.line for v in read_cell_ir(ir_dir, stage, strip_patterns).variants))
 
 
 def fingerprint_of(variants: Iterable[str]) -> Optional[str]:
@@ -169,7 +182,7 @@ def fingerprint_of(variants: Iterable[str]) -> Optional[str]:
 
 def fingerprint(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> Optional[str]:
     """SHA-256 over (kernel name, normalized content) of every variant; None: no comparable IR."""
-    return fingerprint_of(variant_digests(ir_dir, stage, strip_patterns))
+    return read_cell_ir(ir_dir, stage, strip_patterns).fingerprint
 
 
 def read_index(ir_dir: Path) -> Index:
@@ -234,30 +247,52 @@ class IrChange:
     """Whether the switch changed the generated code: `ir_change`'s answer.
 
     ``reason`` says why a pair is not comparable: ``NO_PAIR`` (the baseline tuned and
-    there is no control) or ``NO_IR`` (``missing`` cells of the pair have no stage file)."""
+    there is no control) or ``NO_IR`` (``missing`` cells of the pair have no stage file).
+    ``unpaired``: where the fingerprints differ and the state is EQUAL, one line per kernel
+    whose only differences are unpaired specialisations (`campaign.judging.irpairing`)."""
 
     state: str                                   # EQUAL | DIFFER | NOT_COMPARABLE
     pair: Optional[tuple[str, str]]              # the cells compared; None: no comparable pair
     reason: str = ""
     missing: tuple[str, ...] = ()
     fingerprint: Optional[str] = None            # the pair's first cell's, where comparable
+    unpaired: tuple[str, ...] = ()
 
     @property
     def changed(self) -> Optional[bool]:
         """True: differ; False: equal; None: not comparable -- never "identical"."""
         return None if self.state == NOT_COMPARABLE else self.state == DIFFER
 
+    @property
+    def equal_text(self) -> str:
+        """How an EQUAL decision reads wherever it is shown: the fingerprint, or the named exception."""
+        if self.unpaired:
+            return f"{irpairing.EXCEPTION}: {'; '.join(self.unpaired)}"
+        return f"equal ({(self.fingerprint or '')[:12]})"
 
-def ir_change(baseline_tuned: bool, cells: Iterable[str], prints: Mapping[str, Optional[str]]) -> IrChange:
+
+def _consistent(cell: CellIR) -> bool:
+    # variants that are not what the fingerprint was taken over prove nothing about it
+    return fingerprint_of(v.line for v in cell.variants) == cell.fingerprint
+
+
+def ir_change(baseline_tuned: bool, cells: Iterable[str], prints: Mapping[str, Optional[CellIR]]) -> IrChange:
     """The one decision "did the IR change" for the screen, the adaptive rounds and the classifier.
 
-    ``prints``: cell -> fingerprint (None: no IR file of the stage); only the pair's cells
-    are looked at. A pair with a side without IR is not comparable, never equal."""
+    ``prints``: cell -> its IR (`read_cell_ir`; None or a None fingerprint: no IR file of the
+    stage); only the pair's cells are looked at. A pair with a side without IR is not
+    comparable, never equal. Equal fingerprints are equal; differing ones are equal only
+    where every difference is an unpaired specialisation (`irpairing.unpaired_only`)."""
     pair = comparable_pair(baseline_tuned, cells)
     if pair is None:
         return IrChange(NOT_COMPARABLE, None, NO_PAIR)
-    missing = tuple(c for c in pair if prints.get(c) is None)
+    missing = tuple(c for c in pair if prints.get(c) is None or prints[c].fingerprint is None)
     if missing:
         return IrChange(NOT_COMPARABLE, pair, NO_IR, missing)
     first, second = (prints[c] for c in pair)
-    return IrChange(EQUAL if first == second else DIFFER, pair, fingerprint=first)
+    if first.fingerprint == second.fingerprint:
+        return IrChange(EQUAL, pair, fingerprint=first.fingerprint)
+    unpaired = irpairing.unpaired_only(first, second, pair) if _consistent(first) and _consistent(second) else None
+    if unpaired:
+        return IrChange(EQUAL, pair, fingerprint=first.fingerprint, unpaired=unpaired)
+    return IrChange(DIFFER, pair, fingerprint=first.fingerprint)

@@ -66,6 +66,7 @@ class Side:
     elapsed_s: Optional[float] = None
     rows: Optional[int] = None           # rows that ran (timed or compiled); None: no result.json
     fingerprint: Optional[str] = None    # None: no IR file of the stage
+    variants: tuple[irevidence.VariantDigest, ...] = ()   # with signatures: irevidence.ir_change pairs them
     ir_files: int = 0
     scoped: Optional[int] = None
     unscoped: Optional[int] = None
@@ -127,7 +128,8 @@ def verdict(f: Facts) -> Verdict:
             f"rows but no *.{f.ir_stage} in any cell: nothing reached the Triton compiler (the operator ran through "
             "aten or a vendor library); not a warm cache, each cell had its own TRITON_CACHE_DIR"]))
     base = sides["baseline"]
-    change = irevidence.ir_change(base.tuning_variants, sides, {c: s.fingerprint for c, s in sides.items()})
+    change = irevidence.ir_change(base.tuning_variants, sides,
+                                  {c: irevidence.CellIR(s.fingerprint, s.variants) for c, s in sides.items()})
     pair = change.pair
     if pair is None:
         return Verdict(NO_COMPARABLE_IR, "; ".join(notes + [
@@ -147,7 +149,7 @@ def verdict(f: Facts) -> Verdict:
         topo += "; a stage file has no launch count: topology is not evidence"
     if change.state == irevidence.EQUAL:
         return Verdict(NO_IR_DIFF, "; ".join(notes + [
-            f"{pair[0]} and {pair[1]} {f.ir_stage} equal ({change.fingerprint[:12]}): the switch changed no "
+            f"{pair[0]} and {pair[1]} {f.ir_stage} {change.equal_text}: the switch changed no "
             f"generated code, skip it; {topo}"]), pair)
     return Verdict(IR_CHANGED, "; ".join(notes + [f"{pair[0]} and {pair[1]} {f.ir_stage} differ: measure it; {topo}"]),
                    pair)

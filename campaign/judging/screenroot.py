@@ -34,6 +34,7 @@ def side(t: TaskEvidence) -> screening.Side:
         elapsed_s=row.elapsed_s if row is not None else None,
         rows=result.rows.ok + result.rows.compiled if result else None,
         fingerprint=t.fingerprint,
+        variants=t.ir_variants,
         ir_files=t.ir_files,
         scoped=topology.scoped if topology else None,
         unscoped=topology.unscoped if topology else None,
@@ -70,7 +71,7 @@ def gather(root: Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Fact
                                    identity=identities.get(t.id), extra_strip=extra_strip) for t in own]
         change = None
         if ir_pass and not only:
-            prints = {t.cell: evidence.cell_fingerprint(root, t, manifest, extra_strip) for t in ir_pass}
+            prints = {t.cell: evidence.cell_ir(root, t, manifest, extra_strip) for t in ir_pass}
             change = irevidence.ir_change(False, tuple(prints), prints).state
         out.append(screening.Facts(
             workload=name, op=own[0].op, backend=matrix.backend, ir_stage=manifest.switch.ir_stage,

@@ -197,11 +197,14 @@ class WorkloadFacts:
         return stats.timing(per_round, orders, "control" in self.cells,
                             {r: c for r, c in references.items() if r in per_round})
 
-    def ir_changed(self) -> Optional[bool]:
+    def ir_decision(self) -> irevidence.IrChange:
         """`irevidence.ir_change` over the first comparable cells: the baseline counts as tuned
         when it only recorded (the control then stands in, or nothing does)."""
         baseline_tuned = self.ir_ref == "control" or "baseline" in self.tuned_only
-        return irevidence.ir_change(baseline_tuned, self.cells, self.fp).changed
+        return irevidence.ir_change(baseline_tuned, self.cells, {c: t.ir if t else None for c, t in self.ir_task.items()})
+
+    def ir_changed(self) -> Optional[bool]:
+        return self.ir_decision().changed
 
     def ref_topology(self) -> Optional[dict]:
         return self.topo.get(self.ir_ref)

@@ -13,6 +13,7 @@ from typing import Optional, Union
 
 from campaign.contract import canonical
 from campaign.judging.classify import CLASSES
+from campaign.judging.irpairing import EXCEPTION
 from campaign.contract.errors import CampaignError
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
@@ -130,7 +131,8 @@ def _details(name: str, w: WorkloadVerdict) -> list[str]:
     if by_ir_pass:
         control = (f"from the IR pass (round {IR_ROUND}: {', '.join(by_ir_pass)}, each on its first autotune "
                     "config, untimed, no correctness): round 1 was not timed")
-    out.append(f"- IR ({ir.stage}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"; {control}")
+    unpaired = f"; {EXCEPTION}: {'; '.join(ir.unpaired)}" if ir.unpaired else ""
+    out.append(f"- IR ({ir.stage}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"{unpaired}; {control}")
     for taint in w.taints:
         out.append(f"- **not isolated**: {taint}")
     failed = {c: keys for c, keys in w.rows_failed.items() if keys}

@@ -211,7 +211,7 @@ class Runner:
             if first[cell].id not in latest:
                 self.events.note(f"{workload}: {name} {cell} has not finished; later rounds run")
                 return None
-        prints = {cell: evidence.cell_fingerprint(setup.root, first[cell], setup.manifest) for cell in cells}
+        prints = {cell: evidence.cell_ir(setup.root, first[cell], setup.manifest) for cell in cells}
         change = irevidence.ir_change(tuned, setup.matrix.cells, prints)
         stage = setup.manifest.switch.ir_stage
         untimed = "; not timed: IR unchanged" if decided_by == IR_ROUND else ""
@@ -220,7 +220,7 @@ class Runner:
                     "no comparable IR (this does not mean the switch is inert)")
         if change.state == irevidence.EQUAL:
             return ("SWITCH_NO_IR_DIFF", f"{name} {cells[0]} and {cells[1]} {stage} fingerprints are "
-                    f"equal ({change.fingerprint[:12]}): the switch changed no generated code{untimed}")
+                    f"{change.equal_text}: the switch changed no generated code{untimed}")
         return None
 
     def _comparable_pair(self, baseline_tuned: bool) -> Optional[tuple[str, str]]:
