@@ -159,3 +159,24 @@ def test_the_screen_says_no_ir_diff_with_the_exception_and_never_equal_on_varian
     facts = dataclasses.replace(facts, sides={c: _side(c, ir) for c, ir in irs.items()})
     assert (f"baseline and candidate ttgir equal up to unpaired specialisations: {EXCEPTION_LINE}: the switch "
             "changed no generated code") in screening.row(facts)["note"]
+
+
+def test_a_control_that_differs_only_by_unpaired_specialisations_is_no_leak(tmp_path: Path):
+    # the control-leak checks (screen note, classifier's F) use the switch's own rule: a
+    # data-dependent specialisation is never a leak where it is never a change
+    cells = {"baseline": [(FILL, I32), (FILL, I64), ("mm_kernel", MM)],
+             "control": [(FILL, I32), (FILL, I64_DIV16), ("mm_kernel", MM)],
+             "candidate": [(FILL, I32), (FILL, I64), ("mm_kernel", MM_V2)]}
+    irs = {name: irevidence.read_cell_ir(_cell(tmp_path, name, variants)) for name, variants in cells.items()}
+    assert irevidence.same_code(irs["baseline"], irs["control"], ("baseline", "control")) == (
+        EXCEPTION_LINE.replace("only in candidate", "only in control"),)
+    assert irevidence.same_code(irs["baseline"], irs["candidate"], ("baseline", "candidate")) is None
+    assert irevidence.same_code(irs["baseline"], irs["baseline"], ("baseline", "baseline")) == ()
+    facts = Facts(workload="w", op="mm", backend="cpu", ir_stage="ttgir", dtypes=("float16",), dtypes_own=True,
+                  sides={c: _side(c, ir) for c, ir in irs.items()}, caliber={})
+    row = screening.row(facts)
+    assert row["verdict"] == screening.IR_CHANGED and "leaks" not in row["note"], row
+    leaking = {**irs, "control": irevidence.read_cell_ir(_cell(tmp_path / "leak", "control",
+                                                                [(FILL, I32), (FILL, I64), ("mm_kernel", MM_V2)]))}
+    facts = dataclasses.replace(facts, sides={c: _side(c, ir) for c, ir in leaking.items()})
+    assert "control IR differs from baseline: the switch leaks into its off state" in screening.row(facts)["note"]

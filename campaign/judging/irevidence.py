@@ -290,9 +290,19 @@ def ir_change(baseline_tuned: bool, cells: Iterable[str], prints: Mapping[str, O
     if missing:
         return IrChange(NOT_COMPARABLE, pair, NO_IR, missing)
     first, second = (prints[c] for c in pair)
+    unpaired = same_code(first, second, pair)
+    if unpaired is None:
+        return IrChange(DIFFER, pair, fingerprint=first.fingerprint)
+    return IrChange(EQUAL, pair, fingerprint=first.fingerprint, unpaired=unpaired)
+
+
+def same_code(first: CellIR, second: CellIR, names: tuple[str, str]) -> Optional[tuple[str, ...]]:
+    """Whether two cells' IR is the same code: ``()`` for equal fingerprints, the named exceptions
+    where every difference is an unpaired specialisation (`irpairing.unpaired_only`), None where
+    the code differs. Both sides must have IR. The control-leak checks use it too, so a
+    data-dependent specialisation is never a leak where it is never a change."""
     if first.fingerprint == second.fingerprint:
-        return IrChange(EQUAL, pair, fingerprint=first.fingerprint)
-    unpaired = irpairing.unpaired_only(first, second, pair) if _consistent(first) and _consistent(second) else None
-    if unpaired:
-        return IrChange(EQUAL, pair, fingerprint=first.fingerprint, unpaired=unpaired)
-    return IrChange(DIFFER, pair, fingerprint=first.fingerprint)
+        return ()
+    if not (_consistent(first) and _consistent(second)):
+        return None
+    return irpairing.unpaired_only(first, second, names) or None

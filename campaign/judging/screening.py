@@ -137,7 +137,9 @@ def verdict(f: Facts) -> Verdict:
             "replaying cell, and there is no control: add a control cell to the manifest and screen again"]))
     if base.tuning_variants:
         notes.append("baseline benchmarked autotune configs: the candidate is compared with the control")
-    elif "control" in sides and sides["control"].fingerprint not in (None, base.fingerprint) and base.fingerprint:
+    elif "control" in sides and sides["control"].fingerprint is not None and base.fingerprint and irevidence.same_code(
+            irevidence.CellIR(base.fingerprint, base.variants),
+            irevidence.CellIR(sides["control"].fingerprint, sides["control"].variants), ("baseline", "control")) is None:
         notes.append("control IR differs from baseline: the switch leaks into its off state")
     if change.missing:
         return Verdict(NO_COMPARABLE_IR, "; ".join(notes + [

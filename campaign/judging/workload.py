@@ -215,6 +215,8 @@ class WorkloadFacts:
         if self.ir_ref == "control":
             recorded = {v for t in self.by_cell["baseline"] for v in t.variants}
             return True if set(self.ir_task["control"].variants) <= recorded else None
-        if self.fp.get("baseline") is None:
+        if self.fp.get("baseline") is None or self.fp.get("control") is None:
             return None
-        return self.fp["control"] == self.fp["baseline"]
+        # the same rule as the switch's change: an unpaired specialisation is not a leak
+        return irevidence.same_code(self.ir_task["baseline"].ir, self.ir_task["control"].ir,
+                                    ("baseline", "control")) is not None
