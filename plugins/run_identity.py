@@ -26,7 +26,8 @@ Keys (all always present; a value that does not apply is null)::
     timer {kind, warmup_ms, rep_ms, return_mode, direct_repeat, l2_flush}, direct_repeat
 
 The timer object is what the manifest asks for (the timing plugin owns what was
-measured); on a compile-only backend nothing is timed and ``kind`` is "none".
+measured); on a compile-only backend, and in a screen's untimed IR pass, nothing is timed and
+``kind`` is "none".
 
 `CALIBER_FIELDS` (defined once, in `campaign.contract.rootrecords`, re-exported here) names the
 top-level keys whose values must be equal across the cells of a comparison; this
@@ -94,6 +95,8 @@ def identity(ctx) -> dict:
 
     plan, task, terms = ctx.plan, ctx.plan.task, ctx.terms
     executes = ctx.backend.capabilities.executes
+    # a screen's IR pass runs each row once, untimed, on any backend: its timer is "none" too
+    times = executes and task.timed
     return RunIdentity.model_validate({
         "schema_version": SCHEMA_VERSION,
         "task_id": task.id,
@@ -119,10 +122,10 @@ def identity(ctx) -> dict:
         "pinned_env": dict(plan.pinned_env),
         "harness_digest": plan.harness_digest,
         "inherited_env": {name: os.environ[name] for name in CODE_PATH_VARIABLES if name in os.environ},
-        "timer": timer_section(terms.timer, executes),
+        "timer": timer_section(terms.timer, times),
         # Also top level: the caliber lists it on its own (a repeat count changes what a
         # direct-timed number is, even where the timer kind is the same).
-        "direct_repeat": terms.timer.direct_repeat if executes else None,
+        "direct_repeat": terms.timer.direct_repeat if times else None,
     }).dump()
 
 

@@ -156,6 +156,9 @@ def test_a_screen_stopped_after_its_ir_pass_resumes_without_running_it_again(tmp
     assert not list((root / "cells").glob("*/r0/*.interrupted-*"))
     latest = status.latest(rows)
     assert latest["add/r1/baseline"].rc_name == "skipped" and latest["matmul/r1/candidate"].rc_name == "ok"
+    # the IR pass's rows are labelled as such on every backend; round 1's on cpu as compile-only
+    assert "rows compiled, not timed (IR pass: untimed)" in latest["add/r0/candidate"].note
+    assert "rows compiled, not timed (compile-only)" in latest["matmul/r1/candidate"].note
     table = _table(root)
     assert {w: r["verdict"] for w, r in table.items()} == {"add": "NO_IR_DIFF", "matmul": "IR_CHANGED"}
     assert table["add"]["note"].endswith(screening.IR_PASS_NOTE)

@@ -47,8 +47,10 @@ def status_row(task: Task, cell_dir: Path, ended: Ended, elapsed: float, window)
         if result.note:
             notes.append(result.note)
         if result.rows.compiled:
-            # rows_ok counts timed rows; a compile-only cell's rows are launched for IR, never timed
-            notes.append(f"{result.rows.compiled} rows compiled, not timed (compile-only)")
+            # rows_ok counts timed rows; a compile-only cell's rows, and a screen's IR-pass rows on
+            # any backend, are launched for IR, never timed
+            why = "compile-only" if task.timed else "IR pass: untimed"
+            notes.append(f"{result.rows.compiled} rows compiled, not timed ({why})")
     preflight = ""
     if result is not None and not result.preflight.ok:
         preflight = result.preflight.failed_check or "unnamed"
