@@ -75,7 +75,6 @@ PARSERS = {
     ("caliber", "load_identities"): ("campaign/judging/evidence.py",),
     ("telemetryfile", "read_samples"): ("campaign/judging/evidence.py",),
     ("irevidence", "fingerprint"): ("campaign/judging/evidence.py",),
-    ("irevidence", "variant_digests"): ("campaign/judging/evidence.py",),
     ("irevidence", "read_cell_ir"): ("campaign/judging/evidence.py",),
     ("irevidence", "topology"): ("campaign/judging/evidence.py",),
     ("irevidence", "read_index"): ("campaign/judging/evidence.py",),

@@ -45,11 +45,16 @@ class TaskEvidence:
     fallbacks: int                               # AUTOTUNE_REPLAY_FALLBACK, from result or autotune.json
     problems: tuple[str, ...]                    # files present but unreadable
     tuned: bool = False                          # benchmarked autotune configs: ir/ holds every config's variants
-    variants: tuple[str, ...] = ()               # irevidence.variant_digests of the IR stage
-    ir_variants: tuple[irevidence.VariantDigest, ...] = ()   # the same with signatures, for ir_change's pairing
+    ir_variants: tuple[irevidence.VariantDigest, ...] = ()   # the IR stage's variants, with signatures
     identity: Optional[dict] = None              # run_identity.json as the cell wrote it
     throttle: Optional[throttle.TaskThrottle] = None   # timed rows vs telemetry; None: no telemetry.tsv or no rows
     row: Optional[status.StatusRow] = None       # the task's latest status.tsv row; None: it has none
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """``kernel<TAB>sha256`` of every variant, sorted: what the fingerprint is taken over, so one
+        cell's variants can be looked up among another's (a recording cell holds every config's)."""
+        return tuple(sorted(v.line for v in self.ir_variants))
 
     @property
     def ir(self) -> irevidence.CellIR:
@@ -157,7 +162,7 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
                     len(autotune.fallbacks) if autotune else 0)
     return TaskEvidence(task, state, result, rc_name, ir.fingerprint, len(ir.variants), topology,
                         outcomes, rows_file.rows if rows_file else None, fallbacks, tuple(problems), tuned,
-                        tuple(sorted(v.line for v in ir.variants)), ir.variants, identity, row=row)
+                        ir.variants, identity, row=row)
 
 
 def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,

@@ -168,13 +168,6 @@ def read_cell_ir(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[st
     return CellIR(fingerprint_of(v.line for v in variants), variants)
 
 
-def variant_digests(ir_dir: Path, stage: str = "ttgir", strip_patterns: Iterable[str] = ()) -> tuple[str, ...]:
-    """``kernel<TAB>sha256(normalized content)`` of every variant: what a fingerprint is taken over,
-    sorted, so one cell's variants can be looked up among another's (a recording cell holds
-    every config's variants; a replaying cell's must be among them)."""
-    return tuple(sorted(v.line for v in read_cell_ir(ir_dir, stage, strip_patterns).variants))
-
-
 def fingerprint_of(variants: Iterable[str]) -> Optional[str]:
     items = sorted(variants)
     return hashlib.sha256("\n".join(items).encode()).hexdigest() if items else None
