@@ -136,6 +136,8 @@ class AutotunePlugin:
                 self.ctx.log.marker(REPLAY_FALLBACK_MARKER, reason="key_missing", kernel=ident[1], key=ident[2])
         if self.policy == "measured" and key not in tuner.cache:
             self.warm(tuner, ident, args, kwargs)
+        if self.policy == "first-config":
+            self.warm(tuner, ident, args, kwargs)                # every config's code is IR evidence
         if self.policy == "first-config" and key not in tuner.cache:
             tuner.nargs = dict(zip(tuner.arg_names, args))
             tuner.cache[key] = tuner.prune_configs(kwargs)[0]    # untimed: nothing can be measured here
@@ -150,18 +152,22 @@ class AutotunePlugin:
         return result
 
     def warm(self, tuner, ident: Ident, args: tuple, kwargs: dict) -> None:
-        """Compile every config the tuner is about to benchmark; a config left cold is named."""
+        """Compile every config the tuner is about to benchmark (measured) or could pick
+        (first-config: for the IR evidence); a config left cold is named."""
         tuner.nargs = dict(zip(tuner.arg_names, args))       # prune_configs reads it, as run does
         configs = tuner.prune_configs(kwargs)
-        # `warmup.warm` is looked up at call time: the worker's phase clock wraps it as tuning
-        done = warmup.warm(tuner, configs, args, kwargs, self.workers)
+        # looked up at call time: the worker's phase clock wraps `warm` as tuning, `compile_every` as compile
+        compile_all = warmup.warm if self.policy == "measured" else warmup.compile_every
+        done = compile_all(tuner, configs, args, kwargs, self.workers)
         cold = tuple(name for name, _ in done.cold)
         self.warmups[ident] = WarmupEntry(kernel=ident[1], key=ident[2], configs=done.configs,
                                           warmed=done.configs - len(cold), cold=cold)
         if cold:
             why = "; ".join(f"{name}: {reason}" for name, reason in done.cold)
+            fate = ("compiled inline by the benchmark" if self.policy == "measured"
+                    else "not compiled, absent from this cell's IR evidence (the first config is compiled by its call)")
             self.ctx.log.line(f"{warmup.PARTIAL_LINE} kernel={ident[1]} key={ident[2]} cold={len(cold)} "
-                              f"of={done.configs}: compiled inline by the benchmark ({why})")
+                              f"of={done.configs}: {fate} ({why})")
 
     def _patch(self, cls) -> None:
         if cls in self.patched or "run" not in cls.__dict__:

@@ -25,6 +25,9 @@ hook fires for it again. `PROCESS` keeps, for the whole process, every loaded va
 variant this workload has not captured copies its stages from there into this workload's
 ``ir/`` and counts the launch, so each workload's evidence is what a process of its own
 would hold for the kernels it launched. Loads in any session (correctness too) are recorded.
+The same holds for the configs the autotune warm-up compiles without launching them (every
+config under first-config): `campaign.plugins.warmup` hands each one here (`WARMED_HOOKS`),
+and one compiled by an earlier workload is copied from its CompiledKernel's stage files.
 
 SASS is ``nvdisasm -hex`` over the variant's cubin from Triton's cache (the listener
 hands its path on a GPU and offline alike; ``CompiledKernel.asm`` is not read),
@@ -50,6 +53,7 @@ from triton import knobs
 from campaign.contract.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
 from campaign.contract.canonical import write_new
 from campaign.contract.sasstext import sass_code
+from campaign.plugins import warmup
 from campaign.plugins.warmup import host_workers
 
 STAGES = ("ttir", "ttgir", "llir", "ptx")
@@ -161,6 +165,13 @@ class IrCapturePlugin:
             self.earlier.add(hash_)
         self.launches[hash_] += 1
 
+    def on_warmed(self, kernel) -> None:
+        """A config the warm-up compiled (`campaign.plugins.warmup`); not yet captured here, it was
+        compiled by an earlier workload of this process (no compile event fired for it now)."""
+        if kernel.hash not in self.variants:
+            self._copy_variant(kernel.hash, kernel.name, kernel.metadata_group)
+            self.earlier.add(kernel.hash)
+
     def _copy_variant(self, hash_: str, kernel: str, metadata_group: dict) -> None:
         if hash_ in self.variants:
             return
@@ -200,6 +211,7 @@ class IrCapturePlugin:
         knobs.compilation.listener = self.on_compiled
         PROCESS.install()
         knobs.runtime.launch_enter_hook.add(self.on_launch)
+        warmup.WARMED_HOOKS.append(self.on_warmed)
         self.installed = True
 
     @pytest.hookimpl(trylast=True)
@@ -211,7 +223,7 @@ class IrCapturePlugin:
         self.ctx.log.line(f"ir-capture: {len(self.variants)} variants, {total} joined launches")
         if self.earlier:
             self.ctx.log.line(f"ir-capture: {len(self.earlier)} of them compiled by an earlier workload of this "
-                              "process, taken from its record at their first launch here")
+                              "process, taken from its record at their first launch or warm-up here")
         if self.unjoined:
             detail = " ".join(f"{name}={count}" for name, count in sorted(self.unjoined.items()))
             self.ctx.log.line(f"ir-capture: launches not joinable to a variant: {detail}")
@@ -222,6 +234,7 @@ class IrCapturePlugin:
         if knobs.compilation.listener == self.on_compiled:
             knobs.compilation.listener = self.previous_listener
         knobs.runtime.launch_enter_hook.remove(self.on_launch)
+        warmup.WARMED_HOOKS.remove(self.on_warmed)
         self.installed = False
 
 

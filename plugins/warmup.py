@@ -18,6 +18,17 @@ a kernel, is *cold*; the benchmark compiles it inline as it always did, and the 
 and the names go into autotune.json (``warmup``) and the ``AUTOTUNE_WARMUP_PARTIAL``
 line of run.log. `worker.phases` counts `warm`'s wall time as tuning: it is the tuning's
 own compiles brought forward.
+
+Under policy *first-config* (the compile-only backend, and the screen's untimed IR pass)
+nothing is benchmarked, but the cell's IR must still hold every config a tuner could pick:
+`compile_every` compiles them all, the same way, before the first config is taken. Without
+it a cell held the first config's code alone, and "did the switch change the code" was
+answered for that one config: on the H200, FlagGems' mm, bmm and baddbmm have a first
+config of 32x32x32 blocks that lowers to mma v2 with or without DISABLE_MMA_V3, so the IR
+pass called them NO_IR_DIFF while the configs their tuner picks (wgmma) changed. There a
+config that does not compile is absent from the IR evidence, named as here; where the
+switch makes a config fail on one side only, the two sides' variant sets differ, which is
+a change. `worker.phases` counts `compile_every`'s wall time as compile.
 """
 from __future__ import annotations
 
@@ -26,6 +37,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 PARTIAL_LINE = "AUTOTUNE_WARMUP_PARTIAL"
+# Called with every warmed config's CompiledKernel, once the warm-up has finalised it. A config an
+# earlier workload of the process compiled is found in the JIT's in-memory cache and fires no
+# compile event: `campaign.plugins.ir_capture` registers here to take it into this cell's evidence.
+WARMED_HOOKS: list = []
 
 
 def host_workers() -> int:
@@ -42,6 +57,11 @@ def config_name(config) -> str:
     parts += [f"{k}={getattr(config, k)}" for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")
               if getattr(config, k, None) is not None]
     return ",".join(parts)
+
+
+def compile_every(tuner, configs, args: tuple, kwargs: dict, workers: int) -> "Warmed":
+    """`warm` for the IR evidence under first-config: every config compiled, none benchmarked."""
+    return warm(tuner, configs, args, kwargs, workers)
 
 
 @dataclass(frozen=True)
@@ -105,4 +125,8 @@ def warm(tuner, configs, args: tuple, kwargs: dict, workers: int) -> Warmed:
         why = error or _why_cold(handle)
         if why is not None:
             cold.append((config_name(config), why))
+            continue
+        kernel = handle.kernel if getattr(handle, "future", None) is not None else handle
+        for hook in WARMED_HOOKS:
+            hook(kernel)
     return Warmed(len(configs), tuple(cold))

@@ -168,8 +168,12 @@ def test_replay_overrides_the_tuner_and_announces_missing_keys(recording, tmp_pa
     markers = [line for line in log(plan).splitlines() if line.startswith("AUTOTUNE_REPLAY_FALLBACK")]
     assert markers == [f"AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel=demo_kernels.matmul_kernel "
                        f"key={dropped['key']}"]
-    ttgirs = " ".join(p.read_text() for p in (Path(plan.cell_dir) / "ir").glob("*-matmul_kernel.ttgir"))
-    assert "tensor<64x64xf32" in ttgirs, "the injected 64x64 config was not the one compiled"
+    # every config is compiled (first-config); the launched variant of the steered key is the injected one
+    ir = Path(plan.cell_dir) / "ir"
+    launched = [line.split("\t")[0] for line in (ir / "index.tsv").read_text().splitlines()[1:]
+                if line.split("\t")[1] == "matmul_kernel" and int(line.split("\t")[2]) > 0]
+    texts = [next(ir.glob(f"{hash_}-matmul_kernel.ttgir")).read_text() for hash_ in launched]
+    assert sum("tensor<64x64xf32" in text for text in texts) == 1, "the injected 64x64 config was not the one run"
 
 
 def test_measured_record_counts_every_benchmark_and_replay_runs_none(tmp_path):
@@ -221,3 +225,41 @@ def test_config_round_trip_prefers_the_tuners_own_config():
     assert autotune.from_tuned(tuned, [triton.Config({"BLOCK": 32}), hooked]) is hooked
     rebuilt = autotune.from_tuned(tuned, [])
     assert (rebuilt.kwargs, rebuilt.num_warps, rebuilt.pre_hook) == ({"BLOCK": 64}, 2, None)
+
+
+# A matmul whose first config cannot use wgmma (32 rows: below one warpgroup's 64) and whose
+# second does: DISABLE_MMA_V3 leaves the first config's code alone and changes the second's, as
+# with FlagGems 5.0.2's mm, bmm and baddbmm on the H200 (first config 32x32x32, 4 warps).
+SMALL_FIRST = """
+import triton
+from demo_kernels import matmul_kernel
+
+CONFIGS = [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4, num_stages=2),
+           triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=8, num_stages=3)]
+small_first = triton.autotune(configs=CONFIGS, key=["M", "N", "K"])(matmul_kernel.fn)
+a = torch.randn(256, 256, dtype=torch.float16)
+c = torch.empty_like(a)
+small_first[lambda meta: (triton.cdiv(256, meta["BLOCK_M"]), triton.cdiv(256, meta["BLOCK_N"]))](
+    a, a, c, 256, 256, 256, a.stride(0), a.stride(1), a.stride(0), a.stride(1), c.stride(0), c.stride(1))
+"""
+
+
+def test_first_config_cells_hold_every_configs_code_so_a_switch_past_the_first_config_is_a_change(tmp_path):
+    from campaign.judging import irevidence
+
+    cells = {}
+    for cell, env in (("baseline", {}), ("candidate", {"DISABLE_MMA_V3": "1"})):
+        plan = plan_cell(tmp_path, cell, env=env, cell=cell)
+        run_cell(plan, kernel_test(SMALL_FIRST))
+        cells[cell] = plan
+        data = result(plan)
+        assert [(w["configs"], w["warmed"], w["cold"]) for w in data["warmup"]] == [(2, 2, [])]
+        assert [e["config"]["kwargs"]["BLOCK_M"] for e in data["entries"]] == [32], "the first config is the one run"
+        rows = [line.split("\t") for line in (Path(plan.cell_dir) / "ir" / "index.tsv").read_text().splitlines()[1:]]
+        assert sorted(int(r[2]) for r in rows if r[1] == "matmul_kernel") == [0, 1], "two variants, one launched"
+    texts = {cell: " ".join(p.read_text() for p in (Path(plan.cell_dir) / "ir").glob("*-matmul_kernel.ttgir"))
+             for cell, plan in cells.items()}
+    assert texts["baseline"].count("versionMajor = 3") == 1 and "versionMajor = 3" not in texts["candidate"]
+    prints = {cell: irevidence.read_cell_ir(Path(plan.cell_dir) / "ir") for cell, plan in cells.items()}
+    change = irevidence.ir_change(False, ("baseline", "candidate"), prints)
+    assert change.state == irevidence.DIFFER, "the first config alone is unchanged; the second config's code is not"

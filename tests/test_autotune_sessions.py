@@ -259,6 +259,19 @@ def test_the_warm_up_is_counted_as_tuning_by_its_wall_time():
     assert warmup.warm.__module__ == warmup.__name__, "restored after the session"
 
 
+def test_compiling_every_config_for_the_ir_evidence_is_counted_as_compile_by_its_wall_time():
+    # first-config benchmarks nothing: its every-config compile is compile, never tuning
+    from campaign.plugins import warmup
+    from campaign.worker import phases
+
+    ticks = iter([10.0, 10.2, 11.5])          # its own start, the warm-up's inside it, its end
+    session = phases.Session(clock=lambda: next(ticks))
+    with phases.watching(session):
+        done = warmup.compile_every(None, [], (), {}, workers=2)
+    assert (done.configs, done.cold, session.tuning_s, session.compile_s) == (0, (), 0.0, 1.5)
+    assert warmup.compile_every.__module__ == warmup.__name__, "restored after the session"
+
+
 # A config's pre_hook may set what the compile specialises on (FlagGems' Hopper mm sets its TMA
 # descriptors' block shapes from the config's BLOCK sizes): the warm-up runs each config's hook
 # before handing its compile off, with the names Autotuner._bench gives it.

@@ -12,7 +12,9 @@ write of phases.json, is in exactly one of them:
   the preflight checks that need them.
 - ``preflight``: reading the task, and the named checks.
 - ``compile``: Triton's own compile time of every compile outside autotune benchmarking, in
-  both sessions (the ``times`` ``knobs.compilation.listener`` is handed; cache hits included).
+  both sessions (the ``times`` ``knobs.compilation.listener`` is handed; cache hits included),
+  and the wall time of compiling every config for the IR evidence under first-config
+  (`campaign.plugins.warmup.compile_every`, parallel like the warm-up).
 - ``tuning``: wall time inside ``Autotuner._bench`` (Triton's tuner and every subclass that
   does not replace it: FlagGems' LibTuner), in both sessions, the compiles of the configs it
   benchmarks included, and inside their parallel warm-up (`campaign.plugins.warmup.warm`,
@@ -49,7 +51,7 @@ LABELS = {
     "start": "process start (/proc/self/stat) to the worker's main: interpreter and the worker's own imports",
     "imports": "importing torch, triton (and flag_gems for a FlagGems workload)",
     "preflight": "reading the task; the preflight checks",
-    "compile": "Triton's own compile times outside autotune benchmarking, both sessions",
+    "compile": "Triton's own compile times outside autotune benchmarking, both sessions; first-config's every-config compile",
     "tuning": "inside Autotuner._bench (config benchmarking, its compiles included), both sessions",
     "timing": "rest of the benchmark session: collection, inputs, timer warmup and repetitions, launches",
     "correctness": "rest of the correctness session (zero where not run)",
@@ -96,6 +98,7 @@ def watching(session: Session) -> Iterator[Session]:
     previous = knobs.compilation.listener
     original_bench = Autotuner.__dict__["_bench"]
     original_warm = warmup.warm
+    original_every = warmup.compile_every
 
     def listener(*, src, metadata, metadata_group, times, cache_hit):
         if session.depth == 0:
@@ -103,7 +106,8 @@ def watching(session: Session) -> Iterator[Session]:
         if previous is not None:
             previous(src=src, metadata=metadata, metadata_group=metadata_group, times=times, cache_hit=cache_hit)
 
-    def as_tuning(original):
+    def counted_as(field: str, original):
+        # depth > 0 inside: the listener leaves the compiles there to this wall time
         def timed(*args, **kwargs):
             session.depth += 1
             start = session.clock()
@@ -112,15 +116,17 @@ def watching(session: Session) -> Iterator[Session]:
             finally:
                 session.depth -= 1
                 if session.depth == 0:
-                    session.tuning_s += session.clock() - start
+                    setattr(session, field, getattr(session, field) + session.clock() - start)
         return timed
 
     knobs.compilation.listener = listener
-    Autotuner._bench = as_tuning(original_bench)
-    warmup.warm = as_tuning(original_warm)
+    Autotuner._bench = counted_as("tuning_s", original_bench)
+    warmup.warm = counted_as("tuning_s", original_warm)
+    warmup.compile_every = counted_as("compile_s", original_every)
     try:
         yield session
     finally:
+        warmup.compile_every = original_every
         warmup.warm = original_warm
         Autotuner._bench = original_bench
         knobs.compilation.listener = previous

@@ -116,9 +116,10 @@ class WarmupEntry(Record):
 
     kernel: str
     key: str
-    configs: int                         # configs the tuner benchmarked for this key
+    configs: int                         # configs the tuner benchmarked (first-config: could pick) for this key
     warmed: int
-    cold: tuple[str, ...] = ()           # configs that did not warm, compiled inline by the benchmark
+    cold: tuple[str, ...] = ()           # configs that did not warm: compiled inline by the benchmark
+                                         # (first-config: not compiled, absent from the IR evidence)
 
 
 class AutotuneFile(Record):
