@@ -128,6 +128,11 @@ def cell_tuned(root: Path, task: Task) -> bool:
     return _autotune(Path(root) / cell_dir_name(task.id), [])[1]
 
 
+def cell_coverage(root: Path, task: Task) -> Optional[str]:
+    """Which autotune configs an untimed cell's IR holds (`irevidence.untimed_coverage`)."""
+    return irevidence.untimed_coverage(_autotune(Path(root) / cell_dir_name(task.id), [])[0])
+
+
 def cell_ir(root: Path, task: Task, manifest: Manifest, extra_strip: tuple[str, ...] = ()) -> irevidence.CellIR:
     """`irevidence.read_cell_ir` of the cell's IR stage, the manifest's annotations (and ``extra_strip``)
     stripped: its fingerprint (None: no comparable IR) and its variants, what `irevidence.ir_change` judges."""
@@ -172,7 +177,7 @@ def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: b
     manifest, matrix = load_frame(root)
     floor = manifest.measured_launch_floor if floor is None else floor
     latest = latest_status(root)
-    # a screen's IR pass (untimed, each side on its first config) is no timing round: its caliber is
+    # a screen's IR pass (untimed, each side running its first config) is no timing round: its caliber is
     # judged with its own pair (`campaign.judging.screenroot`), never against the timed rounds
     check, identities = caliber_of(root, [t for t in matrix.tasks if t.timed])
     tasks = {}

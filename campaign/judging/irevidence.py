@@ -221,6 +221,28 @@ def holds_tuning_variants(autotune: Optional[AutotuneFile]) -> bool:
     return autotune is not None and autotune.policy == "measured" and autotune.tuning_runs > 0
 
 
+EVERY_CONFIG, SOME_CONFIGS, FIRST_CONFIG_ONLY = "every", "some", "first"
+
+
+def untimed_coverage(autotune: Optional[AutotuneFile]) -> Optional[str]:
+    """Which configs an untimed (first-config) cell's IR holds of each autotune key it met:
+    ``every`` config, ``some`` (configs that did not compile are absent, named in autotune.json),
+    or the ``first`` only -- how untimed cells were written before they compiled every config.
+    None for a cell that is not first-config (or has no autotune.json)."""
+    if autotune is None or autotune.policy != "first-config":
+        return None
+    warmed = {(w.kernel, w.key) for w in autotune.warmup}
+    if any((e.kernel, e.key) not in warmed for e in autotune.entries + autotune.fallbacks):
+        return FIRST_CONFIG_ONLY
+    return SOME_CONFIGS if any(w.cold for w in autotune.warmup) else EVERY_CONFIG
+
+
+def weakest_coverage(coverages: Iterable[Optional[str]]) -> str:
+    """The pair's coverage: its weaker side's (a side without a first-config record counts as every)."""
+    order = (FIRST_CONFIG_ONLY, SOME_CONFIGS, EVERY_CONFIG)
+    return min((c for c in coverages if c is not None), key=order.index, default=EVERY_CONFIG)
+
+
 def comparable_pair(baseline_tuned: bool, cells: Iterable[str]) -> Optional[tuple[str, str]]:
     """The round-1 cells whose IR sets can be compared for "did the switch change code":
     baseline and candidate, unless the baseline benchmarked configs; then the control,

@@ -1,7 +1,7 @@
 """The screen's verdict and its table: pure functions over one pinned pair per workload.
 
-A screen runs an untimed IR pass (round 0: baseline and candidate, each on its
-first autotune config), then round 1 -- the baseline records the autotune
+A screen runs an untimed IR pass (round 0: baseline and candidate, each compiling
+every autotune config and running the first), then round 1 -- the baseline records the autotune
 configs, every other cell replays them -- for the workloads whose IR pass found
 the IR changed (all of them with ``--time-unchanged``), and decides what
 deserves rounds from round 1's pair where it ran, else from the IR pass's pair
@@ -50,9 +50,26 @@ COLUMNS = (("workload", "op", "verdict", "dtypes")
            + tuple(caliber.flatten({})) + ("range", "range_label", "range_vs", "range_regime", "range_left_out",
                                             "aa_range", "aa_label", "weight_s", "note"))
 NOT_COMPARABLE = "range vs recording baseline (not comparable: baseline tuned)"
-IR_PASS_NOTE = "not timed: IR unchanged (IR pass compared each autotune key's first config, untimed)"
-IR_PASS_SKIPPED = ("not timed: round 1 skipped, the IR pass found no comparable IR (IR pass compared each autotune "
-                   "key's first config, untimed)")
+# What the IR pass's evidence holds (`irevidence.untimed_coverage` of its weaker side), said in every note
+# that rests on it: a root written before untimed cells compiled every config says "first config only".
+COVERAGE = {
+    irevidence.EVERY_CONFIG: "every autotune config of each key compiled, untimed",
+    irevidence.SOME_CONFIGS: "every autotune config of each key that compiled, untimed; autotune.json names the others",
+    irevidence.FIRST_CONFIG_ONLY: ("each autotune key's first config only, untimed: configs past the first are not "
+                                   "in its evidence"),
+}
+
+
+def ir_pass_note(coverage: str) -> str:
+    return f"not timed: IR unchanged (IR pass: {COVERAGE[coverage]})"
+
+
+def ir_pass_skipped(coverage: str) -> str:
+    return f"not timed: round 1 skipped, the IR pass found no comparable IR (IR pass: {COVERAGE[coverage]})"
+
+
+IR_PASS_NOTE = ir_pass_note(irevidence.EVERY_CONFIG)
+IR_PASS_SKIPPED = ir_pass_skipped(irevidence.EVERY_CONFIG)
 IR_PASS_RANGE = "not timed: IR unchanged, no range"
 
 
@@ -95,6 +112,7 @@ class Facts:
     provider: str = "builtin"            # pytest: the test's own do_bench calls are its rows
     ir_pass_only: bool = False           # round 1 was skipped: the sides are the IR pass's, untimed
     ir_pass_change: Optional[str] = None   # the IR pass's `irevidence.ir_change` state, where round 1 ran
+    ir_pass_coverage: Optional[str] = None  # `irevidence.weakest_coverage` of the IR pass's pair; None: no IR pass
 
 
 @dataclass(frozen=True)
@@ -247,12 +265,12 @@ def weight(f: Facts) -> Optional[float]:
 
 def ir_pass_notes(f: Facts, v: Verdict) -> list[str]:
     """What the IR pass adds to the note: why nothing was timed, or that round 1 disagreed with it."""
+    coverage = f.ir_pass_coverage or irevidence.EVERY_CONFIG
     if f.ir_pass_only:
-        return [IR_PASS_NOTE if v.name == NO_IR_DIFF else IR_PASS_SKIPPED]
+        return [ir_pass_note(coverage) if v.name == NO_IR_DIFF else ir_pass_skipped(coverage)]
     said = {irevidence.DIFFER: IR_CHANGED, irevidence.EQUAL: NO_IR_DIFF}.get(f.ir_pass_change or "")
     if said and v.name in (IR_CHANGED, NO_IR_DIFF) and said != v.name:
-        return [f"the IR pass (each autotune key's first config, untimed) said {said}: it disagreed, round 1's "
-                "verdict stands"]
+        return [f"the IR pass ({COVERAGE[coverage]}) said {said}: it disagreed, round 1's verdict stands"]
     return []
 
 

@@ -13,7 +13,9 @@ no task records: every one replays the recording copied from that sealed root
 A screen's matrix (``ir_pass``) puts an IR round, round 0, before round 1 (canaries
 still first, all their rounds): baseline then candidate, untimed (``Task.timed``
 False), each recording its own first config (policy first-config: neither side
-benchmarks configs, so the pair is compared directly and nothing replays round 0).
+benchmarks configs, so the pair is compared directly and nothing replays round 0); each
+compiles every config of every autotune key (`campaign.plugins.warmup.compile_every`), so the
+pair compares the code of every config a tuner could pick, not the first one alone.
 The runner times round 1 of a workload only where round 0's IR differs, unless
 ``time_unchanged`` (`campaign.running.runner.Runner.ir_skip`).
 
