@@ -67,7 +67,9 @@ def _first_partition(setup: RunSetup, slots: Sequence[Card], weights_from: Optio
     from_root, source = (None, None) if weights_from is None else root_weights(weights_from, setup)
     weighed = partition.weights(names, manifest.rounds.count, from_root=from_root,
                                 weight_s={w.name: w.weight_s for w in manifest.workloads})
-    data = cardplan.record(partition.lpt(weighed, manifest.device.cards), slots, source)
+    # over the cards this run was given (and those that failed their check, so their workloads are
+    # marked and can be resumed elsewhere): `--devices 0` on a two-card manifest is a one-card run
+    data = cardplan.record(partition.lpt(weighed, len(slots)), slots, source)
     canonical.write_json_new(setup.root / PARTITION_FILE, data)
     equal = sorted(name for name, w in weighed.items() if w.source == partition.EQUAL)
     if equal:   # said, never silent: an equal weight is a guess, and the partition is only as good

@@ -101,14 +101,16 @@ def select(device: Device, found: Sequence[DeviceInfo], narrowed: Optional[Seque
 
 
 def record(partition: Partition, cards: Sequence[Card], weights_from: Optional[str]) -> dict:
-    """partition.json: per card its workloads and predicted seconds, the weights and their source."""
-    by_slot = {card.slot: card for card in cards}
+    """partition.json: per card its workloads and predicted seconds, the weights and their source.
+    ``partition`` has one bin per card of ``cards``, in their order: the cards the run was given
+    (``--devices`` may leave some of the manifest's out; those get nothing)."""
+    if len(cards) != len(partition.cards):
+        raise ValueError(f"a partition over {len(partition.cards)} cards recorded for {len(cards)}")
     return {
         "schema_version": SCHEMA_VERSION,
-        "cards": [{"slot": slot, "uuid": by_slot[slot].uuid if slot in by_slot else None,
-                   "index": by_slot[slot].index if slot in by_slot else None,
-                   "workloads": list(names), "predicted_s": round(partition.load(slot), 3)}
-                  for slot, names in enumerate(partition.cards)],
+        "cards": [{"slot": card.slot, "uuid": card.uuid, "index": card.index,
+                   "workloads": list(names), "predicted_s": round(partition.load(n), 3)}
+                  for n, (card, names) in enumerate(zip(cards, partition.cards))],
         "weights": {name: {"seconds": round(w.seconds, 3), "source": w.source}
                     for name, w in sorted(partition.weights.items())},
         "sources": list(partition.sources),
