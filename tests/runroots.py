@@ -50,9 +50,9 @@ def demo(name: str, canary: bool = False) -> str:
 
 
 def manifest(tmp_path: Path, workloads: list[str], rounds: int = 1, campaign: str = "runner-test",
-             extra_sources: str = "", per_process: Optional[int] = 1) -> Path:
-    """``per_process``: defaults.workloads_per_process; 1 (one process per cell) unless a test is
-    about batches, None to leave the bound to the runner."""
+             extra_sources: str = "", per_process: Optional[int] = None) -> Path:
+    """``per_process``: defaults.workloads_per_process; None (the default) leaves the bound to the
+    runner, as a manifest does; 1 pins one process per cell where a test is about that."""
     path = tmp_path / f"{campaign}.yaml"
     line = "" if per_process is None else f"  workloads_per_process: {per_process}\n"
     path.write_text(HEAD.format(campaign=campaign, rounds=rounds, extra_sources=extra_sources, per_process=line)

@@ -20,6 +20,8 @@ from runroots import by_id, demo, prepare, rows, run, start_run
 
 WATCH = "tests/fixtures/workloads/bench_watch.py"
 GRACE_S = 1.0          # runroots.run/start_run pass --grace 1
+# waited out in full: the lingering workload starts in a process already warm, its own run takes ~1 s
+LINGER_S = 8
 
 
 def _held(name: str, function: str, timeout_s: int = 120) -> str:
@@ -114,13 +116,13 @@ def test_a_stop_after_the_last_workload_of_a_batch_ends_the_process_that_has_not
 
 
 def test_a_batch_process_that_outlives_its_last_workloads_timeout_is_ended_and_the_rows_stand(tmp_path):
-    root = prepare(tmp_path, [demo("add"), _held("linger", "test_bench_linger", timeout_s=15)], per_process=2)
+    root = prepare(tmp_path, [demo("add"), _held("linger", "test_bench_linger", timeout_s=LINGER_S)], per_process=2)
     try:
         done = run(root, timeout=240)
     finally:
         (root.parent / "release").write_text("")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert ("note: batch 0002: the process outlived linger/r1/candidate's timeout (15s) after it ended; "
+    assert (f"note: batch 0002: the process outlived linger/r1/candidate's timeout ({LINGER_S}s) after it ended; "
             "its group was ended with SIGTERM") in done.stdout
     assert {task: row.rc_name for task, row in by_id(root).items()} == {
         f"{w}/r1/{c}": "ok" for w in ("add", "linger") for c in ("baseline", "candidate")}
