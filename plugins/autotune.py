@@ -134,14 +134,13 @@ class AutotunePlugin:
             else:
                 fallback = True
                 self.ctx.log.marker(REPLAY_FALLBACK_MARKER, reason="key_missing", kernel=ident[1], key=ident[2])
-        if self.policy == "measured" and key not in tuner.cache:
-            self.warm(tuner, ident, args, kwargs)
         if self.policy == "first-config":
-            self.warm(tuner, ident, args, kwargs)                # every config's code is IR evidence
-        if self.policy == "first-config" and key not in tuner.cache:
-            tuner.nargs = dict(zip(tuner.arg_names, args))
-            tuner.cache[key] = tuner.prune_configs(kwargs)[0]    # untimed: nothing can be measured here
-            self.tuning_runs += 1
+            configs = self.warm(tuner, ident, args, kwargs)      # every config's code is IR evidence
+            if key not in tuner.cache:
+                tuner.cache[key] = configs[0]                    # untimed: nothing can be measured here
+                self.tuning_runs += 1
+        elif key not in tuner.cache:
+            self.warm(tuner, ident, args, kwargs)
         result = original(tuner, *args, **kwargs)
         if self.mode == "record" or fallback:
             if key not in tuner.cache:
@@ -151,9 +150,10 @@ class AutotunePlugin:
             (self.fallbacks if fallback else self.entries)[ident] = entry
         return result
 
-    def warm(self, tuner, ident: Ident, args: tuple, kwargs: dict) -> None:
+    def warm(self, tuner, ident: Ident, args: tuple, kwargs: dict) -> list:
         """Compile every config the tuner is about to benchmark (measured) or could pick
-        (first-config: for the IR evidence); a config left cold is named."""
+        (first-config: for the IR evidence); a config left cold is named. Returns the configs
+        left after the tuner's own pruning, in its order."""
         tuner.nargs = dict(zip(tuner.arg_names, args))       # prune_configs reads it, as run does
         configs = tuner.prune_configs(kwargs)
         # looked up at call time: the worker's phase clock wraps `warm` as tuning, `compile_every` as compile
@@ -168,6 +168,7 @@ class AutotunePlugin:
                     else "not compiled, absent from this cell's IR evidence (the first config is compiled by its call)")
             self.ctx.log.line(f"{warmup.PARTIAL_LINE} kernel={ident[1]} key={ident[2]} cold={len(cold)} "
                               f"of={done.configs}: {fate} ({why})")
+        return configs
 
     def _patch(self, cls) -> None:
         if cls in self.patched or "run" not in cls.__dict__:
