@@ -18,6 +18,7 @@ from pathlib import Path
 
 from campaign.contract import canonical
 from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, IR_DIR
+from campaign.contract.cellfiles import AutotuneFile
 from campaign.judging.irevidence import read_cell_ir, same_code
 
 
@@ -48,13 +49,13 @@ def compare_ir(a: Path, b: Path, stages: list[str]) -> list[str]:
     return lines
 
 
-def winners(folder: Path, name: str) -> dict[tuple[str, str], dict]:
+def winners(folder: Path, name: str) -> dict:
     """The config run per (kernel, key): what a recording cell chose, what a replaying one injected."""
     path = folder / name
     if not path.is_file():
         return {}
-    data = canonical.read_json(path)
-    return {(e["kernel"], e["key"]): e["config"] for e in data["entries"] + data.get("fallbacks", [])}
+    data = AutotuneFile.model_validate(canonical.read_json(path))
+    return {(e.kernel, e.key): e.config for e in data.entries + data.fallbacks}
 
 
 def compare_winners(a: Path, b: Path) -> list[str]:
