@@ -419,7 +419,9 @@ def test_a_ray_task_past_its_cells_bounds_is_cancelled_and_named(cluster, tmp_pa
     assert sorted(r.task_id for r in rows) == sorted(f"{w}/r1/{c}" for w in ("add", "softmax", "row_sum")
                                                      for c in ("baseline", "control", "candidate"))
     at = executor.events.at
-    assert at["row_sum/r1/baseline"] - max(at["add/r1/baseline"], at["softmax/r1/baseline"]) >= 3.3
+    # the first card to come free takes row_sum: its 3.3 s count from the earlier of the two ends (on a
+    # loaded machine the other card's task was measured ending 0.5 s later; max() then failed at 3.02 s)
+    assert at["row_sum/r1/baseline"] - min(at["add/r1/baseline"], at["softmax/r1/baseline"]) >= 3.3
     assert all(r.rc_name == status.CARD_FAILED and r.note.startswith(
         "lost: no answer: its Ray task gave nothing back within 3 s") for r in rows), [r.note for r in rows]
 
