@@ -107,6 +107,7 @@ class AutotunePlugin:
         self.file = SESSION_FILES[session]
         self.workers = warmup.host_workers()
         self.recording: dict[Ident, TunedConfig] = {}
+        self.replayed: str | None = None     # replay: the policy of the recording replayed
         self.entries: dict[Ident, AutotuneEntry] = {}
         self.fallbacks: dict[Ident, AutotuneEntry] = {}
         self.warmups: dict[Ident, WarmupEntry] = {}
@@ -126,16 +127,18 @@ class AutotunePlugin:
         self.seen.add((id(tuner), repr(key)))
         ident = (tuner_kind(tuner), kernel_name(tuner), repr(key))
         fallback = False
+        recorded = self.recording.get(ident) if self.mode == "replay" else None
         if self.mode == "replay":
-            recorded = self.recording.get(ident)
             if recorded is not None:
                 tuner.cache[key] = from_tuned(recorded, tuner.configs)
                 self.entries[ident] = AutotuneEntry(tuner=ident[0], kernel=ident[1], key=ident[2], config=recorded)
             else:
                 fallback = True
                 self.ctx.log.marker(REPLAY_FALLBACK_MARKER, reason="key_missing", kernel=ident[1], key=ident[2])
-        if self.policy == "first-config":
-            configs = self.warm(tuner, ident, args, kwargs)      # every config's code is IR evidence
+        # a first-config cell holds every config's code as IR evidence, unless it replays a
+        # measured winner: then it holds that winner's code alone, as the device cell does
+        if self.policy == "first-config" and not (recorded is not None and self.replayed == "measured"):
+            configs = self.warm(tuner, ident, args, kwargs)
             if key not in tuner.cache:
                 tuner.cache[key] = configs[0]                    # untimed: nothing can be measured here
                 self.tuning_runs += 1
@@ -199,6 +202,7 @@ class AutotunePlugin:
             for found in reversed(recording_files(Path(path), self.session)):
                 if found.is_file():
                     recorded = AutotuneFile.model_validate(read_json(found))
+                    self.replayed = recorded.policy
                     self.recording.update({(e.tuner, e.kernel, e.key): e.config
                                            for e in recorded.entries + recorded.fallbacks})
             self.ctx.log.line(f"autotune ({self.session}): replaying {len(self.recording)} entries from {self.source}")
@@ -223,7 +227,7 @@ class AutotunePlugin:
                               entries=tuple(self.entries[i] for i in sorted(self.entries)),
                               fallbacks=tuple(self.fallbacks[i] for i in sorted(self.fallbacks)),
                               tuning_runs=self.tuning_runs, session=self.session,
-                              warmup=tuple(self.warmups[i] for i in sorted(self.warmups)))
+                              warmup=tuple(self.warmups[i] for i in sorted(self.warmups)), replayed=self.replayed)
         write_json_new(Path(self.ctx.cell_dir) / self.file, record.model_dump(mode="json"))
         cold = sum(len(w.cold) for w in self.warmups.values())
         self.ctx.log.line(f"autotune ({self.session}): {self.mode} ({self.policy}): {len(self.entries)} entries, "

@@ -263,3 +263,27 @@ def test_first_config_cells_hold_every_configs_code_so_a_switch_past_the_first_c
     prints = {cell: irevidence.read_cell_ir(Path(plan.cell_dir) / "ir") for cell, plan in cells.items()}
     change = irevidence.ir_change(False, ("baseline", "candidate"), prints)
     assert change.state == irevidence.DIFFER, "the first config alone is unchanged; the second config's code is not"
+
+
+def test_a_first_config_cell_replaying_measured_winners_holds_those_winners_code_alone(tmp_path):
+    """The compile-only backend replaying a device root's measured winners must give the
+    device's IR (tests/gpu/test_cell_capture_gpu.py checks it on the H200): the winner's
+    code, not every config's."""
+    from campaign.judging import irevidence
+
+    recording = plan_cell(tmp_path, "baseline", cell="baseline")
+    run_cell(recording, kernel_test(SMALL_FIRST))
+    data = result(recording)
+    second = {**data["entries"][0]["config"], "kwargs": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
+              "num_warps": 8, "num_stages": 3}
+    measured = tmp_path / "measured.json"     # as a device cell would have recorded: the second config won
+    measured.write_text(json.dumps({**data, "policy": "measured", "warmup": [],
+                                    "entries": [{**data["entries"][0], "config": second}]}))
+    replay = plan_cell(tmp_path, "candidate", mode="replay", replay_file=measured, cell="candidate")
+    run_cell(replay, kernel_test(SMALL_FIRST))
+    replayed = result(replay)
+    assert (replayed["replayed"], replayed["warmup"], replayed["tuning_runs"]) == ("measured", [], 0)
+    variants = list((Path(replay.cell_dir) / "ir").glob("*-matmul_kernel.ttgir"))
+    assert len(variants) == 1 and "versionMajor = 3" in variants[0].read_text(), "the 128x128 winner's code alone"
+    assert irevidence.untimed_coverage(AutotuneFile.model_validate(replayed)) is None
+    assert irevidence.untimed_coverage(AutotuneFile.model_validate(data)) == irevidence.EVERY_CONFIG

@@ -132,6 +132,9 @@ class AutotuneFile(Record):
     tuning_runs: int = 0
     session: Literal["benchmark", "correctness"] = "benchmark"
     warmup: tuple[WarmupEntry, ...] = ()
+    # replay: the policy of the recording replayed; a first-config cell replaying measured
+    # winners compiles those winners alone, as the device's replaying cell does
+    replayed: Optional[Literal["measured", "first-config"]] = None
 
 
 # Where a cell's seconds go, in the order they are spent; `campaign.worker.phases` says

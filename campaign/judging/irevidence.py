@@ -228,8 +228,9 @@ def untimed_coverage(autotune: Optional[AutotuneFile]) -> Optional[str]:
     """Which configs an untimed (first-config) cell's IR holds of each autotune key it met:
     ``every`` config, ``some`` (configs that did not compile are absent, named in autotune.json),
     or the ``first`` only -- how untimed cells were written before they compiled every config.
-    None for a cell that is not first-config (or has no autotune.json)."""
-    if autotune is None or autotune.policy != "first-config":
+    None for a cell that is not first-config (or has no autotune.json), and for one that
+    replayed measured winners: like a device cell, it holds the code of what was timed."""
+    if autotune is None or autotune.policy != "first-config" or autotune.replayed == "measured":
         return None
     warmed = {(w.kernel, w.key) for w in autotune.warmup}
     if any((e.kernel, e.key) not in warmed for e in autotune.entries + autotune.fallbacks):
