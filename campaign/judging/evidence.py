@@ -49,6 +49,7 @@ class TaskEvidence:
     identity: Optional[dict] = None              # run_identity.json as the cell wrote it
     throttle: Optional[throttle.TaskThrottle] = None   # timed rows vs telemetry; None: no telemetry.tsv or no rows
     row: Optional[status.StatusRow] = None       # the task's latest status.tsv row; None: it has none
+    coverage: Optional[str] = None               # an untimed cell's IR: which configs (`irevidence.untimed_coverage`)
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -167,7 +168,7 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
                     len(autotune.fallbacks) if autotune else 0)
     return TaskEvidence(task, state, result, rc_name, ir.fingerprint, len(ir.variants), topology,
                         outcomes, rows_file.rows if rows_file else None, fallbacks, tuple(problems), tuned,
-                        ir.variants, identity, row=row)
+                        ir.variants, identity, row=row, coverage=irevidence.untimed_coverage(autotune))
 
 
 def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,

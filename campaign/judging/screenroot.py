@@ -73,7 +73,8 @@ def gather(root: Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Fact
         if ir_pass and not only:
             prints = {t.cell: evidence.cell_ir(root, t, manifest, extra_strip) for t in ir_pass}
             change = irevidence.ir_change(False, tuple(prints), prints).state
-        coverage = irevidence.weakest_coverage(evidence.cell_coverage(root, t) for t in ir_pass) if ir_pass else None
+        coverages = ([t.coverage for t in read] if only else [evidence.cell_coverage(root, t) for t in ir_pass])
+        coverage = irevidence.weakest_coverage(coverages) if ir_pass else None
         out.append(screening.Facts(
             workload=name, op=own[0].op, backend=matrix.backend, ir_stage=manifest.switch.ir_stage,
             dtypes=own[0].dtypes, dtypes_own=declared[name].dtypes is None, sides={t.task.cell: side(t) for t in read},
