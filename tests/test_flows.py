@@ -17,7 +17,7 @@ from campaign.contract.artifacts import first_free
 from campaign.contract.errors import Refused
 from campaign.flows import session
 from campaign.running.cellproc import end_group
-from campaign.running.runner import set_aside
+from campaign.contract.artifacts import set_aside
 from conftest import PROJECT_ROOT
 
 

@@ -34,6 +34,7 @@ before a cell runs, `campaign.contract.cellfiles` for what the cell writes.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -124,3 +125,13 @@ def first_free(name_for: Callable[[int], Path], take: Callable[[Path], None]) ->
             return path
         except FileExistsError:
             n += 1
+
+
+def set_aside(folder: Path) -> Path:
+    """Move an unfinished cell folder to ``<cell>.interrupted-<n>``, the first free n."""
+    def move(target: Path) -> None:
+        # rename() would replace an empty folder of that name: a taken name is refused first
+        if os.path.lexists(target):
+            raise FileExistsError(target)
+        folder.rename(target)
+    return first_free(lambda n: folder.with_name(f"{folder.name}{INTERRUPTED_SUFFIX}{n}"), move)

@@ -6,13 +6,32 @@ library into the worker, put code on the interpreter's path, write IR dumps
 outside the run root, share a cache the runner isolates, pick another device,
 or override a pinned caliber setting -- and validate, run and report would all
 exit 0. The one exception: a pinned variable may be set when it is the switch
-itself (``switch.name``), e.g. a campaign over TRITON_DEFAULT_FP_FUSION.
+itself (``switch.name``), e.g. a campaign over TRITON_DEFAULT_FP_FUSION. What the
+harness pins (``PINNED``, ``GEMS_VENDOR``) is defined here, beside the rule that
+protects it; `campaign.running.cellenv` sets it on every cell.
 """
 from __future__ import annotations
 
 from typing import Mapping
 
 from campaign.backends import visibility_variables
+
+# FlagGems picks its vendor from GEMS_VENDOR first; without it, it probes by running
+# vendor tools in subprocesses with no timeout, which can hang an import (seeds) --
+# and which vendor it dispatches to is part of what a number means.
+GEMS_VENDOR = {"cuda": "nvidia", "musa": "mthreads"}
+
+PINNED = {
+    # Triton 3.9 warns when unset and 3.10 flips its default: never leave it implicit.
+    "TRITON_DEFAULT_FP_FUSION": "1",
+    # FlagGems reads it at import; FlagTune's exhaustive search is a different caliber.
+    "USE_FLAGTUNE": "0",
+    # Logs are parsed and hashed: no ANSI, no buffering that reorders stdout and stderr.
+    "NO_COLOR": "1",
+    "PYTHONUNBUFFERED": "1",
+    # Set iteration order can decide kernel order, and with it cache and log order.
+    "PYTHONHASHSEED": "0",
+}
 
 # Variables that make the dynamic loader, a shell or the interpreter run or load
 # code the manifest does not show, or move per-user state under the worker.
@@ -33,9 +52,6 @@ _PREFIXES = {
 
 def _pinned() -> dict[str, str]:
     """Every variable the harness sets on every cell (caches aside), with why."""
-    # Imported here: the worker's env module imports the manifest models, which call this rule.
-    from campaign.running.cellenv import GEMS_VENDOR, PINNED
-
     pinned = {name: f"the harness pins it to {value!r} on every cell" for name, value in PINNED.items()}
     pinned["GEMS_VENDOR"] = f"the harness pins it from device.backend ({', '.join(sorted(GEMS_VENDOR.values()))})"
     return pinned

@@ -36,7 +36,7 @@ from typing import Optional
 
 from campaign.contract import canonical
 from campaign.contract.artifacts import (BATCH_FILE, BATCHES_DIR, PROGRESS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE,
-                                         cell_dir, first_free)
+                                         cell_dir, first_free, set_aside)
 from campaign.contract.plans import BatchRecord, CellPlan, Task
 from campaign.running import batching, faults, status
 from campaign.running.cellenv import cell_env
@@ -93,7 +93,6 @@ class BatchRun:
         return triton, tuner
 
     def _plans(self, tasks: tuple[Task, ...]) -> dict[str, CellPlan]:
-        from campaign.running.runner import set_aside      # the runner imports this module
 
         runner, root = self.runner, self.setup.root
         triton, tuner = self._caches()
@@ -108,7 +107,7 @@ class BatchRun:
                 runner.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
             folder.mkdir(parents=True)
             own = runner.plan(task, folder)
-            runner._drop_caches(own)        # the task's own cache folders: the batch's are used
+            runner.drop_caches(own)        # the task's own cache folders: the batch's are used
             plan = own.model_copy(update={"triton_cache_dir": str(triton), "tuner_cache_dir": str(tuner)})
             with faults.naming(folder / TASK_FILE):
                 canonical.write_json_new(folder / TASK_FILE, plan.model_dump(mode="json"))
@@ -146,12 +145,12 @@ class BatchRun:
                     watch.close(tasks[0], Ended(None, "not_started", [f"worker not started: {argv}: {exc}"]))
                     return False
                 if setup.lock is not None:
-                    setup.lock.running(tasks[0].id, proc.pid, runner._card_slot)
+                    setup.lock.running(tasks[0].id, proc.pid, runner.card_slot)
                 return watch.follow(proc)
         finally:
             if setup.lock is not None:
-                setup.lock.running(None, None, runner._card_slot)
-            runner._drop_caches(plans[tasks[0].id])
+                setup.lock.running(None, None, runner.card_slot)
+            runner.drop_caches(plans[tasks[0].id])
             self.prepared = {tid: plan for tid, plan in plans.items() if tid not in watch.progress.started
                              and tid not in watch.closed}
 
@@ -175,7 +174,7 @@ class Watch:
                 self.runner.events.cell_started(task)
                 self.runner.telemetry.mark()
                 if self.batch.setup.lock is not None and self.pid is not None:
-                    self.batch.setup.lock.running(task.id, self.pid, self.batch.runner._card_slot)
+                    self.batch.setup.lock.running(task.id, self.pid, self.batch.runner.card_slot)
             end = self.progress.ended.get(task.id)
             if end is not None and task.id not in self.closed:
                 self.runner.telemetry.mark()

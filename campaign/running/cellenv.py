@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from campaign.contract.cellenv_rules import GEMS_VENDOR, PINNED
 from campaign.contract.plans import CellPlan
 from campaign.backends import visibility_variables
 from campaign.contract.manifest import Manifest
@@ -27,23 +28,6 @@ INHERITED = (
 
 # The cell's caches: isolation is the point of them, so no switch may name them.
 CACHE_VARIABLES = ("TRITON_CACHE_DIR", "FLAGGEMS_CACHE_DIR")
-
-# FlagGems picks its vendor from GEMS_VENDOR first; without it, it probes by running
-# vendor tools in subprocesses with no timeout, which can hang an import (seeds) --
-# and which vendor it dispatches to is part of what a number means.
-GEMS_VENDOR = {"cuda": "nvidia", "musa": "mthreads"}
-
-PINNED = {
-    # Triton 3.9 warns when unset and 3.10 flips its default: never leave it implicit.
-    "TRITON_DEFAULT_FP_FUSION": "1",
-    # FlagGems reads it at import; FlagTune's exhaustive search is a different caliber.
-    "USE_FLAGTUNE": "0",
-    # Logs are parsed and hashed: no ANSI, no buffering that reorders stdout and stderr.
-    "NO_COLOR": "1",
-    "PYTHONUNBUFFERED": "1",
-    # Set iteration order can decide kernel order, and with it cache and log order.
-    "PYTHONHASHSEED": "0",
-}
 
 
 def pinned_env(manifest: Manifest) -> dict[str, str]:

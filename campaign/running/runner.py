@@ -17,7 +17,6 @@ Adaptive rounds: see `Runner.ir_skip`. A batch of one side's workloads shares a 
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
@@ -30,8 +29,8 @@ from campaign.contract import canonical
 from campaign.running import batching, faults, status
 from campaign.running.batch import BatchRun
 from campaign.running.cellresult import status_row
-from campaign.contract.artifacts import (AUTOTUNE_FILE, INTERRUPTED_SUFFIX, RESULT_FILE, STATUS_FILE,
-                                         STDERR_LOG, STDOUT_LOG, TASK_FILE, first_free)
+from campaign.contract.artifacts import (AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE,
+                                         set_aside)
 from campaign.contract.plans import IR_ROUND, CellPlan, Matrix, Task
 from campaign.contract.artifacts import cell_dir as cell_folder
 from campaign.running.cellproc import Ended, wait_worker
@@ -89,16 +88,6 @@ def cell_path(root: Path, task: Task) -> Path:
     return cell_folder(root, task.id)
 
 
-def set_aside(folder: Path) -> Path:
-    """Move an unfinished cell folder to ``<cell>.interrupted-<n>``, the first free n."""
-    def move(target: Path) -> None:
-        # rename() would replace an empty folder of that name: a taken name is refused first
-        if os.path.lexists(target):
-            raise FileExistsError(target)
-        folder.rename(target)
-    return first_free(lambda n: folder.with_name(f"{folder.name}{INTERRUPTED_SUFFIX}{n}"), move)
-
-
 class Runner:
     def __init__(self, setup: RunSetup, events: Events, telemetry: Telemetry):
         self.setup = setup
@@ -113,7 +102,7 @@ class Runner:
         self.stop.set()
 
     @property
-    def _card_slot(self) -> Optional[int]:
+    def card_slot(self) -> Optional[int]:
         return None if self.setup.card is None else self.setup.card.slot
 
     @property
@@ -269,19 +258,19 @@ class Runner:
                     ended = Ended(None, "not_started", [f"worker not started: {argv}: {exc}"])
                 else:
                     if setup.lock is not None:
-                        setup.lock.running(task.id, proc.pid, self._card_slot)
+                        setup.lock.running(task.id, proc.pid, self.card_slot)
                     ended = wait_worker(proc, task.timeout_s, start, setup.grace_s, self.stop,
                                         lambda: self.stop_reason)
         finally:
             if setup.lock is not None:
-                setup.lock.running(None, None, self._card_slot)
-            self._drop_caches(plan)
+                setup.lock.running(None, None, self.card_slot)
+            self.drop_caches(plan)
         elapsed = time.monotonic() - start
         self.telemetry.mark()
         window = self.telemetry.window(wall_start, time.time(), cell_dir)
         return status_row(task, cell_dir, ended, elapsed, window)
 
-    def _drop_caches(self, plan: CellPlan) -> None:
+    def drop_caches(self, plan: CellPlan) -> None:
         shutil.rmtree(plan.triton_cache_dir, ignore_errors=True)
         if plan.tuner_cache == "isolated":
             shutil.rmtree(plan.tuner_cache_dir, ignore_errors=True)
