@@ -25,22 +25,33 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """Every subcommand with its one-line help; only ``command``'s module is imported and its
+    arguments added, so a command loads what it runs and nothing more (``campaign --help``
+    and a misspelt command import none)."""
     parser = argparse.ArgumentParser(
         prog="campaign", description="Sealed, reviewable A/B campaigns of Triton compiler switches over FlagGems operators.")
     parser.add_argument("--version", action="version", version=f"campaign {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, help_text in COMMANDS.items():
-        command = importlib.import_module(f"campaign.commands.{name}")
         sp = sub.add_parser(name, help=help_text, description=help_text)
-        command.add_arguments(sp)
-        sp.set_defaults(_module=command)
+        if name == command:
+            module = importlib.import_module(f"campaign.commands.{name}")
+            module.add_arguments(sp)
+            sp.set_defaults(_module=module)
     return parser
 
 
+def _command(argv: Sequence[str]) -> Optional[str]:
+    """The subcommand argv names: its first word that is not an option (the top level has no
+    option that takes a value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     try:
         return int(args._module.main(args))

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from campaign.flows.session import Execution
-from campaign.running.telemetry import INTERVAL_S
+if TYPE_CHECKING:
+    from campaign.flows.session import Execution
+
+# The session and the telemetry sampler are imported by the two commands that execute cells,
+# when they build their arguments: every command imports this package, and `validate` or
+# `verify` need neither.
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     """How cells are executed; `campaign run`'s and `campaign screen`'s."""
+    from campaign.running.telemetry import INTERVAL_S
     parser.add_argument("--scratch-dir", type=Path, default=None,
                         help="where per-cell caches are made, outside the root (default: the system temp dir)")
     parser.add_argument("--telemetry-interval", type=float, default=INTERVAL_S,
@@ -36,7 +42,8 @@ def _devices(text: str) -> tuple[int, ...]:
     return found
 
 
-def execution(args: argparse.Namespace) -> Execution:
+def execution(args: argparse.Namespace) -> "Execution":
+    from campaign.flows.session import Execution
     return Execution(scratch_dir=args.scratch_dir, telemetry_interval=args.telemetry_interval, grace_s=args.grace,
                      emit_manifest=getattr(args, "emit_manifest", None),
                      devices=args.devices, weights_from=args.weights_from, ray=getattr(args, "ray", None))
