@@ -47,8 +47,9 @@ def _screen_matrix(path: Path, **kw) -> Matrix:
 
 
 def _two_workloads(tmp_path: Path) -> Path:
-    """The demo's manifest (three cells) with add, whose IR the switch leaves alone, and matmul, whose it changes."""
-    text = DEMO.read_text(encoding="utf-8")
+    """The demo's manifest (three cells) with add, whose IR the switch leaves alone, and matmul, whose it changes;
+    no canary, so the two share one worker process a side (a canary runs alone: 10 processes instead of 5)."""
+    text = DEMO.read_text(encoding="utf-8").replace(", canary: true", "")
     kept = "".join(line for line in text.splitlines(keepends=True) if "softmax" not in line and "row_sum" not in line)
     path = tmp_path / "demo-two.yaml"
     path.write_text(kept.replace("campaign: demo-cpu", "campaign: demo-two"), encoding="utf-8")
