@@ -28,7 +28,7 @@ from campaign.flows.freeze import Checked, prepare_record
 from campaign.planning import harness
 from campaign.planning.matrix import expand
 from campaign.planning.resolve import Resolved
-from campaign.running import status
+from campaign.contract import status
 from rootcells import DEMO, write_cell
 import taskplan
 

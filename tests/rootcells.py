@@ -23,7 +23,7 @@ from campaign.contract.plans import CellPlan
 from campaign.contract.rootrecords import RunIdentity
 from campaign.planning import harness
 from campaign.planning.matrix import cell_terms
-from campaign.running import status
+from campaign.contract import status
 from campaign.running.cellenv import pinned_env
 
 if TYPE_CHECKING:

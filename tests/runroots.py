@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from campaign.running import status
+from campaign.contract import status
 from conftest import PROJECT_ROOT, run_cli
 
 FAULTS = "tests/fixtures/workloads/bench_faults.py"

@@ -27,7 +27,7 @@ from campaign.judging import caliber
 from campaign.judging.evidence import load_frame
 from campaign.planning import cardplan
 from campaign.planning.partition import Weight
-from campaign.running import status
+from campaign.contract import status
 from campaign.running.lock import RunLock
 
 # add has no weight_s: it weighs the mean of the others (40, said "equal"); LPT puts matmul (50) on

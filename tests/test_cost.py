@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from campaign.contract import canonical
-from campaign.running import status
+from campaign.contract import status
 from campaign.contract.artifacts import PHASES_FILE, cell_dir_name
 from campaign.contract.cellfiles import PHASE_NAMES, CellResult, Phase, Phases
 from campaign.worker import facts

@@ -17,7 +17,7 @@ import pytest
 
 import projectcopy
 from campaign.judging import screening
-from campaign.running import status
+from campaign.contract import status
 from conftest import PROJECT_ROOT
 
 DATA = "tests/data/irpairing"

@@ -28,7 +28,8 @@ import ray.exceptions as rex     # imported here: importing Ray sets RAY_CLIENT_
 
 from campaign.contract import telemetryfile
 from campaign.contract.errors import Refused
-from campaign.running import raynode, raywatch, status
+from campaign.running import raynode, raywatch
+from campaign.contract import status
 from campaign.running.rayexec import _place
 from conftest import PROJECT_ROOT, run_cli
 

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from campaign.contract.plans import Autotune, Targets, Task
 from campaign.running.progress import PlainProgress, RichProgress, Tally, end_line, make_progress
-from campaign.running.status import StatusRow
+from campaign.contract.status import StatusRow
 
 
 def _task(n: int) -> Task:

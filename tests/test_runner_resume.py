@@ -12,7 +12,7 @@ import pytest
 
 from campaign.contract import canonical
 from campaign.judging import screening
-from campaign.running import status
+from campaign.contract import status
 from conftest import PROJECT_ROOT, run_cli
 from runroots import by_id, demo, fault, manifest, prepare, rows, run, start_run
 

@@ -15,7 +15,7 @@ from campaign.flows import freeze
 from campaign.contract.manifest import Manifest
 from campaign.judging.screening import Facts, Side
 from campaign.judging.stats import Sample
-from campaign.running import status
+from campaign.contract import status
 from conftest import PROJECT_ROOT, run_cli
 from runroots import fault, manifest
 

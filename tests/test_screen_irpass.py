@@ -28,7 +28,7 @@ from campaign.flows import freeze
 from campaign.judging import evidence, irevidence, screening, screenroot
 from campaign.judging.screening import Facts, Side
 from campaign.planning.matrix import expand
-from campaign.running import status
+from campaign.contract import status
 from campaign.worker import cell
 from conftest import PROJECT_ROOT, run_cli
 from runroots import demo, manifest

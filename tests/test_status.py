@@ -4,8 +4,8 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from campaign.running import status
-from campaign.running.status import COLUMNS, StatusRow
+from campaign.contract import status
+from campaign.contract.status import COLUMNS, StatusRow
 
 CLEAN = StatusRow(task_id="mm/r1/baseline", round=1, workload="mm", cell="baseline", rc=0, rc_name="ok",
                   elapsed_s=12.5, rows_ok=15, rows_failed=0,

@@ -17,7 +17,7 @@ from typing import Optional
 from pydantic import ValidationError
 
 from campaign.reporting import cost
-from campaign.running import status
+from campaign.contract import status
 from campaign.contract.artifacts import (BATCH_FILE, BATCHES_DIR, MATRIX_FILE, PHASES_FILE, RECEIPT_FILE, STATUS_FILE,
                                          cell_dir_name)
 from campaign.contract.plans import BatchRecord, Matrix

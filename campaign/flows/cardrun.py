@@ -24,7 +24,7 @@ from campaign.contract.errors import InputError
 from campaign.judging import evidence
 from campaign.planning import cardplan, partition
 from campaign.planning.cardplan import PARTITION_FILE, Card
-from campaign.running import status
+from campaign.contract import status
 from campaign.running.cards import FAILED, CardLines, LocalCards, group_runner
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Outcome, RunSetup
 from campaign.running.telemetry import Sampler, make_source, visible_devices

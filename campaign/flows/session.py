@@ -7,7 +7,7 @@ versions, device. A failed canary stops the campaign (``RUN_FAILED check=canary`
 exit 1, the root stays unsealed: its status rows say why). SIGINT/SIGTERM end
 the running cell's process group, record it as ``interrupted`` and exit 130; the
 hint printed says how to complete it. A full disk or an unwritable path stops the
-run with ``RUN_FAILED check=disk|write`` (`campaign.running.faults`, exit 1),
+run with ``RUN_FAILED check=disk|write`` (`campaign.contract.faults`, exit 1),
 finished cells kept. A completed matrix is judged (`judge`: the classifier, here
 and nowhere else) and sealed with those verdicts (`campaign.sealing.receipt`), and
 exits 0 even when some cells failed: those are rows, and the verdicts say what
@@ -41,7 +41,8 @@ from campaign.flows import cardrun
 from campaign.flows.roots import prepared_roots, root_mode
 from campaign.judging.classify import classify_root
 from campaign.planning import harness
-from campaign.running import faults, rayexec, runchecks
+from campaign.running import rayexec, runchecks
+from campaign.contract import faults
 from campaign.running.cellenv import pinned_env
 from campaign.running.lock import RunLock
 from campaign.running.progress import make_progress

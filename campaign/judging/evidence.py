@@ -19,7 +19,7 @@ from typing import Iterable, Optional
 from pydantic import ValidationError
 
 from campaign.judging import caliber, irevidence, throttle
-from campaign.running import status
+from campaign.contract import status
 from campaign.contract import yamlio
 from campaign.contract.artifacts import (AUTOTUNE_FILE, FAILED_SUFFIX, IR_DIR, MANIFEST_FILE, MATRIX_FILE,
                                          OUTCOMES_FILE, REPLAY_FALLBACK_MARKER, RESULT_FILE, ROWS_FILE, STATUS_FILE,

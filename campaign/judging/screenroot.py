@@ -17,7 +17,7 @@ from campaign.judging import evidence, irevidence, screening, stats
 from campaign.contract import yamlio
 from campaign.contract.artifacts import MANIFEST_FILE
 from campaign.contract.plans import IR_ROUND, Matrix
-from campaign.running import status
+from campaign.contract import status
 from campaign.judging.evidence import TaskEvidence
 from campaign.contract.manifest import Manifest
 

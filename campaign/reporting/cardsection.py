@@ -15,7 +15,7 @@ from typing import Mapping, Optional, Sequence
 
 from campaign.judging import evidence
 from campaign.planning.cardplan import PARTITION_FILE
-from campaign.running.status import StatusRow
+from campaign.contract.status import StatusRow
 
 
 def _s(value: Optional[float]) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from campaign.contract.cellfiles import PHASE_NAMES, Phases
-from campaign.running.status import SKIPPED
+from campaign.contract.status import SKIPPED
 
 NOT_RECORDED = "not recorded"
 NOT_RUN = "not run"

@@ -22,7 +22,7 @@ single-cell worker does. The runner reads progress.tsv while it waits:
 
 Then a fresh process (fresh Triton and tuner caches, a new batch folder that ``continues``
 the last) runs what is not settled: nothing finished is run again, a first death by a
-signal is (`campaign.running.status.settled`). A folder this batch prepared for a task that
+signal is (`campaign.contract.status.settled`). A folder this batch prepared for a task that
 never started is reused as it is; any other unfinished folder is set aside as by the runner.
 """
 from __future__ import annotations
@@ -38,7 +38,8 @@ from campaign.contract import canonical
 from campaign.contract.artifacts import (BATCH_FILE, BATCHES_DIR, PROGRESS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE,
                                          cell_dir, first_free, set_aside)
 from campaign.contract.plans import BatchRecord, CellPlan, Task
-from campaign.running import batching, faults, status
+from campaign.running import batching
+from campaign.contract import faults, status
 from campaign.running.cellenv import cell_env
 from campaign.running.cellproc import (STOPPED, TIMED_OUT, Clock, Ended, stopped_note, timed_out,
                                        timeout_note, watch)

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from campaign.running import status
+from campaign.contract import status
 
 POLL_S = 0.2            # how late a stop, a timeout or an exit is seen, at most
 LEFT_GRACE_S = 2.0      # for what a worker that exited left in its group: it has nothing left to write

@@ -8,9 +8,9 @@ from campaign.contract import canonical
 from campaign.contract.artifacts import RESULT_FILE, STDERR_LOG
 from campaign.contract.cellfiles import CellResult
 from campaign.contract.plans import Task
-from campaign.running import status
+from campaign.contract import status
 from campaign.running.cellproc import Ended
-from campaign.running.status import StatusRow
+from campaign.contract.status import StatusRow
 
 
 def read_result(path: Path) -> tuple[Optional[CellResult], str]:

@@ -13,7 +13,7 @@ import time
 from typing import Callable, Optional, TextIO
 
 from campaign.contract.plans import Task
-from campaign.running.status import SKIPPED, StatusRow
+from campaign.contract.status import SKIPPED, StatusRow
 
 
 def end_line(row: StatusRow) -> str:

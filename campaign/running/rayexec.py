@@ -44,9 +44,10 @@ from campaign.contract.artifacts import (CELLS_DIR, INTERRUPTED_SUFFIX, LOCK_FIL
 from campaign.contract.errors import CampaignError, Refused
 from campaign.contract.telemetryfile import COLUMNS
 from campaign.planning.pinning import PINNED_DIR
-from campaign.running import raynode, raywatch, status
+from campaign.running import raynode, raywatch
+from campaign.contract import status
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Events, Outcome, RunSetup
-from campaign.running.status import StatusRow
+from campaign.contract.status import StatusRow
 from campaign.running.telemetry import ERR_FILE
 
 PREFIX = "RUN_REFUSED"

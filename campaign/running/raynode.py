@@ -37,7 +37,8 @@ from campaign.contract.errors import Refused
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
 from campaign.planning import harness
-from campaign.running import runchecks, status
+from campaign.running import runchecks
+from campaign.contract import status
 from campaign.planning.cardplan import VIRTUAL, Card
 from campaign.running.cards import run_group
 from campaign.running.cellenv import pinned_env

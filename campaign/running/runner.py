@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Mapping, Optional, Protocol
 
 from campaign.contract import canonical
-from campaign.running import batching, faults, status
+from campaign.running import batching
+from campaign.contract import faults, status
 from campaign.running.batch import BatchRun
 from campaign.running.cellresult import status_row
 from campaign.contract.artifacts import (AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE,
@@ -37,7 +38,7 @@ from campaign.running.cellproc import Ended, wait_worker
 from campaign.judging import evidence, irevidence
 from campaign.planning import pinning
 from campaign.contract.manifest import Manifest
-from campaign.running.status import StatusRow
+from campaign.contract.status import StatusRow
 from campaign.running.cellenv import cell_env
 
 COMPLETED, CANARY_FAILED, INTERRUPTED = "completed", "canary_failed", "interrupted"

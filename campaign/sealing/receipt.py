@@ -29,7 +29,7 @@ from campaign.judging import caliber
 from campaign.contract import canonical
 from campaign.planning import harness
 from campaign.sealing import rootfiles
-from campaign.running import status
+from campaign.contract import status
 from campaign.contract.artifacts import (IDENTITY_FILE, LOCK_FILE, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE,
                                          RECEIPT_FILE, STATUS_FILE, cell_dir, cell_dir_name)
 from campaign.contract.plans import Matrix

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from campaign.sealing import rootfiles
 from campaign.contract.artifacts import RECEIPT_FILE
 from campaign.contract.errors import EXIT_VERIFY, Refused
-from campaign.running.lock import LOCK_FILE
+from campaign.contract.artifacts import LOCK_FILE
 from campaign.contract.receiptmodel import Receipt, ReceiptFile, ReceiptV1, content_digest
 
 # Not recorded at seal: the receipt itself and the live run lock (removed right after).
