@@ -84,3 +84,13 @@ def rows(root: Path) -> list[status.StatusRow]:
 
 def by_id(root: Path) -> dict[str, status.StatusRow]:
     return status.latest(rows(root))
+
+
+def run_setup(root: Path):
+    """The runner's setup for a prepared root, as a session makes it, with nothing pinned or
+    inherited: for tests that plan over a root without running it."""
+    from campaign.judging.evidence import load_frame
+    from campaign.running.runner import RunSetup
+    manifest, matrix = load_frame(root)
+    return RunSetup(root=root, project_root=PROJECT_ROOT, matrix=matrix, manifest=manifest, harness_digest="",
+                    plugins=(), pinned_env={}, parent_env={}, scratch=root.parent, python="python")

@@ -221,7 +221,7 @@ def test_two_cards_golden_partition_sealed_verified_reported_and_verdicts_equal_
     assert _verdicts(two) == _verdicts(one)
     # the one-card root's own seconds weigh a new partition of the same manifest (device aside)
     third = _prepare(tmp_path, 2, "third")
-    setup = _setup(third)
+    setup = rr.run_setup(third)
     groups, failed = cardrun.plan(setup, _cpu(), None, one, {}, threading.Lock())
     data = json.loads((third / "partition.json").read_text(encoding="utf-8"))
     spent = {w: sum(r.elapsed_s for r in rr.rows(one) if r.workload == w) for w in ("add", "matmul", "softmax")}
@@ -231,19 +231,12 @@ def test_two_cards_golden_partition_sealed_verified_reported_and_verdicts_equal_
     with pytest.raises(InputError, match="not a sealed root"):
         cardrun.root_weights(third, setup)
     with pytest.raises(InputError, match="its manifest is not this root's"):
-        cardrun.root_weights(one, _setup(_prepare(tmp_path, 2, "renamed", campaign="renamed")))
+        cardrun.root_weights(one, rr.run_setup(_prepare(tmp_path, 2, "renamed", campaign="renamed")))
 
 
 def _cpu():
     from campaign.backends import get_backend
     return get_backend("cpu")
-
-
-def _setup(root: Path):
-    from campaign.running.runner import RunSetup
-    manifest, matrix = load_frame(root)
-    return RunSetup(root=root, project_root=rr.PROJECT_ROOT, matrix=matrix, manifest=manifest, harness_digest="",
-                    plugins=(), pinned_env={}, parent_env={}, scratch=root.parent, python="python")
 
 
 def test_a_card_failing_its_check_marks_its_workloads_and_they_resume_on_another_card(tmp_path, monkeypatch, capsys):
@@ -327,7 +320,7 @@ def test_a_takeover_ends_the_orphaned_worker_of_every_card(tmp_path):
 
 def test_a_group_sees_only_its_card_and_its_workloads(tmp_path):
     from campaign.running.cards import group_setup
-    setup = _setup(_prepare(tmp_path, 2))
+    setup = rr.run_setup(_prepare(tmp_path, 2))
     setup = type(setup)(**{**setup.__dict__, "pinned_env": {"NO_COLOR": "1"}, "visibility_variable": "CUDA_VISIBLE_DEVICES"})
     card = cardplan.Card(slot=1, index=1, uuid="GPU-b", visible="7")
     narrowed = group_setup(setup, ["add"], card)

@@ -12,8 +12,6 @@ from pathlib import Path
 import runroots as rr
 from campaign.backends import get_backend
 from campaign.flows import cardrun
-from campaign.judging.evidence import load_frame
-from campaign.running.runner import RunSetup
 
 # add weighs the mean of the others (40, said "equal"): 50 + 40 + 30 = 120 s on the one card given
 NOOP = [rr.fault("add", "test_bench_noop", canary=True),
@@ -31,10 +29,7 @@ def _two_card_root(tmp_path: Path) -> Path:
 
 
 def _plan(root: Path, devices):
-    manifest, matrix = load_frame(root)
-    setup = RunSetup(root=root, project_root=rr.PROJECT_ROOT, matrix=matrix, manifest=manifest, harness_digest="",
-                     plugins=(), pinned_env={}, parent_env={}, scratch=root.parent, python="python")
-    return cardrun.plan(setup, get_backend("cpu"), devices, None, {}, threading.Lock())
+    return cardrun.plan(rr.run_setup(root), get_backend("cpu"), devices, None, {}, threading.Lock())
 
 
 def test_a_fresh_two_card_root_given_one_card_places_everything_there(tmp_path: Path):

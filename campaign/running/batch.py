@@ -94,7 +94,6 @@ class BatchRun:
         return triton, tuner
 
     def _plans(self, tasks: tuple[Task, ...]) -> dict[str, CellPlan]:
-
         runner, root = self.runner, self.setup.root
         triton, tuner = self._caches()
         plans = {}

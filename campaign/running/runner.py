@@ -32,8 +32,8 @@ from campaign.running.batch import BatchRun
 from campaign.running.cellresult import status_row
 from campaign.contract.artifacts import (AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE,
                                          set_aside)
-from campaign.contract.plans import IR_ROUND, CellPlan, Matrix, Task
 from campaign.contract.artifacts import cell_dir as cell_folder
+from campaign.contract.plans import IR_ROUND, CellPlan, Matrix, Task
 from campaign.running.cellproc import Ended, wait_worker
 from campaign.judging import evidence, irevidence
 from campaign.planning import pinning
