@@ -50,11 +50,13 @@ def demo(name: str, canary: bool = False) -> str:
 
 
 def manifest(tmp_path: Path, workloads: list[str], rounds: int = 1, campaign: str = "runner-test",
-             extra_sources: str = "", per_process: Optional[int] = None) -> Path:
+             extra_sources: str = "", per_process: Optional[int] = None, lanes: Optional[int] = None) -> Path:
     """``per_process``: defaults.workloads_per_process; None (the default) leaves the bound to the
-    runner, as a manifest does; 1 pins one process per cell where a test is about that."""
+    runner, as a manifest does; 1 pins one process per cell where a test is about that.
+    ``lanes``: defaults.ir_pass_lanes (None: the runner's choice)."""
     path = tmp_path / f"{campaign}.yaml"
     line = "" if per_process is None else f"  workloads_per_process: {per_process}\n"
+    line += "" if lanes is None else f"  ir_pass_lanes: {lanes}\n"
     path.write_text(HEAD.format(campaign=campaign, rounds=rounds, extra_sources=extra_sources, per_process=line)
                     + "".join(workloads), encoding="utf-8")
     return path

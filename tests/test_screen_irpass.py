@@ -4,7 +4,7 @@ The screen matrix is pinned by a golden file (``tests/golden/matrix-demo-cpu-scr
 the demo's 4 workloads, an IR pass of baseline and candidate before round 1); `campaign run`'s
 matrix stays byte-identical to ``matrix-demo-cpu.json``. End to end through the CLI on the
 compile-only backend: ``--time-unchanged`` times every round 1 and leaves the table of a screen
-without an IR pass; a screen stopped after its IR pass resumes without re-running it. The
+without an IR pass (a screen stopped inside its IR pass, then resumed: `tests/test_irlanes.py`). The
 judging edges (a table row from the IR pass, a round 1 that disagrees) and an untimed cell on a
 backend that executes are checked on their own, in-process.
 """
@@ -14,11 +14,7 @@ import dataclasses
 import json
 import os
 import shutil
-import signal
 import stat
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from campaign.backends.cuda import CudaBackend
@@ -31,7 +27,6 @@ from campaign.planning.matrix import expand
 from campaign.contract import status
 from campaign.worker import cell
 from conftest import PROJECT_ROOT, run_cli
-from runroots import demo, manifest
 from timingsession import BENCH_ADD, RecordedTimers, context, session
 
 pytest_plugins = ["pytester"]
@@ -119,55 +114,6 @@ def test_time_unchanged_times_every_round_1_and_keeps_the_table_of_a_screen_with
         identity.write_text(json.dumps({**canonical.read_json(identity), "autotune_policy": "measured"}))
     assert evidence.load_root(device_like).caliber.findings == ()
     assert [r["verdict"] for r in screenroot.table(device_like)] == ["NO_IR_DIFF", "IR_CHANGED"]
-
-
-def test_a_screen_stopped_after_its_ir_pass_resumes_without_running_it_again(tmp_path: Path):
-    path = manifest(tmp_path, [demo("add", canary=True), demo("matmul")], campaign="ir-pass-resume")
-    proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--runs-dir", str(tmp_path / "runs"),
-                             "--scratch-dir", str(tmp_path), "--grace", "1"], cwd=PROJECT_ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        roots = []
-        while time.monotonic() < deadline and proc.poll() is None:
-            roots = list((tmp_path / "runs").glob("ir-pass-resume-screen-*"))
-            if roots and (roots[0] / "status.tsv").is_file() and \
-                    "matmul/r0/candidate" in status.latest(status.read(roots[0] / "status.tsv")[0]):
-                break
-            time.sleep(0.2)
-        assert proc.poll() is None, "the screen ended before its IR pass could be stopped"
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
-    root = roots[0]
-    assert not (root / "receipt.json").exists()
-    ir_pass = {f"{w}/r0/{c}": (root / "cells" / w / "r0" / c / "result.json").read_bytes()
-               for w in ("add", "matmul") for c in ("baseline", "candidate")}
-
-    resumed = run_cli("screen", "--resume", root, "--scratch-dir", tmp_path, "--grace", "1", timeout=600)
-    assert resumed.returncode == 0, resumed.stderr
-    assert (root / "receipt.json").is_file() and run_cli("verify", root).returncode == 0
-    rows = status.read(root / "status.tsv")[0]
-    for task_id, result in ir_pass.items():
-        assert [r.task_id for r in rows].count(task_id) == 1, f"{task_id} ran again"
-        assert (root / "cells" / task_id / "result.json").read_bytes() == result
-    assert not list((root / "cells").glob("*/r0/*.interrupted-*"))
-    latest = status.latest(rows)
-    assert latest["add/r1/baseline"].rc_name == "skipped" and latest["matmul/r1/candidate"].rc_name == "ok"
-    # the IR pass's rows are labelled as such on every backend; round 1's on cpu as compile-only
-    assert "rows compiled, not timed (IR pass: untimed)" in latest["add/r0/candidate"].note
-    assert "rows compiled, not timed (compile-only)" in latest["matmul/r1/candidate"].note
-    table = _table(root)
-    assert {w: r["verdict"] for w, r in table.items()} == {"add": "NO_IR_DIFF", "matmul": "IR_CHANGED"}
-    assert table["add"]["note"].endswith(screening.IR_PASS_NOTE)
-    # rescore re-judges the IR pass's pair the same way, beside the root
-    again = run_cli("screen", "--rescore", root)
-    assert again.returncode == 0, again.stderr
-    rescored = Path(again.stdout.strip().splitlines()[-1])
-    assert rescored.read_bytes() == (root / "screen.tsv").read_bytes()
 
 
 def test_time_unchanged_is_refused_where_no_screen_is_frozen(tmp_path: Path):

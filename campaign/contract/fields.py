@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 MAX_TIMEOUT_S = 86_400                  # one cell, one day
 MAX_ROUNDS = 100
 MAX_WORKLOADS_PER_PROCESS = 256
+MAX_IR_PASS_LANES = 32
 MAX_MS = 60_000                         # timer windows, per measurement
 Count = Annotated[int, Field(strict=True, ge=1)]
 Seconds = Annotated[int, Field(strict=True, ge=1, le=MAX_TIMEOUT_S)]

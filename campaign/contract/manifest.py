@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import BeforeValidator, Field, StrictBool, StringConstraints, model_validator
 
 from campaign.contract import cellenv_rules, stripregex
-from campaign.contract.fields import (CELL_NAMES, MAX_ROUNDS, MAX_TIMEOUT_S, MAX_WORKLOADS_PER_PROCESS, CampaignId,
+from campaign.contract.fields import (CELL_NAMES, MAX_IR_PASS_LANES, MAX_ROUNDS, MAX_TIMEOUT_S, MAX_WORKLOADS_PER_PROCESS, CampaignId,
                                       Count, EnvName, EnvValue, FieldError, Millis, Model, Seconds, integer_only)
 from campaign.contract.workloads import Workload
 
@@ -163,6 +163,10 @@ class Defaults(Model):
     # `campaign.running.batching`); unset, the runner chooses (`batching.RUNNER_BOUND`),
     # and 1 runs one workload per process.
     workloads_per_process: Optional[Annotated[Count, Field(le=MAX_WORKLOADS_PER_PROCESS)]] = None
+    # How many IR-pass processes (a screen's round 0: untimed, they compile and run rows once) run
+    # at once on one card (`campaign.running.batching.lanes`); unset, the runner chooses; 1 runs them
+    # one after another. Timed cells always run alone on their card.
+    ir_pass_lanes: Optional[Annotated[Count, Field(le=MAX_IR_PASS_LANES)]] = None
     # configs pinned across roots: a screen's winners replayed by its campaign, so both time the same code
     autotune_from: Optional[AutotuneFrom] = None
 

@@ -19,6 +19,7 @@ a card failing its check or dying stops the root unsealed with ``RUN_FAILED chec
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import os
 import shutil
@@ -41,7 +42,7 @@ from campaign.flows import cardrun
 from campaign.flows.roots import prepared_roots, root_mode
 from campaign.judging.classify import classify_root
 from campaign.planning import harness
-from campaign.running import rayexec, runchecks
+from campaign.running import batching, rayexec, runchecks
 from campaign.contract import faults
 from campaign.running.cellenv import pinned_env
 from campaign.running.lock import RunLock
@@ -193,6 +194,10 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
                          pinned_env=pinned, parent_env=dict(os.environ), scratch=scratch,
                          python=sys.executable, grace_s=execution.grace_s, lock=lock,
                          visibility_variable=backend.visibility_variable)
+        if any(not task.timed for task in matrix.tasks) and not execution.ray:   # a Ray task holds one workload
+            lanes, why = batching.lanes(manifest.defaults.ir_pass_lanes, len(os.sched_getaffinity(0)),
+                                        manifest.device.cards, manifest.defaults.tuner_cache)
+            setup = dataclasses.replace(setup, lanes=lanes, lanes_why=why)
         progress = make_progress()
         runner = (rayexec.RayExecutor(setup, progress, execution.ray, execution.telemetry_interval)
                   if execution.ray else cardrun.LocalCards() if cards else Runner(setup, progress, sampler))

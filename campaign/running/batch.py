@@ -144,12 +144,10 @@ class BatchRun:
                 except (OSError, ValueError) as exc:   # the first task's row says why; the rest run next
                     watch.close(tasks[0], Ended(None, "not_started", [f"worker not started: {argv}: {exc}"]))
                     return False
-                if setup.lock is not None:
-                    setup.lock.running(tasks[0].id, proc.pid, runner.card_slot)
+                runner.worker_running(tasks[0].id, proc.pid)
                 return watch.follow(proc)
         finally:
-            if setup.lock is not None:
-                setup.lock.running(None, None, runner.card_slot)
+            runner.worker_running(None, None)
             runner.drop_caches(plans[tasks[0].id])
             self.prepared = {tid: plan for tid, plan in plans.items() if tid not in watch.progress.started
                              and tid not in watch.closed}
@@ -173,8 +171,8 @@ class Watch:
                 self.announced.add(task.id)
                 self.runner.events.cell_started(task)
                 self.runner.telemetry.mark()
-                if self.batch.setup.lock is not None and self.pid is not None:
-                    self.batch.setup.lock.running(task.id, self.pid, self.batch.runner.card_slot)
+                if self.pid is not None:
+                    self.runner.worker_running(task.id, self.pid)
             end = self.progress.ended.get(task.id)
             if end is not None and task.id not in self.closed:
                 self.runner.telemetry.mark()

@@ -12,6 +12,12 @@ the manifest sets it, else the runner's choice, `RUNNER_BOUND`; batch.json recor
   baseline (the recording cell) comes before the cells that replay it, and every round 1
   before a later round, whose skip (adaptive rounds) is decided before its batch starts.
 
+Lanes: the untimed tasks of a screen's IR pass (round 0) time nothing, so the runner may run
+several of their processes at once on one card (`lanes`: ``defaults.ir_pass_lanes``, else the
+runner's choice); each side of the IR pass is then cut into at least that many batches, so the
+lanes have work of about equal size. A timed task never shares its card: the runner waits for
+every IR-pass process before the first timed one starts (`campaign.running.runner.Runner.run`).
+
 progress.tsv (`PROGRESS_COLUMNS`) is appended by the worker, one whole line per event; a
 line without its newline is one being written (or torn by a kill) and is not read.
 """
@@ -36,12 +42,40 @@ from campaign.contract.progresslines import Event, parse
 RUNNER_BOUND = 8
 
 
+# The runner's lanes for the IR pass: one per CORES_PER_LANE cores of the card's share of the host,
+# at most RUNNER_LANES. An IR-pass process is CPU work (start, imports, compiles, SASS): on this
+# project's 2-core CI machine two lanes gave nothing (the CPU demo screen 43.75 s against 43.66 s
+# with one), so one lane there; an H200 host's 16 cores a card give four, which hold four CUDA
+# contexts and FlagGems' row inputs, a few GiB of its 141 (measured: README "What a run costs").
+RUNNER_LANES = 4
+CORES_PER_LANE = 4
+
+
 def bound(declared: Optional[int]) -> tuple[int, str]:
     """The bound and who chose it: the manifest's ``workloads_per_process``, or the runner."""
     return (RUNNER_BOUND, "runner") if declared is None else (declared, "manifest")
 
 
-def groups(tasks: Sequence[Task], bound: int) -> tuple[tuple[Task, ...], ...]:
+def lanes(declared: Optional[int], cores: int, cards: int, tuner_cache: str) -> tuple[int, str]:
+    """How many IR-pass processes run at once on one card, and why: the manifest's
+    ``ir_pass_lanes``; else the runner's: one per `CORES_PER_LANE` cores of a card's share,
+    at most `RUNNER_LANES`. One where
+    the tuner cache is shared: processes at once would write one FlagGems tuner store."""
+    if tuner_cache == "shared":
+        return 1, "tuner_cache shared: one IR-pass process at a time"
+    if declared is not None:
+        return declared, "the manifest's ir_pass_lanes"
+    share = cores // max(cards, 1)
+    return (max(1, min(RUNNER_LANES, share // CORES_PER_LANE)),
+            f"the runner's choice: {cores} cores, {cards} card(s), one lane per {CORES_PER_LANE} cores")
+
+
+def concurrent(group: Sequence[Task]) -> bool:
+    """A group that may run beside others on its card: untimed, no canary."""
+    return all(not task.timed and not task.canary for task in group)
+
+
+def groups(tasks: Sequence[Task], bound: int, lanes: int = 1) -> tuple[tuple[Task, ...], ...]:
     ordered = sorted(tasks, key=lambda t: t.order)
     if bound <= 1:
         return tuple((task,) for task in ordered)
@@ -52,6 +86,8 @@ def groups(tasks: Sequence[Task], bound: int) -> tuple[tuple[Task, ...], ...]:
             sides.setdefault((task.round, task.cell), []).append(task)
     for members in sides.values():
         count = math.ceil(len(members) / bound)
+        if lanes > 1 and concurrent(members):
+            count = max(count, min(lanes, len(members)))
         size = math.ceil(len(members) / count)            # near-equal: 5 at bound 4 is 3 + 2, not 4 + 1
         out += [tuple(members[at:at + size]) for at in range(0, len(members), size)]
     return tuple(out)

@@ -12,7 +12,9 @@ stopped, which `campaign run` takes over and finishes (`campaign.sealing.receipt
 
 Several cards (`campaign.running.cards`) share the root's one lock: its ``workers`` maps each
 card's slot to the worker group running there, so a takeover ends every orphan, one per
-card; a single-card run writes the lock as before (``worker_pgid``/``task_id``).
+card; a single-card run writes the lock as before (``worker_pgid``/``task_id``). IR-pass
+lanes (several untimed processes at once on one card, `campaign.running.runner.Runner`) are
+entries of ``workers`` too, keyed ``<slot>/<lane>`` (``/<lane>`` on a single-card run).
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ class Holder:
     started_utc: str
     worker_pgid: Optional[int] = None
     task_id: Optional[str] = None
-    workers: tuple[tuple[int, str, int], ...] = ()    # (card slot, task id, worker pgid) per busy card
+    workers: tuple[tuple[str, str, int], ...] = ()    # (card slot[/lane], task id, worker pgid) per busy one
 
     def groups(self) -> list[tuple[str, int]]:
         """(task id, worker pgid) of every worker group the holder had running."""
@@ -65,7 +67,7 @@ def pid_alive(pid: int) -> bool:
 def _read(path: Path) -> Optional[Holder]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        workers = tuple((int(slot), str(entry["task_id"]), int(entry["worker_pgid"]))
+        workers = tuple((str(slot), str(entry["task_id"]), int(entry["worker_pgid"]))
                         for slot, entry in sorted((data.get("workers") or {}).items()))
         return Holder(int(data["pid"]), str(data["host"]), str(data["started_utc"]),
                       data.get("worker_pgid"), data.get("task_id"), workers)
@@ -90,7 +92,7 @@ class RunLock:
         self.holder = Holder(os.getpid(), socket.gethostname(),
                              datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.held = False
-        self._busy: dict[int, tuple[str, int]] = {}
+        self._busy: dict[str, tuple[str, int]] = {}
         self._update = threading.Lock()     # one card's update never overwrites another's
 
     def _payload(self, holder: Holder) -> str:
@@ -152,20 +154,22 @@ class RunLock:
         if not self._create():
             raise Refused("RUN_REFUSED", "lock", "another run took over the stale lock first")
 
-    def running(self, task_id: Optional[str], pgid: Optional[int], card: Optional[int] = None) -> None:
-        """Record (or clear) the worker group in the lock -- of ``card`` when several run; replaced
-        atomically, one update at a time."""
+    def running(self, task_id: Optional[str], pgid: Optional[int], card: Optional[int] = None,
+                lane: Optional[int] = None) -> None:
+        """Record (or clear) the worker group in the lock -- of ``card`` when several run, of
+        ``lane`` when IR-pass processes run at once; replaced atomically, one update at a time."""
         with self._update:
             if not self.held:
                 return
             base = (self.holder.pid, self.holder.host, self.holder.started_utc)
-            if card is None:
+            if card is None and lane is None:
                 self.holder = Holder(*base, pgid, task_id)
             else:
+                key = ("" if card is None else str(card)) + ("" if lane is None else f"/{lane}")
                 if task_id is None or pgid is None:
-                    self._busy.pop(card, None)
+                    self._busy.pop(key, None)
                 else:
-                    self._busy[card] = (task_id, pgid)
+                    self._busy[key] = (task_id, pgid)
                 self.holder = Holder(*base, workers=tuple((slot, *self._busy[slot]) for slot in sorted(self._busy)))
             tmp = self.path.with_name(f"{LOCK_FILE}.tmp-{os.getpid()}")
             tmp.write_text(self._payload(self.holder), encoding="utf-8")

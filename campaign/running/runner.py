@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Optional, Protocol
@@ -77,6 +78,9 @@ class RunSetup:
     workloads: Optional[frozenset[str]] = None
     card: Optional[object] = None         # campaign.planning.cardplan.Card
     visibility_variable: Optional[str] = None
+    # IR-pass processes at once on this runner's card (`batching.lanes`) and why; 1: one at a time
+    lanes: int = 1
+    lanes_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,8 @@ class Runner:
         self.stop = threading.Event()
         self.stop_reason = ""
         self._ir_verdicts: dict[tuple[str, int], Optional[tuple[str, str]]] = {}
+        self._recording = threading.RLock()
+        self._lane = threading.local()       # the IR-pass lane this thread runs (`_lanes`); unset: none
 
     def interrupt(self, reason: str) -> None:
         self.stop_reason = reason
@@ -119,41 +125,95 @@ class Runner:
                               if self.setup.workloads is None or t.workload in self.setup.workloads),
                              key=lambda t: t.order))
         self.events.started(tasks, latest)
-        for group in batching.groups(tasks, batching.bound(self.setup.manifest.defaults.workloads_per_process)[0]):
-            if len(group) > 1:          # several workloads, one process at a time: `campaign.running.batch`
-                if BatchRun(self, group).run(rows):
-                    return Outcome(INTERRUPTED, self.stop_reason)
-                latest = status.settled(rows)
-                continue
-            task = group[0]
-            # Until its row settles it: a first death by a signal is run again at once, so a
-            # recording cell's retry comes before every cell that replays its recording.
-            while task.id not in latest:
-                if self.stop.is_set():
-                    return Outcome(INTERRUPTED, self.stop_reason)
-                folder = cell_path(self.setup.root, task)
-                if folder.exists():
-                    moved = set_aside(folder)
-                    self.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
-                skip = self.ir_skip(task, latest)
-                row = self.skipped_row(task, *skip) if skip else self.run_cell(task)
-                latest = self.record(task, row, rows)
-                if rows[-1].rc_name == status.INTERRUPTED:
-                    return Outcome(INTERRUPTED, self.stop_reason)
-            if task.canary and latest[task.id].failed:
-                return Outcome(CANARY_FAILED, _canary_reason(latest[task.id]))
+        lanes = self.setup.lanes
+        groups = batching.groups(tasks, batching.bound(self.setup.manifest.defaults.workloads_per_process)[0], lanes)
+        at = 0
+        while at < len(groups):
+            block = 1
+            while lanes > 1 and at + block < len(groups) and batching.concurrent(groups[at]) \
+                    and batching.concurrent(groups[at + block]):
+                block += 1
+            outcome = (self._lanes(groups[at:at + block], rows) if block > 1 else self._group(groups[at], rows))
+            if outcome is not None:
+                return outcome
+            at += block
         return Outcome(COMPLETED)
+
+    def _group(self, group: tuple[Task, ...], rows: list[StatusRow]) -> Optional[Outcome]:
+        """Run one group until its rows settle it; an Outcome when the run must end there."""
+        if len(group) > 1:          # several workloads, one process at a time: `campaign.running.batch`
+            return Outcome(INTERRUPTED, self.stop_reason) if BatchRun(self, group).run(rows) else None
+        task = group[0]
+        latest = status.settled(list(rows))
+        # Until its row settles it: a first death by a signal is run again at once, so a
+        # recording cell's retry comes before every cell that replays its recording.
+        while task.id not in latest:
+            if self.stop.is_set():
+                return Outcome(INTERRUPTED, self.stop_reason)
+            folder = cell_path(self.setup.root, task)
+            if folder.exists():
+                moved = set_aside(folder)
+                self.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
+            skip = self.ir_skip(task, latest)
+            row = self.skipped_row(task, *skip) if skip else self.run_cell(task)
+            latest = self.record(task, row, rows)
+            if latest.get(task.id) is None and self._last(rows, task).rc_name == status.INTERRUPTED:
+                return Outcome(INTERRUPTED, self.stop_reason)
+        if task.canary and latest[task.id].failed:
+            return Outcome(CANARY_FAILED, _canary_reason(latest[task.id]))
+        return None
+
+    @staticmethod
+    def _last(rows: list[StatusRow], task: Task) -> StatusRow:
+        return next(row for row in reversed(list(rows)) if row.task_id == task.id)
+
+    def _lanes(self, block: tuple[tuple[Task, ...], ...], rows: list[StatusRow]) -> Optional[Outcome]:
+        """Untimed groups (a screen's IR pass), up to ``setup.lanes`` processes at once on this card;
+        every one has ended before this returns, so no timed cell starts beside them."""
+        width = min(self.setup.lanes, len(block))
+        self.events.note(f"IR pass: {sum(len(g) for g in block)} untimed cells in {len(block)} processes, "
+                         f"{width} at once on this card ({self.setup.lanes_why}); timed cells run alone after")
+        free = list(range(width))
+        pick = threading.Lock()
+
+        def one(group: tuple[Task, ...]) -> Optional[Outcome]:
+            with pick:
+                lane = free.pop(0)
+            self._lane.value = lane
+            try:
+                return self._group(group, rows)
+            except BaseException:
+                self.interrupt("a lane of the IR pass failed")    # the other lanes end their processes
+                raise
+            finally:
+                self._lane.value = None
+                with pick:
+                    free.append(lane)
+
+        with ThreadPoolExecutor(max_workers=width, thread_name_prefix="ir-lane") as pool:
+            outcomes = [future.result() for future in [pool.submit(one, group) for group in block]]
+        return next((o for o in outcomes if o is not None), None)
+
+    def worker_running(self, task_id: Optional[str], pgid: Optional[int]) -> None:
+        """Tell the root lock which worker group runs here (None, None: none): its card and lane."""
+        if self.setup.lock is not None:
+            self.setup.lock.running(task_id, pgid, self.card_slot, getattr(self._lane, "value", None))
 
     def record(self, task: Task, row: StatusRow, rows: list[StatusRow]) -> dict[str, StatusRow]:
         """Append ``task``'s row (noted with its history) to status.tsv and ``rows``; the settled rows."""
-        row = status.noted(row, rows)
-        if self.setup.card is not None:
-            row = replace(row, device=self.setup.card.uuid)
-        status.append(self.status_path, row)
-        rows.append(row)
-        latest = status.settled(rows)
-        self.events.cell_ended(task, row, task.id in latest)
-        return latest
+        with self._recording:      # IR-pass lanes end cells at once: one row at a time
+            row = status.noted(row, rows)
+            lane = getattr(self._lane, "value", None)
+            if lane is not None:
+                row = replace(row, note="; ".join(part for part in (
+                    row.note, f"IR pass lane {lane + 1} of {self.setup.lanes} on its card") if part))
+            if self.setup.card is not None:
+                row = replace(row, device=self.setup.card.uuid)
+            status.append(self.status_path, row)
+            rows.append(row)
+            latest = status.settled(rows)
+            self.events.cell_ended(task, row, task.id in latest)
+            return latest
 
     # -- adaptive rounds -------------------------------------------------------------
 
@@ -258,13 +318,11 @@ class Runner:
                 except (OSError, ValueError) as exc:  # a row says why, the campaign goes on
                     ended = Ended(None, "not_started", [f"worker not started: {argv}: {exc}"])
                 else:
-                    if setup.lock is not None:
-                        setup.lock.running(task.id, proc.pid, self.card_slot)
+                    self.worker_running(task.id, proc.pid)
                     ended = wait_worker(proc, task.timeout_s, start, setup.grace_s, self.stop,
                                         lambda: self.stop_reason)
         finally:
-            if setup.lock is not None:
-                setup.lock.running(None, None, self.card_slot)
+            self.worker_running(None, None)
             self.drop_caches(plan)
         elapsed = time.monotonic() - start
         self.telemetry.mark()

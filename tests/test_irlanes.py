@@ -1,0 +1,146 @@
+"""IR-pass lanes: a screen's untimed round 0 runs several processes at once on one card
+(``defaults.ir_pass_lanes``, `campaign.running.batching.lanes`), and no timed cell ever shares
+its card with them. The plan and the lock on their own; end to end through the CLI on the
+compile-only backend: a screen stopped in the middle of its lanes, then resumed, with a hang in
+one lane that gets its own row while the other lane goes on."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from campaign.contract import status
+from campaign.flows import freeze
+from campaign.judging import screening, screenroot
+from campaign.planning.matrix import expand
+from campaign.running import batching
+from campaign.running.lock import RunLock, _read
+from conftest import PROJECT_ROOT, run_cli
+from runroots import demo, fault, manifest
+
+
+def test_the_runner_chooses_a_lane_per_four_cores_of_a_card_and_none_beside_a_shared_tuner_store():
+    assert batching.lanes(None, 16, 1, "isolated")[0] == 4
+    assert batching.lanes(None, 32, 2, "isolated")[0] == 4
+    assert batching.lanes(None, 64, 1, "isolated")[0] == batching.RUNNER_LANES
+    assert batching.lanes(None, 2, 1, "isolated") == (1, "the runner's choice: 2 cores, 1 card(s), one lane per 4 cores")
+    assert batching.lanes(3, 2, 1, "isolated") == (3, "the manifest's ir_pass_lanes")
+    assert batching.lanes(3, 16, 1, "shared")[0] == 1, "processes at once would write one FlagGems tuner store"
+
+
+def test_lanes_cut_only_the_ir_pass_into_batches_and_leave_canaries_and_timed_sides_alone(tmp_path: Path):
+    path = manifest(tmp_path, [demo("add", canary=True), demo("softmax"), demo("row_sum"), demo("matmul")])
+    checked = freeze.check(path)
+    tasks = expand(checked.manifest, checked.resolved, ir_pass=True).tasks
+    one = [[t.id for t in g] for g in batching.groups(tasks, 8, lanes=1)]
+    two = [[t.id for t in g] for g in batching.groups(tasks, 8, lanes=2)]
+    assert one[:4] == two[:4] == [["add/r0/baseline"], ["add/r0/candidate"], ["add/r1/baseline"], ["add/r1/candidate"]]
+    assert one[4:6] == [["softmax/r0/baseline", "row_sum/r0/baseline", "matmul/r0/baseline"],
+                        ["softmax/r0/candidate", "row_sum/r0/candidate", "matmul/r0/candidate"]]
+    assert two[4:8] == [["softmax/r0/baseline", "row_sum/r0/baseline"], ["matmul/r0/baseline"],
+                        ["softmax/r0/candidate", "row_sum/r0/candidate"], ["matmul/r0/candidate"]]
+    assert one[6:] == two[8:], "the timed round is batched as without lanes"
+    assert [batching.concurrent([tasks[0]]), all(batching.concurrent(g) for g in batching.groups(tasks, 8, 2)[4:8])] \
+        == [False, True], "a canary's IR-pass cell runs alone; the other IR-pass groups may run at once"
+    assert not any(batching.concurrent(g) for g in batching.groups(tasks, 8, 2)[8:])
+
+
+def test_the_lock_holds_every_lane_and_a_takeover_ends_them_all(tmp_path: Path):
+    lock = RunLock(tmp_path, report=lambda text: None)
+    lock.acquire()
+    lock.running("a/r0/baseline", 111, None, 0)
+    lock.running("b/r0/baseline", 222, None, 1)
+    lock.running("c/r0/baseline", 333, 1, 0)
+    data = json.loads((tmp_path / "run.lock").read_text(encoding="utf-8"))
+    assert data["workers"] == {"/0": {"task_id": "a/r0/baseline", "worker_pgid": 111},
+                               "/1": {"task_id": "b/r0/baseline", "worker_pgid": 222},
+                               "1/0": {"task_id": "c/r0/baseline", "worker_pgid": 333}}
+    assert sorted(_read(tmp_path / "run.lock").groups()) == [("a/r0/baseline", 111), ("b/r0/baseline", 222),
+                                                             ("c/r0/baseline", 333)]
+    lock.running(None, None, None, 0)
+    lock.running(None, None, 1, 0)
+    assert json.loads((tmp_path / "run.lock").read_text(encoding="utf-8"))["workers"] == \
+        {"/1": {"task_id": "b/r0/baseline", "worker_pgid": 222}}
+    lock.release()
+
+
+def _lines(out: str) -> list[tuple[str, str]]:
+    """(start|end, task id) of the runner's progress lines, in the order printed."""
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"\] (start|end) (\S+?)[: ]", out)]
+
+
+def _started(root: Path, task_id: str) -> bool:
+    return any(line.startswith(f"start\t{task_id}\t")
+               for p in root.glob("batches/*/progress.tsv") for line in p.read_text().splitlines())
+
+
+def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its_own_row(tmp_path: Path):
+    # add, a hang (candidate only) and matmul; two lanes cut each IR-pass side into (add, hang) and (matmul)
+    path = manifest(tmp_path, [demo("add"), fault("hang", "test_bench_hang", timeout_s=8), demo("matmul")],
+                    campaign="lanes", lanes=2)
+    proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--runs-dir", str(tmp_path / "runs"),
+                             "--scratch-dir", str(tmp_path), "--grace", "1"], cwd=PROJECT_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, root = time.monotonic() + 240, None
+        while time.monotonic() < deadline and proc.poll() is None:
+            roots = list((tmp_path / "runs").glob("lanes-screen-*"))
+            root = roots[0] if roots else None
+            if root is not None and _started(root, "hang/r0/candidate"):
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, "the screen ended before the hang started"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert not (root / "run.lock").exists() and not (root / "receipt.json").exists()
+    first = status.read(root / "status.tsv")[0]
+    assert status.latest(first)["hang/r0/candidate"].rc_name == status.INTERRUPTED
+    assert not [r for r in first if r.round == 1 and r.rc_name != status.SKIPPED], "no timed cell beside the lanes"
+    finished = {r.task_id for r in first if r.rc_name == "ok"}
+
+    resumed = run_cli("screen", "--resume", root, "--scratch-dir", tmp_path, "--grace", "1", timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert run_cli("verify", root).returncode == 0
+    rows = status.read(root / "status.tsv")[0]
+    for task_id in finished:
+        assert [r.task_id for r in rows].count(task_id) == 1, f"{task_id} finished before the stop and ran again"
+    latest = status.latest(rows)
+    hung = latest["hang/r0/candidate"]
+    assert hung.rc_name == "timed_out" and "IR pass lane" in hung.note, hung
+    for task_id in ("add/r0/baseline", "add/r0/candidate", "matmul/r0/baseline", "matmul/r0/candidate"):
+        assert latest[task_id].rc_name == "ok"
+    lanes_used = {re.search(r"IR pass lane (\d) of 2", latest[t].note).group(1)
+                  for t in latest if "/r0/" in t and "IR pass lane" in latest[t].note}
+    assert lanes_used == {"1", "2"}
+    assert latest["matmul/r1/candidate"].rc_name == "ok" and "IR pass lane" not in latest["matmul/r1/candidate"].note
+
+    # the resumed lanes overlapped, and every timed cell started after the last IR-pass cell ended
+    lines = _lines(resumed.stdout)
+    ir = [i for i, (_kind, task) in enumerate(lines) if "/r0/" in task]
+    first_end = next(i for i in ir if lines[i][0] == "end")
+    assert sum(1 for i in ir if i < first_end and lines[i][0] == "start") >= 2, lines
+    timed = [i for i, (kind, task) in enumerate(lines) if kind == "start" and "/r1/" in task]
+    assert timed and min(timed) > max(ir), lines
+    # the IR pass's rows are labelled as such on every backend; round 1's on cpu as compile-only
+    assert "rows compiled, not timed (IR pass: untimed)" in latest["add/r0/candidate"].note
+    assert "rows compiled, not timed (compile-only)" in latest["matmul/r1/candidate"].note
+    # the folders set aside are those of the cells the stop cut, in whichever lane: kept, never run over
+    cut = {r.task_id for r in first if r.rc_name == status.INTERRUPTED}
+    assert {f"{p.parent.parent.name}/r0/{p.name.split('.')[0]}" for p in (root / "cells").glob("*/r0/*.interrupted-*")} \
+        == cut and "hang/r0/candidate" in cut
+    table = {r["workload"]: r for r in screenroot.table(root)}
+    assert {w: r["verdict"] for w, r in table.items() if w != "hang"} == {"add": "NO_IR_DIFF", "matmul": "IR_CHANGED"}
+    assert table["hang"]["verdict"] != "IR_CHANGED", table["hang"]
+    assert table["add"]["note"].endswith(screening.IR_PASS_NOTE)
+    # rescore re-judges the IR pass's pair the same way, beside the root
+    again = run_cli("screen", "--rescore", root)
+    assert again.returncode == 0, again.stderr
+    assert Path(again.stdout.strip().splitlines()[-1]).read_bytes() == (root / "screen.tsv").read_bytes()
