@@ -140,6 +140,9 @@ def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its
     assert {w: r["verdict"] for w, r in table.items() if w != "hang"} == {"add": "NO_IR_DIFF", "matmul": "IR_CHANGED"}
     assert table["hang"]["verdict"] != "IR_CHANGED", table["hang"]
     assert table["add"]["note"].endswith(screening.IR_PASS_NOTE)
+    # `campaign cost` says the IR-pass walls overlap (their sum is more than the time that passed)
+    cost = run_cli("cost", root)
+    assert cost.returncode == 0 and "IR-pass cells ran up to 2 at once on a card" in cost.stdout, cost.stdout[:600]
     # rescore re-judges the IR pass's pair the same way, beside the root
     again = run_cli("screen", "--rescore", root)
     assert again.returncode == 0, again.stderr

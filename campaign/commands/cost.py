@@ -77,8 +77,17 @@ def main(args: argparse.Namespace) -> int:
     ran = sum(c.ran for c in cells)
     summary = (f"Campaign `{matrix.campaign}`, backend {matrix.backend}, {sealed}: {len(matrix.tasks)} cells "
                f"in the matrix, {ran} ran, {sum(c.ran and c.phases is not None for c in cells)} with phases recorded.")
-    sys.stdout.write(cost.render_md(root.name, summary + _batching(root), cells))
+    sys.stdout.write(cost.render_md(root.name, summary + _batching(root) + _lanes(rows), cells))
     return EXIT_OK
+
+
+def _lanes(rows: list[status.StatusRow]) -> str:
+    """What ran at once: IR-pass cells in lanes overlap, so their walls add up to more than passed."""
+    widths = {lanes for lanes in (status.lane_of(row) for row in rows) if lanes is not None}
+    if not widths:
+        return ""
+    return (f" IR-pass cells ran up to {max(w for _lane, w in widths)} at once on a card (IR-pass lanes): "
+            "their walls overlap, so the `wall` sums of those cells are more than the time that passed.")
 
 
 def _batching(root: Path) -> str:

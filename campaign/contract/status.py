@@ -11,6 +11,10 @@ Columns (tab-separated, header first)::
   ``batch <nnnn>: workload <k> of <n> in its process`` (``batches/<nnnn>/batch.json``);
   its elapsed_s runs from the end of the workload before it in that process (from
   the spawn for the first, which so carries the process start and imports).
+- A screen's IR-pass cell run beside others on its card (IR-pass lanes,
+  `campaign.running.batching.lanes`) has its note end ``IR pass lane <k> of <w> on its
+  card`` (`lane_note`, read back by `lane_of`): its elapsed_s overlaps other cells', so
+  a sum of such rows is more than the time that passed.
 - An empty field means "not known" (no result.json, no telemetry, a skipped
   cell), never zero: the bookkeeping must not invent a count, nor mark a clean
   cell failed because a count was missing.
@@ -40,6 +44,7 @@ Columns (tab-separated, header first)::
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 from dataclasses import dataclass, replace
@@ -234,6 +239,20 @@ def settled(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
         else:
             out.pop(row.task_id, None)
     return out
+
+
+_LANE = re.compile(r"IR pass lane (\d+) of (\d+) on its card")
+
+
+def lane_note(lane: int, lanes: int) -> str:
+    """The note of a row that ran in IR-pass lane ``lane`` (0-based) of ``lanes``."""
+    return f"IR pass lane {lane + 1} of {lanes} on its card"
+
+
+def lane_of(row: StatusRow) -> Optional[tuple[int, int]]:
+    """(lane, lanes) of a row that ran in an IR-pass lane, 1-based as written; None: it ran alone."""
+    found = _LANE.search(row.note or "")
+    return None if found is None else (int(found.group(1)), int(found.group(2)))
 
 
 def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:

@@ -206,7 +206,7 @@ class Runner:
             lane = getattr(self._lane, "value", None)
             if lane is not None:
                 row = replace(row, note="; ".join(part for part in (
-                    row.note, f"IR pass lane {lane + 1} of {self.setup.lanes} on its card") if part))
+                    row.note, status.lane_note(lane, self.setup.lanes)) if part))
             if self.setup.card is not None:
                 row = replace(row, device=self.setup.card.uuid)
             status.append(self.status_path, row)
