@@ -33,7 +33,7 @@ road a root's identities are read by) and `guard` are the IO edges.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, TextIO
 

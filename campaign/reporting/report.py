@@ -179,7 +179,7 @@ def does_not_prove(verdicts: AnyVerdicts) -> list[str]:
     lines = ["## What this campaign does not prove", "",
              f"- The production default is `{policy}` in the manifest; a passing campaign is not an argument for "
              "changing it — that is a separate decision with its own evidence.",
-             f"- Results hold for this device, these versions and this caliber (table above), at bench level and "
+             "- Results hold for this device, these versions and this caliber (table above), at bench level and "
              "shapes recorded; other shapes, dtypes or devices are not covered.",
              "- Class C and B say no timing change was resolved beyond the A/A floor, not that none exists.",
              "- X is missing or incomparable evidence, not a verdict about the switch."]
