@@ -294,12 +294,23 @@ def test_a_killed_runner_of_two_cards_resumes_each_card_on_its_own_workloads(tmp
     assert rr.run_cli("verify", root).returncode == 0
 
 
+def _wait_for_cmdline(pid: int, part: bytes, limit_s: float = 10) -> None:
+    deadline = time.monotonic() + limit_s
+    while part not in Path(f"/proc/{pid}/cmdline").read_bytes():
+        assert time.monotonic() < deadline, f"process {pid} shows no {part!r} in its cmdline"
+        time.sleep(0.01)
+
+
 def test_a_takeover_ends_the_orphaned_worker_of_every_card(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     orphans = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "campaign.worker"],
                                 start_new_session=True) for _ in range(2)]
     try:
+        # Popen returns once exec has begun; the kernel fills /proc/<pid>/cmdline a moment later, and a
+        # takeover reading it in between (a loaded machine) would rightly not recognise a worker group
+        for orphan in orphans:
+            _wait_for_cmdline(orphan.pid, b"campaign.worker")
         (tmp_path / "run.lock").write_text(json.dumps({
             "pid": dead.pid, "host": socket.gethostname(), "started_utc": "2026-11-30T00:00:00Z",
             "worker_pgid": None, "task_id": None,
