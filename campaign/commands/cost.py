@@ -83,10 +83,10 @@ def main(args: argparse.Namespace) -> int:
 
 def _lanes(rows: list[status.StatusRow]) -> str:
     """What ran at once: IR-pass cells in lanes overlap, so their walls add up to more than passed."""
-    widths = {lanes for lanes in (status.lane_of(row) for row in rows) if lanes is not None}
+    widths = [found[1] for found in map(status.lane_of, rows) if found is not None]
     if not widths:
         return ""
-    return (f" IR-pass cells ran up to {max(w for _lane, w in widths)} at once on a card (IR-pass lanes): "
+    return (f" IR-pass cells ran up to {max(widths)} at once on a card (IR-pass lanes): "
             "their walls overlap, so the `wall` sums of those cells are more than the time that passed.")
 
 

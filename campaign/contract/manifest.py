@@ -12,8 +12,9 @@ from typing import Annotated, Literal, Optional
 from pydantic import BeforeValidator, Field, StrictBool, StringConstraints, model_validator
 
 from campaign.contract import cellenv_rules, stripregex
-from campaign.contract.fields import (CELL_NAMES, MAX_IR_PASS_LANES, MAX_ROUNDS, MAX_TIMEOUT_S, MAX_WORKLOADS_PER_PROCESS, CampaignId,
-                                      Count, EnvName, EnvValue, FieldError, Millis, Model, Seconds, integer_only)
+from campaign.contract.fields import (CELL_NAMES, MAX_IR_PASS_LANES, MAX_ROUNDS,
+                                      MAX_WORKLOADS_PER_PROCESS, CampaignId, Count, EnvName, EnvValue, FieldError,
+                                      Millis, Model, Seconds, integer_only)
 from campaign.contract.workloads import Workload
 
 SCHEMA_VERSION = 1

@@ -59,8 +59,8 @@ def bound(declared: Optional[int]) -> tuple[int, str]:
 def lanes(declared: Optional[int], cores: int, cards: int, tuner_cache: str) -> tuple[int, str]:
     """How many IR-pass processes run at once on one card, and why: the manifest's
     ``ir_pass_lanes``; else the runner's: one per `CORES_PER_LANE` cores of a card's share,
-    at most `RUNNER_LANES`. One where
-    the tuner cache is shared: processes at once would write one FlagGems tuner store."""
+    at most `RUNNER_LANES`. One where the tuner cache is shared: processes at once would
+    write one FlagGems tuner store."""
     if tuner_cache == "shared":
         return 1, "tuner_cache shared: one IR-pass process at a time"
     if declared is not None:

@@ -101,7 +101,7 @@ class Runner:
         self.stop = threading.Event()
         self.stop_reason = ""
         self._ir_verdicts: dict[tuple[str, int], Optional[tuple[str, str]]] = {}
-        self._recording = threading.RLock()
+        self._recording = threading.Lock()
         self._lane = threading.local()       # the IR-pass lane this thread runs (`_lanes`); unset: none
 
     def interrupt(self, reason: str) -> None:
@@ -129,10 +129,10 @@ class Runner:
         groups = batching.groups(tasks, batching.bound(self.setup.manifest.defaults.workloads_per_process)[0], lanes)
         at = 0
         while at < len(groups):
-            block = 1
-            while lanes > 1 and at + block < len(groups) and batching.concurrent(groups[at]) \
-                    and batching.concurrent(groups[at + block]):
-                block += 1
+            block = 1           # the untimed groups from here on run in lanes, together
+            if lanes > 1 and batching.concurrent(groups[at]):
+                while at + block < len(groups) and batching.concurrent(groups[at + block]):
+                    block += 1
             outcome = (self._lanes(groups[at:at + block], rows) if block > 1 else self._group(groups[at], rows))
             if outcome is not None:
                 return outcome
@@ -144,7 +144,7 @@ class Runner:
         if len(group) > 1:          # several workloads, one process at a time: `campaign.running.batch`
             return Outcome(INTERRUPTED, self.stop_reason) if BatchRun(self, group).run(rows) else None
         task = group[0]
-        latest = status.settled(list(rows))
+        latest = status.settled(rows)
         # Until its row settles it: a first death by a signal is run again at once, so a
         # recording cell's retry comes before every cell that replays its recording.
         while task.id not in latest:
@@ -157,15 +157,11 @@ class Runner:
             skip = self.ir_skip(task, latest)
             row = self.skipped_row(task, *skip) if skip else self.run_cell(task)
             latest = self.record(task, row, rows)
-            if latest.get(task.id) is None and self._last(rows, task).rc_name == status.INTERRUPTED:
+            if row.rc_name == status.INTERRUPTED:
                 return Outcome(INTERRUPTED, self.stop_reason)
         if task.canary and latest[task.id].failed:
             return Outcome(CANARY_FAILED, _canary_reason(latest[task.id]))
         return None
-
-    @staticmethod
-    def _last(rows: list[StatusRow], task: Task) -> StatusRow:
-        return next(row for row in reversed(list(rows)) if row.task_id == task.id)
 
     def _lanes(self, block: tuple[tuple[Task, ...], ...], rows: list[StatusRow]) -> Optional[Outcome]:
         """Untimed groups (a screen's IR pass), up to ``setup.lanes`` processes at once on this card;
@@ -173,40 +169,45 @@ class Runner:
         width = min(self.setup.lanes, len(block))
         self.events.note(f"IR pass: {sum(len(g) for g in block)} untimed cells in {len(block)} processes, "
                          f"{width} at once on this card ({self.setup.lanes_why}); timed cells run alone after")
-        free = list(range(width))
-        pick = threading.Lock()
+        pending, take = iter(block), threading.Lock()
 
-        def one(group: tuple[Task, ...]) -> Optional[Outcome]:
-            with pick:
-                lane = free.pop(0)
-            self._lane.value = lane
-            try:
-                return self._group(group, rows)
-            except BaseException:
-                self.interrupt("a lane of the IR pass failed")    # the other lanes end their processes
-                raise
-            finally:
-                self._lane.value = None
-                with pick:
-                    free.append(lane)
+        def lane(number: int) -> list[Optional[Outcome]]:
+            """One lane: the next group not taken yet, until none is left."""
+            self._lane.value = number
+            outcomes = []
+            while True:
+                with take:
+                    group = next(pending, None)
+                if group is None:
+                    return outcomes
+                try:
+                    outcomes.append(self._group(group, rows))
+                except BaseException:
+                    self.interrupt("a lane of the IR pass failed")    # the other lanes end their processes
+                    raise
 
         with ThreadPoolExecutor(max_workers=width, thread_name_prefix="ir-lane") as pool:
-            outcomes = [future.result() for future in [pool.submit(one, group) for group in block]]
+            futures = [pool.submit(lane, number) for number in range(width)]
+            outcomes = [outcome for future in futures for outcome in future.result()]
         return next((o for o in outcomes if o is not None), None)
+
+    @property
+    def lane(self) -> Optional[int]:
+        """The IR-pass lane the calling thread runs (0-based); None outside `_lanes`."""
+        return getattr(self._lane, "value", None)
 
     def worker_running(self, task_id: Optional[str], pgid: Optional[int]) -> None:
         """Tell the root lock which worker group runs here (None, None: none): its card and lane."""
         if self.setup.lock is not None:
-            self.setup.lock.running(task_id, pgid, self.card_slot, getattr(self._lane, "value", None))
+            self.setup.lock.running(task_id, pgid, self.card_slot, self.lane)
 
     def record(self, task: Task, row: StatusRow, rows: list[StatusRow]) -> dict[str, StatusRow]:
         """Append ``task``'s row (noted with its history) to status.tsv and ``rows``; the settled rows."""
         with self._recording:      # IR-pass lanes end cells at once: one row at a time
             row = status.noted(row, rows)
-            lane = getattr(self._lane, "value", None)
-            if lane is not None:
+            if self.lane is not None:
                 row = replace(row, note="; ".join(part for part in (
-                    row.note, status.lane_note(lane, self.setup.lanes)) if part))
+                    row.note, status.lane_note(self.lane, self.setup.lanes)) if part))
             if self.setup.card is not None:
                 row = replace(row, device=self.setup.card.uuid)
             status.append(self.status_path, row)
