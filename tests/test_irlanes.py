@@ -44,9 +44,10 @@ def test_lanes_cut_only_the_ir_pass_into_batches_and_leave_canaries_and_timed_si
     assert two[4:8] == [["softmax/r0/baseline", "row_sum/r0/baseline"], ["matmul/r0/baseline"],
                         ["softmax/r0/candidate", "row_sum/r0/candidate"], ["matmul/r0/candidate"]]
     assert one[6:] == two[8:], "the timed round is batched as without lanes"
-    assert [batching.concurrent([tasks[0]]), all(batching.concurrent(g) for g in batching.groups(tasks, 8, 2)[4:8])] \
-        == [False, True], "a canary's IR-pass cell runs alone; the other IR-pass groups may run at once"
-    assert not any(batching.concurrent(g) for g in batching.groups(tasks, 8, 2)[8:])
+    kinds = [batching.lane_kind(g) for g in batching.groups(tasks, 8, 2)]
+    assert kinds[:8] == [batching.CANARIES] * 2 + [None] * 2 + [batching.IR_PASS] * 4, \
+        "the canary's IR-pass sides run at once with each other only; its timed sides alone; the IR pass in lanes"
+    assert set(kinds[8:]) == {None}, "a timed group never shares its card"
 
 
 def test_the_lock_holds_every_lane_and_a_takeover_ends_them_all(tmp_path: Path):
@@ -79,8 +80,10 @@ def _started(root: Path, task_id: str) -> bool:
 
 
 def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its_own_row(tmp_path: Path):
-    # add, a hang (candidate only) and matmul; two lanes cut each IR-pass side into (add, hang) and (matmul)
-    path = manifest(tmp_path, [demo("add"), fault("hang", "test_bench_hang", timeout_s=8), demo("matmul")],
+    # add (the canary: its two IR-pass sides at once, before anything else), softmax, a hang (candidate
+    # only) and matmul; two lanes cut each IR-pass side into (softmax, hang) and (matmul)
+    path = manifest(tmp_path, [demo("add", canary=True), demo("softmax"), fault("hang", "test_bench_hang", timeout_s=8),
+                               demo("matmul")],
                     campaign="lanes", lanes=2)
     proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--runs-dir", str(tmp_path / "runs"),
                              "--scratch-dir", str(tmp_path), "--grace", "1"], cwd=PROJECT_ROOT,
@@ -100,6 +103,11 @@ def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
+    lines = _lines(out)
+    canary = [i for i, (_kind, task) in enumerate(lines) if task.startswith("add/r0/")]
+    assert [kind for i, (kind, _task) in enumerate(lines) if i in canary] == ["start", "start", "end", "end"], lines
+    assert min(i for i, (_kind, task) in enumerate(lines) if not task.startswith("add/")) > max(canary), lines
+    assert "canaries: 2 untimed cells in 2 processes, 2 at once on this card" in out + err
     assert not (root / "run.lock").exists() and not (root / "receipt.json").exists()
     first = status.read(root / "status.tsv")[0]
     assert status.latest(first)["hang/r0/candidate"].rc_name == status.INTERRUPTED
@@ -115,7 +123,8 @@ def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its
     latest = status.latest(rows)
     hung = latest["hang/r0/candidate"]
     assert hung.rc_name == "timed_out" and "IR pass lane" in hung.note, hung
-    for task_id in ("add/r0/baseline", "add/r0/candidate", "matmul/r0/baseline", "matmul/r0/candidate"):
+    for task_id in ("add/r0/baseline", "add/r0/candidate", "softmax/r0/candidate", "matmul/r0/baseline",
+                    "matmul/r0/candidate"):
         assert latest[task_id].rc_name == "ok"
     lanes_used = {re.search(r"IR pass lane (\d) of 2", latest[t].note).group(1)
                   for t in latest if "/r0/" in t and "IR pass lane" in latest[t].note}
@@ -137,7 +146,8 @@ def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its
     assert {f"{p.parent.parent.name}/r0/{p.name.split('.')[0]}" for p in (root / "cells").glob("*/r0/*.interrupted-*")} \
         == cut and "hang/r0/candidate" in cut
     table = {r["workload"]: r for r in screenroot.table(root)}
-    assert {w: r["verdict"] for w, r in table.items() if w != "hang"} == {"add": "NO_IR_DIFF", "matmul": "IR_CHANGED"}
+    assert {w: r["verdict"] for w, r in table.items() if w != "hang"} == \
+        {"add": "NO_IR_DIFF", "softmax": "NO_IR_DIFF", "matmul": "IR_CHANGED"}
     assert table["hang"]["verdict"] != "IR_CHANGED", table["hang"]
     assert table["add"]["note"].endswith(screening.IR_PASS_NOTE)
     # `campaign cost` says the IR-pass walls overlap (their sum is more than the time that passed)

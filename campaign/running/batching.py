@@ -15,8 +15,11 @@ the manifest sets it, else the runner's choice, `RUNNER_BOUND`; batch.json recor
 Lanes: the untimed tasks of a screen's IR pass (round 0) time nothing, so the runner may run
 several of their processes at once on one card (`lanes`: ``defaults.ir_pass_lanes``, else the
 runner's choice); each side of the IR pass is then cut into at least that many batches, so the
-lanes have work of about equal size. A timed task never shares its card: the runner waits for
-every IR-pass process before the first timed one starts (`campaign.running.runner.Runner.run`).
+lanes have work of about equal size. Untimed canaries share lanes only with each other: both
+sides of a screen's canary run at once, and everything else waits for them, so a broken canary
+still stops the campaign before anything is run behind it. A timed task never shares its card:
+the runner waits for every IR-pass process before the first timed one starts
+(`campaign.running.runner.Runner.run`).
 
 progress.tsv (`PROGRESS_COLUMNS`) is appended by the worker, one whole line per event; a
 line without its newline is one being written (or torn by a kill) and is not read.
@@ -70,9 +73,15 @@ def lanes(declared: Optional[int], cores: int, cards: int, tuner_cache: str) -> 
             f"the runner's choice: {cores} cores, {cards} card(s), one lane per {CORES_PER_LANE} cores")
 
 
-def concurrent(group: Sequence[Task]) -> bool:
-    """A group that may run beside others on its card: untimed, no canary."""
-    return all(not task.timed and not task.canary for task in group)
+CANARIES, IR_PASS = "canaries", "IR pass"
+
+
+def lane_kind(group: Sequence[Task]) -> Optional[str]:
+    """Which groups may run at once on a card: untimed canaries with each other (`CANARIES`), the
+    other untimed groups with each other (`IR_PASS`); None for a group with a timed task: it runs alone."""
+    if any(task.timed for task in group):
+        return None
+    return CANARIES if any(task.canary for task in group) else IR_PASS
 
 
 def groups(tasks: Sequence[Task], bound: int, lanes: int = 1) -> tuple[tuple[Task, ...], ...]:
@@ -86,7 +95,7 @@ def groups(tasks: Sequence[Task], bound: int, lanes: int = 1) -> tuple[tuple[Tas
             sides.setdefault((task.round, task.cell), []).append(task)
     for members in sides.values():
         count = math.ceil(len(members) / bound)
-        if lanes > 1 and concurrent(members):
+        if lanes > 1 and lane_kind(members) == IR_PASS:
             count = max(count, min(lanes, len(members)))
         size = math.ceil(len(members) / count)            # near-equal: 5 at bound 4 is 3 + 2, not 4 + 1
         out += [tuple(members[at:at + size]) for at in range(0, len(members), size)]

@@ -129,11 +129,11 @@ class Runner:
         groups = batching.groups(tasks, batching.bound(self.setup.manifest.defaults.workloads_per_process)[0], lanes)
         at = 0
         while at < len(groups):
-            block = 1           # the untimed groups from here on run in lanes, together
-            if lanes > 1 and batching.concurrent(groups[at]):
-                while at + block < len(groups) and batching.concurrent(groups[at + block]):
+            block, kind = 1, batching.lane_kind(groups[at])   # the next groups of one lane kind run together
+            if lanes > 1 and kind is not None:
+                while at + block < len(groups) and batching.lane_kind(groups[at + block]) == kind:
                     block += 1
-            outcome = (self._lanes(groups[at:at + block], rows) if block > 1 else self._group(groups[at], rows))
+            outcome = (self._lanes(groups[at:at + block], kind, rows) if block > 1 else self._group(groups[at], rows))
             if outcome is not None:
                 return outcome
             at += block
@@ -163,12 +163,15 @@ class Runner:
             return Outcome(CANARY_FAILED, _canary_reason(latest[task.id]))
         return None
 
-    def _lanes(self, block: tuple[tuple[Task, ...], ...], rows: list[StatusRow]) -> Optional[Outcome]:
-        """Untimed groups (a screen's IR pass), up to ``setup.lanes`` processes at once on this card;
-        every one has ended before this returns, so no timed cell starts beside them."""
+    def _lanes(self, block: tuple[tuple[Task, ...], ...], kind: str, rows: list[StatusRow]) -> Optional[Outcome]:
+        """Untimed groups of one lane kind (a screen's canaries, or the rest of its IR pass), up to
+        ``setup.lanes`` processes at once on this card; every one has ended before this returns, so
+        nothing of another kind, and no timed cell, starts beside them."""
         width = min(self.setup.lanes, len(block))
-        self.events.note(f"IR pass: {sum(len(g) for g in block)} untimed cells in {len(block)} processes, "
-                         f"{width} at once on this card ({self.setup.lanes_why}); timed cells run alone after")
+        after = ("everything else runs after them" if kind == batching.CANARIES
+                 else "timed cells run alone after")
+        self.events.note(f"{kind}: {sum(len(g) for g in block)} untimed cells in {len(block)} processes, "
+                         f"{width} at once on this card ({self.setup.lanes_why}); {after}")
         pending, take = iter(block), threading.Lock()
 
         def lane(number: int) -> list[Optional[Outcome]]:
