@@ -26,17 +26,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
+from campaign.contract import clockreasons
 from campaign.contract.artifacts import ROWS_FILE, TELEMETRY_FILE
 from campaign.contract.cellfiles import Rows
 from campaign.contract.telemetryfile import COLUMNS, Sample, Summary, format_sample, summarize
 
 ERR_FILE = "telemetry.err"
-
-# NVML clocks-event (throttle) reason bits, named as nvml.h names them.
-THROTTLE_BITS = ((0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "sw_power_cap"),
-                 (0x8, "hw_slowdown"), (0x10, "sync_boost"), (0x20, "sw_thermal_slowdown"),
-                 (0x40, "hw_thermal_slowdown"), (0x80, "hw_power_brake_slowdown"),
-                 (0x100, "display_clock_setting"))
 
 # The shortest timing window is an event row's, >= warmup_ms + rep_ms (125 ms under the H200
 # manifests): 0.1 s puts a sample in it. A read is a few NVML queries from the parent process;
@@ -95,11 +90,8 @@ def parse_gmi_json(text: str, t: float) -> list[Sample]:
 def throttle_names(mask: Optional[int]) -> str:
     if mask is None:
         return ""
-    names = [name for bit, name in THROTTLE_BITS if mask & bit]
-    unknown = mask & ~sum(bit for bit, _ in THROTTLE_BITS)
-    if unknown:
-        names.append(f"0x{unknown:x}")
-    return "|".join(names) if names else "none"
+    named = clockreasons.names(mask)
+    return "|".join(named) if named else "none"
 
 
 def nvml_sample(raw: dict[str, Any], t: float) -> Sample:
