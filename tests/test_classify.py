@@ -17,10 +17,11 @@ def one(tmp_path, workload, options=None, **kw):
     return v["workloads"][workload.name]
 
 
-def test_gain_needs_reduction_correctness_and_speed_in_both_orders(tmp_path):
+def test_gain_needs_correctness_and_speed_in_both_orders(tmp_path):
     w = one(tmp_path, rb.mm())
     assert w["class"] == "G", w["reason"]
-    assert w["reason"].startswith("scoped topology 12 -> 4: reduced; correct; faster in both orders")
+    assert w["reason"].startswith("faster in both orders: geomean -8.")
+    assert w["reason"].endswith("(scoped topology 12 -> 4); correct")
     p = w["timing"]["primary"]
     assert p["order_verdicts"] == {"baseline-first": "faster", "candidate-first": "faster"}
     assert -0.09 < p["point"] < -0.07
@@ -38,9 +39,24 @@ def test_unchanged_ir_is_b_and_its_range_is_the_noise_floor(tmp_path):
     assert w["timing"]["label"] == "noise floor (IR unchanged)"
 
 
-def test_changed_ir_without_reduction_is_b(tmp_path):
-    w = one(tmp_path, rb.mm(before=6, after=6))
+def test_changed_ir_without_reduction_is_b_when_timing_is_neutral(tmp_path):
+    w = one(tmp_path, rb.mm(before=6, after=6, effect=1.0))
     assert w["class"] == "B" and "not reduced" in w["reason"]
+
+
+def test_a_speedup_is_g_whatever_the_topology_did(tmp_path):
+    # was B "not reduced" (topology 0 -> 0, mm 31.6 % faster on the H200) and R on an increase
+    w = one(tmp_path, rb.mm(before=6, after=6))
+    assert w["class"] == "G" and w["reason"].startswith("faster in both orders"), w["reason"]
+    w = one(tmp_path / "up", rb.mm(before=4, after=9))
+    assert w["class"] == "G", w["reason"]
+    assert "topology increased but faster: the timing decides" in w["reason"]
+
+
+def test_a_slowdown_with_the_topology_reduced_is_r_and_says_they_disagree(tmp_path):
+    w = one(tmp_path, rb.mm(effect=1.06))
+    assert w["class"] == "R"
+    assert "(scoped topology 12 -> 4); topology reduced but slower: the timing decides" in w["reason"]
 
 
 def test_slower_in_both_orders_is_r(tmp_path):
@@ -50,7 +66,8 @@ def test_slower_in_both_orders_is_r(tmp_path):
 
 def test_topology_increase_is_r(tmp_path):
     w = one(tmp_path, rb.mm(before=4, after=9, effect=1.0))
-    assert (w["class"], w["reason"]) == ("R", "scoped topology 4 -> 9: increased")
+    assert w["class"] == "R" and w["rests_on_timing"] is False
+    assert w["reason"].startswith("scoped topology 4 -> 9: increased (IR evidence alone); correct; timing neutral")
 
 
 def test_candidate_incorrect_is_f(tmp_path):

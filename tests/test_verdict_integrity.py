@@ -76,7 +76,7 @@ def test_a_warm_tuner_cache_in_an_isolated_cell_keeps_the_workload_from_g(tmp_pa
     warm = {"matmul/r3/candidate": {"tuner_cache_at_start": {"files": 3, "bytes": 4096}}}
     w = one(tmp_path, rb.mm(), rb.Options(identity=warm))
     assert w["class"] == "X"
-    assert w["reason"].startswith("would be G (scoped topology 12 -> 4: reduced")
+    assert w["reason"].startswith("would be G (faster in both orders")
     assert "matmul/r3/candidate started on a warm tuner cache (3 file(s)) though labelled isolated" in w["reason"]
     shared = one(tmp_path / "shared", rb.mm(), rb.Options(identity=warm, tuner_cache="shared"))
     assert shared["class"] == "G"                          # a shared cache is a caliber, warned elsewhere
@@ -121,28 +121,35 @@ def test_the_recording_round_is_timed_against_the_control(tmp_path):
 
 
 def test_holm_takes_back_claims_that_do_not_survive_the_campaign():
-    ws = {f"w{i}": {"class": "G", "reason": "faster", "rests_on_timing": True} for i in range(12)}
-    ws["topo"] = {"class": "R", "reason": "scoped topology 4 -> 9: increased", "rests_on_timing": False}
-    holm_pass(ws, {**{f"w{i}": 0.0009 for i in range(12)}, "topo": None})
-    assert {w["class"] for n, w in ws.items() if n != "topo"} == {"C"}
-    assert "not held after Holm over 12 timed workload(s): p = 0.0009 >= 0.00083, so G -> C" in ws["w0"]["reason"]
-    assert ws["topo"]["class"] == "R"
+    def verdict(klass, before, after, on_timing=True, changed=True):
+        cells = {"baseline": {"scoped": before}, "candidate": {"scoped": after}}
+        return {"class": klass, "reason": "timed", "rests_on_timing": on_timing,
+                "ir": {"changed": changed, "reference": "baseline"}, "topology": {"cells": cells}}
+    # a timing claim taken back falls to its timing-neutral class: reduced C, unchanged B, increased R
+    ws = {f"w{i}": verdict("G", 12, 4) for i in range(9)}
+    ws.update(flat=verdict("R", 4, 4), up=verdict("G", 4, 9), equal=verdict("X", 0, 0, changed=False))
+    ws["topo"] = verdict("R", 4, 9, on_timing=False)
+    holm_pass(ws, {**{n: 0.0009 for n in ws if n != "topo"}, "topo": None})
+    assert {ws[f"w{i}"]["class"] for i in range(9)} == {"C"}
+    assert "not held after Holm over 12 timed workload(s): p = 0.0009 >= 0.001, so G -> C" in ws["w0"]["reason"]
+    assert "p = 0.0009 >= 0.00083, so X -> B" in ws["equal"]["reason"], "the smallest level goes to the first in order"
+    assert (ws["flat"]["class"], ws["up"]["class"], ws["equal"]["class"]) == ("B", "R", "B")
+    assert ws["topo"]["class"] == "R" and "Holm" not in ws["topo"]["reason"]
 
 
-def _telemetry(root, throttled_task: str | None) -> None:
-    """Give every timed row a one-second window and put a 1980 MHz sample inside it; the rows of
-    ``throttled_task`` get a sw_power_cap sample at 1605 MHz instead (as sealed on the H200)."""
+def _telemetry(root, clock=lambda task_id: (1980.0, "")) -> None:
+    """Give every timed row a one-second window and put one sample inside it, at the SM clock and
+    reasons ``clock(task_id)`` names (the H200 sealed sw_power_cap at 870-1965 MHz)."""
     from campaign.contract import telemetryfile
     from campaign.contract.telemetryfile import Sample
     samples, t = [], 1_764_500_000.0
     for rows_file in sorted(root.glob("cells/*/*/*/rows.json")):
         task_id = "/".join(rows_file.parent.relative_to(root / "cells").parts)
         data = json.loads(rows_file.read_text(encoding="utf-8"))
+        mhz, reasons = clock(task_id)
         for row in data["rows"]:
             row.update(window_start_unix=t, window_end_unix=t + 1.0)
-            slow = task_id == throttled_task
-            samples.append(Sample(t + 0.5, "0", 1605.0 if slow else 1980.0, 2619.0, 41.0, 690.0, 100.0,
-                                  "sw_power_cap" if slow else ""))
+            samples.append(Sample(t + 0.5, "0", mhz, 2619.0, 41.0, 690.0, 100.0, reasons))
             t += 2.0
         rows_file.chmod(0o644)
         rows_file.write_text(json.dumps(data), encoding="utf-8")
@@ -150,19 +157,64 @@ def _telemetry(root, throttled_task: str | None) -> None:
                                         + "".join(telemetryfile.format_sample(s) for s in samples), encoding="utf-8")
 
 
-def test_a_side_throttled_while_timed_is_x_and_clocks_are_shown_per_side(tmp_path):
+def _one_task(task: str, mhz: float, reasons: str):
+    return lambda task_id: (mhz, reasons) if task_id == task else (1980.0, "")
+
+
+def test_an_environmental_throttle_not_cleared_is_x_and_clocks_are_shown_per_side(tmp_path):
     root = rb.build(tmp_path, [rb.mm()])
-    _telemetry(root, "matmul/r3/candidate")
+    _telemetry(root, _one_task("matmul/r3/candidate", 1605.0, "hw_slowdown"))
     w = classify_root(root)["workloads"]["matmul"]
     assert w["class"] == "X"
-    assert w["reason"].startswith("throttled while timed: candidate 4 of 16 timed row(s) (sm_clock_low, sw_power_cap)")
+    assert w["reason"].startswith("environmental throttle while timed, not cleared by re-timing: candidate 4 of 16 "
+                                  "timed row(s) (hw_slowdown)")
     assert w["clocks"]["candidate"]["sm_clock_min_mhz"] == 1605.0
+    assert w["clocks"]["candidate"]["environmental_rows"] == 4 and w["clocks"]["candidate"]["capped_rows"] == 0
     assert w["clocks"]["baseline"]["throttled_rows"] == 0 and w["clocks"]["baseline"]["sm_clock_median_mhz"] == 1980.0
+
+
+def test_the_power_cap_on_every_side_keeps_a_direction_its_cycles_confirm(tmp_path):
+    # was X "throttled while timed": on the H200 sw_power_cap is dense GEMM's operating point
+    root = rb.build(tmp_path, [rb.mm()])
+    _telemetry(root, lambda task_id: (1605.0, "sw_power_cap"))
+    w = classify_root(root)["workloads"]["matmul"]
+    assert w["class"] == "G", w["reason"]
+    assert "cycles -8." in w["reason"] and "faster too" in w["reason"]
+    assert w["cycles"]["verdict"] == "faster" and abs(w["cycles"]["point"] - w["timing"]["primary"]["point"]) < 1e-6
+    assert {c: k["capped_rows"] for c, k in w["clocks"].items()} == {"baseline": 16, "candidate": 16, "control": 16}
+
+
+def test_a_gap_the_clock_difference_explains_is_x_with_both_figures(tmp_path):
+    # the candidate 8 % faster in time, but its card ran 8.7 % faster too: the same cycles
+    root = rb.build(tmp_path, [rb.mm()])
+    _telemetry(root, lambda task_id: (1980.0, "") if task_id.endswith("candidate") else (1980.0 * 0.92, "sw_power_cap"))
+    w = classify_root(root)["workloads"]["matmul"]
+    assert w["class"] == "X", w["reason"]
+    assert w["reason"].startswith("the clock difference explains the gap: time -8.")
+    assert "cycles +0.0" in w["reason"] or "cycles -0.0" in w["reason"], w["reason"]
+    assert w["cycles"]["verdict"] == "neutral"
+
+
+def test_a_clock_fact_in_one_round_leaves_a_gap_not_established_in_cycles(tmp_path):
+    # one candidate cell at 1605 MHz: its cycles move 19 % in that round only, too spread to establish
+    root = rb.build(tmp_path, [rb.mm()])
+    _telemetry(root, _one_task("matmul/r3/candidate", 1605.0, "sw_power_cap"))
+    w = classify_root(root)["workloads"]["matmul"]
+    assert w["class"] == "X", w["reason"]
+    assert w["reason"].startswith("the gap is not established in cycles (it leans faster, short of the rule)")
+
+
+def test_equal_ir_with_timing_moved_under_an_environmental_throttle_says_so(tmp_path):
+    root = rb.build(tmp_path, [rb.pointwise(effect=1.2)])
+    _telemetry(root, _one_task("add/r2/candidate", 1700.0, "hw_thermal_slowdown"))
+    w = classify_root(root)["workloads"]["add"]
+    assert w["class"] == "X" and w["rests_on_timing"] is False, "not a timing claim Holm could turn into B"
+    assert w["reason"].startswith("IR equal at ttgir, timing moved under an environmental throttle not cleared")
 
 
 def test_clean_clocks_leave_the_class_alone(tmp_path):
     root = rb.build(tmp_path, [rb.mm()])
-    _telemetry(root, None)
+    _telemetry(root)
     w = classify_root(root)["workloads"]["matmul"]
     assert w["class"] == "G", w["reason"]
     assert {c: k["throttled_rows"] for c, k in w["clocks"].items()} == {"baseline": 0, "candidate": 0, "control": 0}

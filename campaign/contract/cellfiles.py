@@ -55,6 +55,21 @@ class CellResult(Record):
     elapsed_s: float
 
 
+class RowClock(Record):
+    """The card's clock inside one row's timing window, read by the worker itself
+    (`campaign.plugins.rowclock`): ``reasons`` are NVML's clocks-event names seen in the window
+    (`campaign.contract.clockreasons`), ``retimed`` one entry per re-time (the environmental
+    reasons that caused it, joined by "|")."""
+
+    source: str
+    samples: int
+    sm_mhz_median: Optional[float] = None
+    sm_mhz_min: Optional[float] = None
+    sm_mhz_max: Optional[float] = None
+    reasons: tuple[str, ...] = ()
+    retimed: tuple[str, ...] = ()
+
+
 class Row(Record):
     test: str                            # pytest node id
     function: str                        # pytest function name (the capture deny list's key)
@@ -74,6 +89,8 @@ class Row(Record):
     # or written before windows were recorded.
     window_start_unix: Optional[float] = None
     window_end_unix: Optional[float] = None
+    # the clock inside the window as the worker read it; None: not read (no NVML, untimed, older rows)
+    clock: Optional[RowClock] = None
     # reference: timed beside the measured rows (FlagGems' torch side), never paired (`campaign.judging.stats.keyed`)
     role: Literal["measured", "reference"] = "measured"
 

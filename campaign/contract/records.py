@@ -142,6 +142,10 @@ class SideClocks(SealedRecord):
     sm_clock_median_mhz: Optional[float]
     sm_clock_min_mhz: Optional[float]
     reasons: dict[str, int]
+    # absent before the power cap was told from environmental throttles (campaign.judging.throttle)
+    capped_rows: int = 0
+    environmental_rows: int = 0
+    retimed_rows: int = 0
 
 
 class Rounds(SealedRecord):
@@ -167,6 +171,8 @@ class WorkloadVerdict(SealedRecord):
     rows_failed: dict[str, tuple[str, ...]] = {}
     taints: tuple[str, ...] = ()
     clocks: dict[str, SideClocks] = {}
+    # absent before cycles (time x the window's SM clock) were judged beside time
+    cycles: Optional[RegimeTiming] = None
 
 
 class Rule(SealedRecord):

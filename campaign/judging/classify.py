@@ -7,7 +7,8 @@ shows:
 
 10. Campaign-wide, every timing claim must survive Holm's step-down over the
    workloads whose timing was tested (`holm_pass`); one that does not is taken
-   back (G -> C, R -> B, X "timing moved" -> B), saying so.
+   back to its timing-neutral class (topology reduced C, increased R, else B;
+   X "timing moved" on identical code B), saying so.
 
 and the environment every cell saw (inherited code paths, a switch overriding a pin).
 """
@@ -38,11 +39,24 @@ def holm_pass(workloads: dict, claims: dict[str, Optional[float]]) -> None:
         ok, level = held.get(name, (False, significance.WORKLOAD_ALPHA))
         if ok:
             continue
-        fallback = {"G": "C", "R": "B", "X": "B"}[w["class"]]
+        fallback = _untimed_class(w)
         p = tested.get(name)
         w["reason"] = (f"{w['reason']}; not held after Holm over {len(tested)} timed workload(s): "
                        f"p = {p:.2g} >= {level:.2g}, so {w['class']} -> {fallback}")
         w["class"], w["rests_on_timing"] = fallback, False
+
+
+def _untimed_class(w: dict) -> str:
+    """The class a workload takes when its timing claim is taken back: what the timing-neutral rules
+    give (`campaign.judging.classrules.timing_class`): identical code B; else its topology reduced C,
+    increased R, unchanged B."""
+    if not w["ir"]["changed"]:
+        return "B"
+    cells = w["topology"]["cells"]
+    ref, cand = cells.get(w["ir"]["reference"]), cells.get("candidate")
+    if not ref or not cand or ref["scoped"] == cand["scoped"]:
+        return "B"
+    return "C" if cand["scoped"] < ref["scoped"] else "R"
 
 
 def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> dict:
@@ -74,6 +88,8 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
                    "skipped": [t.task.id for t in w.tasks if t.state == "skipped"],
                    "missing": [t.task.id for t in w.tasks if t.state == "missing"]},
         "timing": timing, "caliber": list(ev.caliber.workloads.get(name, ())),
+        # the same pairs in cycles (time x the window's SM clock): the gap confirmed under the clock
+        "cycles": timingjson.regime_dict(w.cycles.primary) if w.cycles and w.cycles.primary else None,
     }
 
 

@@ -19,21 +19,29 @@ Rules, first match wins:
    it), IR that differs between rounds of one cell, an unjoinable index. When the
    baseline only recorded, the control stands in for its IR, provided each control
    variant is among the variants the recording cell compiled.
-5. R  scoped topology increased (IR evidence alone carries this claim).
-6. X  correctness not executed. On a compile-only backend (cpu) nothing is run
-   and nothing is timed: "compile-only: not timed, correctness not executed", the
-   topology change still shown. Correctness is scoped to the workload's target.
+5. R  compile-only (or untimed) and scoped topology increased: IR evidence alone carries
+   this claim. Compile-only otherwise: X "compile-only: not timed, correctness not
+   executed", the topology change still shown.
+6. X  correctness not executed. Correctness is scoped to the workload's target.
 7. IR unchanged: B, its timing the noise floor (never read faster or slower in
    either order); X when the timing moved anyway by the full rule below: "IR equal
-   at <stage> but timing moved", naming the stages to try.
-8. IR changed, correct, timed (the primary regime; fallback rows never pooled):
-   - a side throttled while timed (`campaign.judging.throttle`): X;
+   at <stage> but timing moved", naming the stages to try (under an environmental
+   throttle, or a clock difference that explains the move, X saying that instead).
+8. IR changed, correct, timed (the primary regime; fallback rows never pooled). The
+   fingerprint decides that the code changed, the timing decides the direction, the
+   topology (convert_layout count over scoped variants) explains what kind of change it
+   was; the classes are symmetric in timing (swapping the sides turns G into R):
+   - an environmental throttle that the worker's re-timing did not clear
+     (`campaign.judging.throttle`): X, named;
    - pairs dropped (sides timed differently) or coverage under 90 %: X;
    - fewer than two rounds in either run order: X "direction not established";
    - faster in one order and slower in the other: X "orders disagree";
-   - slower by `campaign.judging.significance`'s rule: R; reduced and faster: G;
-   - reduced otherwise: C (timing neutral, the reason says why);
-   - not reduced: B (no measured change in topology; the timing is reported).
+   - faster by `campaign.judging.significance`'s rule: G; slower: R, whatever the
+     topology did (the reason names it, and says so where it disagrees);
+   - a direction on a side at a clock fact (the power cap, a low clock) stands only
+     when the delta in cycles (time x the window's SM clock) gives the same direction
+     by the same rule; otherwise X "the clock difference explains the gap", both figures;
+   - timing neutral: topology reduced C, increased R (IR evidence alone), else B.
 9. No G or R (and no timing claim) stands on a cell whose isolation failed (a
    warm tuner cache labelled isolated) or on a harness changed during the run.
 """
@@ -162,10 +170,10 @@ def decide(w: WorkloadFacts) -> tuple[str, str, bool]:
     if reason:
         return "X", reason, False
     b, c = w.ref_topology()["scoped"], w.topo["candidate"]["scoped"]
-    if c > b:
-        return _untainted(w, "R", f"{_topo_text(w)}: increased", False)
     compile_only = w.ev.matrix.backend == "cpu" or any(not t.result.timed for t in w.done)
     not_run = [cell for cell in w.cells if w.correct[cell]["state"] != "run"]
+    if compile_only and c > b:
+        return _untainted(w, "R", f"{_topo_text(w)}: increased (IR evidence alone: not timed)", False)
     if compile_only and (not_run or w.ir_changed()):
         return "X", f"compile-only: not timed, correctness not executed ({_topo_text(w)}, IR {'changed' if w.ir_changed() else 'unchanged'})", False
     if not_run:
@@ -173,19 +181,30 @@ def decide(w: WorkloadFacts) -> tuple[str, str, bool]:
     empty = [cell for cell in w.cells if not w.correct[cell]["passed"]]
     if empty:
         return "X", f"no correctness evidence in {', '.join(empty)}: no node of the target passed", False
-    stage = w.ev.manifest.switch.ir_stage
     if not w.ir_changed():
-        timing = w.timing.primary if w.timing else None
-        if timing is not None and timing.verdict != direction.NEUTRAL:
-            if w.throttled:
-                return "X", f"IR equal at {stage}, timing moved while throttled: {'; '.join(w.throttled)}", False
-            return (_untainted(w, "X", f"IR equal at {stage} but timing moved: {timing.verdict}, geomean "
-                               f"{direction.pct(timing.point, True)}, {timing.reason}; the switch acts below {stage} "
-                               f"(try {_lower_stages(stage)})", True))
+        return _ir_equal(w)
+    if w.environmental:
+        return "X", (f"environmental throttle while timed, not cleared by re-timing: {'; '.join(w.environmental)} "
+                     f"({_topo_text(w)})"), False
+    klass, reason, on_timing = timing_class(w.timing, (b, c), _topo_text(w), tuple(w.row_failures.get("baseline", ())))
+    if on_timing and w.capped:
+        klass, reason, on_timing = clock_check(klass, reason, w.timing, w.cycles, w.capped)
+    return _untainted(w, klass, reason, on_timing)
+
+
+def _ir_equal(w: WorkloadFacts) -> tuple[str, str, bool]:
+    stage = w.ev.manifest.switch.ir_stage
+    timing = w.timing.primary if w.timing else None
+    if timing is None or timing.verdict == direction.NEUTRAL:
         return "B", f"IR unchanged at {stage} on every cell; correct (its timing range is the noise floor)", False
-    if w.throttled:
-        return "X", f"throttled while timed: {'; '.join(w.throttled)} ({_topo_text(w)})", False
-    klass, reason, on_timing = timing_class(w.timing, c < b, _topo_text(w), tuple(w.row_failures.get("baseline", ())))
+    moved = f"{timing.verdict}, geomean {direction.pct(timing.point, True)}, {timing.reason}"
+    if w.environmental:
+        return "X", (f"IR equal at {stage}, timing moved under an environmental throttle not cleared by re-timing: "
+                     f"{'; '.join(w.environmental)} ({moved})"), False
+    klass, reason, on_timing = "X", (f"IR equal at {stage} but timing moved: {moved}; the switch acts below "
+                                     f"{stage} (try {_lower_stages(stage)})"), True
+    if w.capped:
+        klass, reason, on_timing = clock_check(klass, reason, w.timing, w.cycles, w.capped)
     return _untainted(w, klass, reason, on_timing)
 
 
@@ -208,10 +227,21 @@ def _coverage_problem(t: stats.Timing, baseline_failed: tuple) -> Optional[str]:
     return None
 
 
-def timing_class(t: Optional[stats.Timing], reduced: bool, topo: str,
+def _topology_note(verdict: str, scoped: tuple[int, int]) -> str:
+    """What the topology says beside a timing direction; where it disagrees, the reason says so."""
+    b, c = scoped
+    if b == c:
+        return ""
+    went = "reduced" if c < b else "increased"
+    disagrees = (verdict == direction.FASTER and c > b) or (verdict == direction.SLOWER and c < b)
+    return f"; topology {went} but {verdict}: the timing decides" if disagrees else ""
+
+
+def timing_class(t: Optional[stats.Timing], scoped: tuple[int, int], topo: str,
                  baseline_failed: tuple = ()) -> tuple[str, str, bool]:
-    """The class of an IR-changed, correct, timed workload from its timing (pure: the false-claim
-    simulation calls it with the timing `stats.timing` made)."""
+    """The class of an IR-changed, correct, timed workload from its timing and its scoped topology
+    (reference, candidate). Pure: the false-claim simulation calls it with the timing
+    `stats.timing` made. Symmetric: mirrored timing and topology give the mirrored class."""
     timing = t.primary if t else None
     if timing is None or not timing.rounds:
         return "X", "IR changed but no timed rows paired: nothing to judge the change by", False
@@ -227,10 +257,34 @@ def timing_class(t: Optional[stats.Timing], reduced: bool, topo: str,
                      f"{significance.MIN_ROUNDS_PER_ORDER} rounds in each order ({topo})"), False
     if direction.FASTER in ov.values() and direction.SLOWER in ov.values():
         return "X", "orders disagree: " + ", ".join(f"{v} {o}" for o, v in ov.items()) + f" ({topo})", False
-    if timing.verdict == direction.SLOWER:
-        return "R", f"slower in both orders: {where} ({topo})", True
-    if reduced and timing.verdict == direction.FASTER:
-        return "G", f"{topo}: reduced; correct; faster in both orders: {where}", True
-    if reduced:
+    if timing.verdict in (direction.FASTER, direction.SLOWER):
+        klass = "G" if timing.verdict == direction.FASTER else "R"
+        return klass, (f"{timing.verdict} in both orders: {where} ({topo}){_topology_note(timing.verdict, scoped)}; "
+                       "correct"), True
+    b, c = scoped
+    if c < b:
         return "C", f"{topo}: reduced; correct; timing neutral: {where}", False
+    if c > b:
+        return "R", f"{topo}: increased (IR evidence alone); correct; timing neutral: {where}", False
     return "B", f"{topo}: not reduced; correct; timing {timing.verdict}: {where}", False
+
+
+def clock_check(klass: str, reason: str, t: stats.Timing, cycles: Optional[stats.Timing],
+                capped: list[str]) -> tuple[str, str, bool]:
+    """A timing direction with a side at a clock fact (the power cap, a low clock) stands when the
+    cycles (time x the window's SM clock) move the same way by the same rule; else X."""
+    timing, cyc = t.primary, (cycles.primary if cycles else None)
+    at = f"clock facts while timed: {'; '.join(capped)}"
+    time_text = f"time {direction.pct(timing.point, True)} ({timing.verdict})"
+    if cyc is None or cyc.point is None:
+        return "X", (f"would be {klass} ({reason}), but {at}, and the clock of the timed rows is unknown, so the gap "
+                     f"cannot be checked in cycles"), False
+    cycles_text = f"cycles {direction.pct(cyc.point, True)} ({cyc.verdict}: {cyc.reason})"
+    sides = ", ".join(side.split(" ", 1)[0] for side in capped)
+    if cyc.leaning != timing.verdict:
+        return "X", f"the clock difference explains the gap: {time_text}, {cycles_text}; {at}", False
+    if cyc.verdict != timing.verdict:
+        return "X", (f"the gap is not established in cycles (it leans {cyc.leaning}, short of the rule): {time_text}, "
+                     f"{cycles_text}; {at}"), False
+    return klass, (f"{reason}; cycles {direction.pct(cyc.point, True)} {cyc.verdict} too, beyond their own "
+                   f"{direction.pct(cyc.floor)} A/A floor (power cap or low clock on {sides})"), True

@@ -12,9 +12,12 @@ Intervals say how they were made:
   rounds (log ratios)".
 
 A shape is faster/slower only when its interval clears its own A/A floor, i.e. lies
-wholly outside [−floor, +floor] (which implies it excludes zero). A shape's floor is
-the largest |A/A delta| of that shape over rounds: per-shape noise is never averaged
-into a workload floor. Without a control the floor is unknown and the verdict is
+wholly outside [1/(1+floor) − 1, floor] (which implies it excludes zero). A shape's floor
+is the largest A/A distance of that shape over rounds, measured as |log(control/baseline)|
+and given as the fraction exp(|log|) − 1: per-shape noise is never averaged into a workload
+floor. Both the floor and the band are symmetric in log ratio, so swapping baseline and
+candidate turns every ratio r into 1/r and every faster into slower, exactly (a plain
+±floor band was not: +5 % cleared a 4.9 % floor where its mirror, −4.76 %, did not). Without a control the floor is unknown and the verdict is
 neutral, saying so. Shapes whose per-round deltas take both signs are counted and named.
 
 The workload aggregate is, per round, the geometric mean of the ratios over the
@@ -71,7 +74,8 @@ def geomean(ratios: Iterable[float]) -> float:
 
 
 def judge(iv: Optional[Interval], floor: Optional[float], has_control: bool) -> tuple[str, str]:
-    """faster/slower only when the interval lies wholly outside [−floor, +floor]."""
+    """faster/slower only when the interval lies wholly outside [1/(1+floor) − 1, +floor]: the
+    band ±log(1+floor) in log ratio, the same distance either way."""
     if not has_control:
         return NEUTRAL, "no control cell: A/A floor unknown, no direction claimed"
     if iv is None:
@@ -80,7 +84,7 @@ def judge(iv: Optional[Interval], floor: Optional[float], has_control: bool) -> 
         return NEUTRAL, "control missing in a round: A/A floor unknown"
     if iv.low <= 0 <= iv.high:
         return NEUTRAL, f"{iv.method} spans zero"
-    if iv.high < -floor:
+    if iv.high < 1 / (1 + floor) - 1:
         return FASTER, f"{iv.method} below −{pct(floor)} A/A floor"
     if iv.low > floor:
         return SLOWER, f"{iv.method} above +{pct(floor)} A/A floor"
@@ -94,11 +98,12 @@ def pct(value: Optional[float], signed: bool = False) -> str:
 
 
 def aa_floor(aa: list[float], needed: int, has_control: bool) -> Optional[float]:
-    """The largest |A/A| over the rounds that have one; unknown unless every round taken against
+    """The largest A/A distance over the rounds that have one, as exp(max |log(1 + A/A)|) − 1 (a
+    control 5 % fast is as far as one 5.26 % slow); unknown unless every round taken against
     the baseline has its control (rounds taken against the control carry no A/A by construction)."""
     if not has_control or not aa or len(aa) < needed:
         return None
-    return max(abs(d) for d in aa)
+    return math.exp(max(abs(math.log1p(d)) for d in aa)) - 1
 
 
 def orders_verdict(per_round: list[tuple[int, str, float]], floor: Optional[float],

@@ -187,7 +187,8 @@ def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: b
         tasks[task.id] = load_task(root, task, manifest, floor, latest.get(task.id), read_rows=not refused,
                                    identity=identities.get(task.id))
     samples = telemetryfile.read_samples(root / TELEMETRY_FILE)
-    if samples is not None:
-        judged = throttle.judge(samples, {task_id: t.rows for task_id, t in tasks.items()})
+    worker_clocks = any(r.clock is not None for t in tasks.values() for r in (t.rows or ()))
+    if samples is not None or worker_clocks:
+        judged = throttle.judge(samples or [], {task_id: t.rows for task_id, t in tasks.items()})
         tasks = {task_id: replace(t, throttle=judged.get(task_id)) for task_id, t in tasks.items()}
     return RootEvidence(manifest, matrix, floor, tasks, check, allow_caliber_mismatch, tuple(harness_drift))

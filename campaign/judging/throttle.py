@@ -1,24 +1,27 @@
-"""Throttling per timed row: a run's device samples joined to each row's timing window.
+"""The clock of every timed row, and what it means for a verdict: pure, samples and rows in.
 
-A clock summary over a whole cell reads its start and its compile time, where the
-device idles (345 MHz on the H200); what matters is the clock while a row was being
-timed. A timed row (status ok, a timer other than none) carries the wall-clock span
-of what its timer measured (`Row.window_start_unix` .. `Row.window_end_unix`); a
-sample with start <= t <= end is inside it. Each timed row is:
+A clock summary over a whole cell reads its start and its compile time, where the device
+idles (345 MHz on the H200); what matters is the clock while a row was being timed. A timed
+row (status ok, a timer other than none) carries the wall-clock span of what its timer
+measured (`Row.window_start_unix` .. `Row.window_end_unix`) and, where the worker could read
+NVML, the clock inside that span read by the worker itself (`Row.clock`). A row's clock comes
+from the worker's reads when it has them, else from the parent's telemetry samples inside
+its window (start <= t <= end). Each timed row is:
 
-- ``throttled``: a sample inside its window names a reason outside `BENIGN_REASONS`
-  (NVML's names as `campaign.running.telemetry.THROTTLE_BITS` records them; on the H200
-  ``sw_power_cap`` came at 1350-1965 MHz, so the reason counts whatever the clock), or
-  its SM clock is below `CLOCK_FRACTION` of the run's median SM clock over every
-  in-window sample of that device (`CLOCK_LOW`). The clock rule is what judges a
-  device that records no reasons (mthreads-gmi); 0.90 sits below the boost clock's
-  own steps (1950-1980 MHz at full load on the H200) and far below any cap seen.
-- ``unsampled``: no sample inside its window that reads a clock or a reason, or no
-  window at all (rows written before windows were recorded). Counted, never assumed fine.
+- ``environmental``: a reason the worker's re-timing did not clear (or, for rows without the
+  worker's reads, any sample in the window) names an environmental throttle
+  (`campaign.contract.clockreasons.environmental`: thermal, hardware slowdown, the power brake);
+- ``capped``: otherwise, a clock fact: ``sw_power_cap`` (the H200's operating point under dense
+  fp16 GEMM: 870-1965 MHz seen), or the window's SM clock below `CLOCK_FRACTION` of the run's
+  median (`CLOCK_LOW`, what judges a device that records no reasons: mthreads-gmi). A capped
+  row is no fault: the classifier checks a direction against the delta in cycles (the row's
+  time x its window's median SM clock) instead;
+- ``unsampled``: no read inside its window (no worker clock and no telemetry sample, or no
+  window at all). Counted, never assumed fine; its cycles are unknown;
 - ``ok``: otherwise.
 
 Where the visibility variable pinned no device, every sampled device counts: the
-harness cannot tell which one a cell ran on. Pure: samples and rows in, verdicts out.
+harness cannot tell which one a cell ran on.
 """
 from __future__ import annotations
 
@@ -28,24 +31,30 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping, Optional, Sequence
 
 from campaign.judging import stats
+from campaign.contract import clockreasons
 from campaign.contract.cellfiles import Row
 from campaign.contract.telemetryfile import Sample
 
-# Not throttles: an idle device (no work queued), and clocks held by a configured
-# setting (application or display clocks) rather than lowered by a power or thermal event.
-BENIGN_REASONS = frozenset({"none", "gpu_idle", "applications_clocks_setting", "display_clock_setting"})
 CLOCK_FRACTION = 0.90
-CLOCK_LOW = "sm_clock_low"
+CLOCK_LOW = clockreasons.CLOCK_LOW
+WORKER = "worker"        # reference_mhz's key for the clocks the worker read itself (Row.clock)
 
 RowKey = tuple[str, tuple[int, ...], str, int]      # stats.samples' key: function, shape, dtype, occurrence
 
 
 @dataclass(frozen=True)
 class RowThrottle:
-    state: Literal["ok", "throttled", "unsampled"]
-    reasons: tuple[str, ...] = ()        # throttled: sorted reason names, CLOCK_LOW included
-    samples: int = 0                     # samples inside the window that read a clock or a reason
+    state: Literal["ok", "capped", "environmental", "unsampled"]
+    reasons: tuple[str, ...] = ()        # sorted non-benign reason names, CLOCK_LOW included
+    samples: int = 0                     # reads inside the window that gave a clock or a reason
     sm_clock_min_mhz: Optional[float] = None
+    sm_clock_mhz: Optional[float] = None     # the window's median SM clock: a row's cycles are time x this
+    source: Optional[str] = None         # WORKER (Row.clock) or "telemetry" (the parent's samples)
+    retimed: int = 0                     # times the worker re-timed the row for an environmental reason
+
+    @property
+    def throttled(self) -> bool:
+        return self.state in ("capped", "environmental")
 
 
 @dataclass(frozen=True)
@@ -66,11 +75,14 @@ class SideThrottle:
     """One side (cell name) of a workload, over every round given."""
 
     rows: int
-    throttled_rows: int
+    throttled_rows: int                  # capped or environmental
     unsampled_rows: int
     sm_clock_median_mhz: Optional[float]
     sm_clock_min_mhz: Optional[float]
     reasons: Mapping[str, int]           # reason -> throttled rows naming it
+    capped_rows: int = 0
+    environmental_rows: int = 0
+    retimed_rows: int = 0
 
 
 def is_timed(row: Row) -> bool:
@@ -90,49 +102,84 @@ def _inside(samples: Sequence[Sample], times: Sequence[float], row: Row) -> list
     return [i for i in range(lo, hi) if _informs(samples[i])]
 
 
-def _reasons(sample: Sample, reference: Mapping[str, float], fraction: float) -> set[str]:
-    named = {name for name in sample.throttle_reasons.split("|") if name} - BENIGN_REASONS
-    ref = reference.get(sample.device)
-    if sample.sm_clock_mhz is not None and ref is not None and sample.sm_clock_mhz < fraction * ref:
-        named.add(CLOCK_LOW)
-    return named
+def _low(clock: Optional[float], ref: Optional[float], fraction: float) -> set[str]:
+    return {CLOCK_LOW} if clock is not None and ref is not None and clock < fraction * ref else set()
 
 
-def _judge_row(indices: list[int], samples: Sequence[Sample], reference: Mapping[str, float],
-               fraction: float) -> RowThrottle:
+def _state(reasons: set[str]) -> str:
+    if clockreasons.environmental(reasons):
+        return "environmental"
+    return "capped" if reasons else "ok"
+
+
+def _from_samples(indices: list[int], samples: Sequence[Sample], reference: Mapping[str, float],
+                  fraction: float) -> RowThrottle:
     if not indices:
         return RowThrottle("unsampled")
     reasons: set[str] = set()
     for i in indices:
-        reasons |= _reasons(samples[i], reference, fraction)
+        sample = samples[i]
+        reasons |= {name for name in sample.throttle_reasons.split("|") if name} - clockreasons.BENIGN
+        reasons |= _low(sample.sm_clock_mhz, reference.get(sample.device), fraction)
     clocks = [samples[i].sm_clock_mhz for i in indices if samples[i].sm_clock_mhz is not None]
-    return RowThrottle("throttled" if reasons else "ok", tuple(sorted(reasons)), len(indices),
-                       min(clocks) if clocks else None)
+    return RowThrottle(_state(reasons), tuple(sorted(reasons)), len(indices), min(clocks) if clocks else None,
+                       statistics.median(clocks) if clocks else None, "telemetry")
+
+
+def _from_worker(row: Row, reference: Optional[float], fraction: float) -> RowThrottle:
+    """The worker's own reads: its last attempt's reasons (re-timing cleared the earlier ones)."""
+    clock = row.clock
+    reasons = (set(clock.reasons) - clockreasons.BENIGN) | _low(clock.sm_mhz_median, reference, fraction)
+    return RowThrottle(_state(reasons), tuple(sorted(reasons)), clock.samples, clock.sm_mhz_min, clock.sm_mhz_median,
+                       WORKER, len(clock.retimed))
+
+
+def _worker_read(row: Row) -> bool:
+    return row.clock is not None and row.clock.samples > 0 and row.clock.sm_mhz_median is not None
 
 
 def judge(samples: Iterable[Sample], rows_by_task: Mapping[str, Optional[Sequence[Row]]],
           fraction: float = CLOCK_FRACTION) -> dict[str, TaskThrottle]:
-    """Every task's timed rows judged against the run's samples; a task without rows is left out."""
+    """Every task's timed rows judged against the worker's reads or the run's samples; a task
+    without rows is left out."""
     ordered = sorted(samples, key=lambda s: s.t)
     times = [s.t for s in ordered]
-    inside: dict[str, list[tuple[RowKey, list[int]]]] = {}
-    for task_id, rows in rows_by_task.items():
-        if rows is None:
-            continue
-        inside[task_id] = [(key, _inside(ordered, times, row)) for key, row in stats.keyed(rows) if is_timed(row)]
-    in_window = sorted({i for pairs in inside.values() for _, indices in pairs for i in indices})
+    timed: dict[str, list[tuple[RowKey, Row]]] = {
+        task_id: [(key, row) for key, row in stats.keyed(rows) if is_timed(row)]
+        for task_id, rows in rows_by_task.items() if rows is not None}
+    inside = {task_id: {key: ([] if _worker_read(row) else _inside(ordered, times, row)) for key, row in pairs}
+              for task_id, pairs in timed.items()}
+    in_window = sorted({i for per_key in inside.values() for indices in per_key.values() for i in indices})
     per_device: dict[str, list[float]] = {}
     for i in in_window:
         if ordered[i].sm_clock_mhz is not None:
             per_device.setdefault(ordered[i].device, []).append(ordered[i].sm_clock_mhz)
+    worker = [row.clock.sm_mhz_median for pairs in timed.values() for _, row in pairs if _worker_read(row)]
+    if worker:
+        per_device[WORKER] = worker
     reference = {device: statistics.median(clocks) for device, clocks in per_device.items()}
     out = {}
-    for task_id, pairs in inside.items():
-        mine = sorted({i for _, indices in pairs for i in indices})
-        out[task_id] = TaskThrottle(
-            rows={key: _judge_row(indices, ordered, reference, fraction) for key, indices in pairs},
-            clocks_mhz=tuple(ordered[i].sm_clock_mhz for i in mine if ordered[i].sm_clock_mhz is not None),
-            reference_mhz=reference, fraction=fraction)
+    for task_id, pairs in timed.items():
+        rows = {key: (_from_worker(row, reference.get(WORKER), fraction) if _worker_read(row)
+                      else _from_samples(inside[task_id][key], ordered, reference, fraction)) for key, row in pairs}
+        mine = sorted({i for indices in inside[task_id].values() for i in indices})
+        clocks = [ordered[i].sm_clock_mhz for i in mine if ordered[i].sm_clock_mhz is not None]
+        clocks += [row.clock.sm_mhz_median for _, row in pairs if _worker_read(row)]
+        out[task_id] = TaskThrottle(rows=rows, clocks_mhz=tuple(clocks), reference_mhz=reference, fraction=fraction)
+    return out
+
+
+def cycles(rows: Sequence[Row], judged: Optional[TaskThrottle]) -> dict:
+    """`stats.samples` of the rows with each latency in cycles (ms x the window's median MHz, so
+    thousands of cycles); rows whose clock is unknown are left out."""
+    timed = stats.samples(rows)
+    if judged is None:
+        return {}
+    out = {}
+    for key, sample in timed.items():
+        clock = judged.rows.get(key).sm_clock_mhz if key in judged.rows else None
+        if clock:
+            out[key] = stats.Sample(sample.latency_ms * clock, sample.regime)
     return out
 
 
@@ -153,8 +200,11 @@ def summary(tasks: Iterable) -> dict[str, SideThrottle]:
             for reason in verdict.reasons:
                 reasons[reason] = reasons.get(reason, 0) + 1
         out[cell] = SideThrottle(
-            rows=len(verdicts), throttled_rows=sum(v.state == "throttled" for v in verdicts),
+            rows=len(verdicts), throttled_rows=sum(v.throttled for v in verdicts),
             unsampled_rows=sum(v.state == "unsampled" for v in verdicts),
             sm_clock_median_mhz=statistics.median(clocks) if clocks else None,
-            sm_clock_min_mhz=min(clocks) if clocks else None, reasons=dict(sorted(reasons.items())))
+            sm_clock_min_mhz=min(clocks) if clocks else None, reasons=dict(sorted(reasons.items())),
+            capped_rows=sum(v.state == "capped" for v in verdicts),
+            environmental_rows=sum(v.state == "environmental" for v in verdicts),
+            retimed_rows=sum(v.retimed > 0 for v in verdicts))
     return out

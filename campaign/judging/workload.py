@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.judging import direction, irevidence, screening, screenroot, stats, throttle
+from campaign.contract import clockreasons
 from campaign.contract.plans import IR_ROUND, Targets
 from campaign.contract.cellfiles import Outcomes
 from campaign.judging.evidence import RootEvidence, TaskEvidence
@@ -152,11 +153,19 @@ class WorkloadFacts:
         self.row_failures = self._row_failures()
         self.taints = [m for m in (_warm_isolated(t) for t in self.done) if m]
         self.taints += [f"harness file {f} changed during the run" for f in ev.harness_drift]
-        self.timing = self._timing()
+        self.timing = self._timing(lambda t: stats.samples(t.rows))
+        # the same pairing in cycles (time x the window's SM clock): what a direction under the power cap
+        # is checked against (`campaign.judging.classrules`)
+        self.cycles = self._timing(lambda t: throttle.cycles(t.rows, t.throttle))
         self.clocks = throttle.summary(self.done)
-        # per side with throttled timed rows: "cell N of M timed row(s) (reasons)"
-        self.throttled = [f"{cell} {side.throttled_rows} of {side.rows} timed row(s) ({', '.join(side.reasons)})"
-                          for cell, side in self.clocks.items() if side.throttled_rows]
+        # per side: "cell N of M timed row(s) (reasons)", environmental throttles that re-timing did not
+        # clear, and clock facts (the power cap, a low clock) that send a direction to the cycles check
+        self.environmental = [f"{cell} {side.environmental_rows} of {side.rows} timed row(s) "
+                              f"({', '.join(r for r in side.reasons if r not in clockreasons.CLOCK_FACTS)})"
+                              for cell, side in self.clocks.items() if side.environmental_rows]
+        self.capped = [f"{cell} {side.capped_rows} of {side.rows} timed row(s) "
+                       f"({', '.join(r for r in side.reasons if r in clockreasons.CLOCK_FACTS)})"
+                       for cell, side in self.clocks.items() if side.capped_rows]
 
     def _row_failures(self) -> dict[str, list]:
         """Per cell, the row keys it failed; for candidate and control only those the baseline ran
@@ -173,14 +182,15 @@ class WorkloadFacts:
                                    key=repr)
         return out
 
-    def _timing(self) -> Optional[stats.Timing]:
+    def _timing(self, samples) -> Optional[stats.Timing]:
+        """``samples``: a task's evidence -> its timed samples by key (times, or cycles)."""
         per_round: dict[int, dict] = {}
         orders: dict[int, str] = {}
         references: dict[int, str] = {}
         for t in self.done:
             if t.rows is None:
                 return None
-            per_round.setdefault(t.task.round, {})[t.task.cell] = stats.samples(t.rows)
+            per_round.setdefault(t.task.round, {})[t.task.cell] = samples(t)
             if t.task.cell == "baseline" and t.tuned and "control" in self.cells:
                 # its timings come from a process that benchmarked configs first: compare the
                 # candidate with the control there, both replaying (measured on the H200: mm's

@@ -67,7 +67,7 @@ def workload(rounds: int, shape: str, effect: float, rng: random.Random) -> stat
 
 
 def judge(t: stats.Timing) -> dict:
-    klass, reason, on_timing = timing_class(t, True, "scoped topology 4 -> 2")
+    klass, reason, on_timing = timing_class(t, (4, 2), "scoped topology 4 -> 2")
     return {"class": klass, "reason": reason, "rests_on_timing": on_timing,
             "p": t.primary.p_value if t.primary else None}
 
