@@ -67,7 +67,7 @@ def _timing(w: WorkloadVerdict) -> Optional[RegimeTiming]:
     return t.primary if t is not None and t.primary is not None and w.screen in RANGED else None
 
 
-def _row(name: str, w: WorkloadVerdict) -> str:
+def _row(name: str, w: WorkloadVerdict, with_cycles: bool = False) -> str:
     p = _timing(w)
     if p is None:
         delta = iv = floor = counts = "—"
@@ -77,8 +77,9 @@ def _row(name: str, w: WorkloadVerdict) -> str:
         floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
         k = p.counts
         counts = f"{k.faster}/{k.slower}/{k.neutral}/{k.sign_flipping}"
+    cycles = f" {pct(w.cycles.point) if w.cycles is not None and p is not None else '—'} |" if with_cycles else ""
     return (f"| {name} | {w.klass} | {w.screen} | {_topology(w, True)} | {_topology(w, False)} "
-            f"| {delta} | {iv} | {floor} | {counts} | {_markers(w)} |")
+            f"| {delta} |{cycles} {iv} | {floor} | {counts} | {_markers(w)} |")
 
 
 def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
@@ -92,6 +93,11 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
     p_text = f"; pooled t-test p = {p.p_value:.2g} ({p.df} df)" if p.p_value is not None else ""
     out.append(f"- timing [{p.regime}, {t.label}]: geomean {pct(p.point)}, {interval_text(p.interval)}; "
                f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}")
+    c = w.cycles
+    if c is not None and c.point is not None:
+        c_floor = pct(c.floor, signed=False) if c.floor is not None else "unknown"
+        out.append(f"- cycles (each row's time x the SM clock of its window; the gap confirmed under the clock): "
+                   f"geomean {pct(c.point)}, {interval_text(c.interval)}; A/A floor {c_floor}; {c.verdict}: {c.reason}")
     if t.references:
         out.append("- rounds taken against the control (their baseline benchmarked configs, so its timings are "
                    "not comparable): " + ", ".join(f"round {r}" for r in t.references))
@@ -164,6 +170,8 @@ def _details(name: str, w: WorkloadVerdict) -> list[str]:
             f"{c} median {_mhz(k.sm_clock_median_mhz)}, min {_mhz(k.sm_clock_min_mhz)}, "
             f"{k.throttled_rows} throttled / {k.unsampled_rows} unsampled of {k.rows} row(s)"
             + (f" ({', '.join(f'{r} {n}' for r, n in k.reasons.items())})" if k.reasons else "")
+            + (f"; {k.capped_rows} at a clock fact (power cap or low clock), {k.environmental_rows} environmental, "
+               f"{k.retimed_rows} re-timed" if "capped_rows" in k.model_fields_set else "")
             for c, k in w.clocks.items()))
     out.append(f"- markers: {_markers(w)}")
     if w.rounds.skipped:
@@ -214,13 +222,15 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = ()) -> str:
     if cal.findings:
         out += ["", "**Caliber mismatch released by --allow-caliber-mismatch: affected workloads are X.**"
                 if cal.released else "**Caliber mismatch: latencies of the affected workloads were not read.**"]
+    # cycles: time x the window's SM clock, shown where the verdicts carry them (sealed after they were judged)
+    with_cycles = any(w.cycles is not None for w in verdicts.workloads.values())
     out += ["", "## Classes", "", "| " + " | ".join(CLASSES) + " |", "|" + " --- |" * len(CLASSES),
             "| " + " | ".join(str(verdicts.counts[k]) for k in CLASSES) + " |", "",
             "## Workloads", "",
-            "| workload | class | screen | scoped | unscoped | geomean Δ | interval | A/A floor "
-            "| faster/slower/neutral/flip | markers |",
-            "|" + " --- |" * 10]
-    out += [_row(name, w) for name, w in verdicts.workloads.items()]
+            "| workload | class | screen | scoped | unscoped | geomean Δ |" + (" cycles Δ |" if with_cycles else "")
+            + " interval | A/A floor | faster/slower/neutral/flip | markers |",
+            "|" + " --- |" * (11 if with_cycles else 10)]
+    out += [_row(name, w, with_cycles) for name, w in verdicts.workloads.items()]
     out.append("")
     for name, w in verdicts.workloads.items():
         out += _details(name, w)
