@@ -160,22 +160,24 @@ class FakeGraphDevice:
 
 
 class FakeReader:
-    """The device's clock as a test scripts it: ``mask`` is a reasons mask, or a function of
-    nothing that gives one at each read; every read is kept with the wall time it was taken."""
+    """The device's clock as a test scripts it: ``mhz`` and ``mask`` (a reasons mask) are values,
+    or functions of nothing that give one at each read; every read is kept with the wall time
+    it was taken at."""
 
     source = "nvml"
     device = "fake card 0"
 
-    def __init__(self, mhz: float = 1980.0, mask=0, wall=None):
+    def __init__(self, mhz=1980.0, mask=0, wall=None):
         self.mhz = mhz
         self.mask = mask
         self.wall = wall
         self.reads: list[tuple[object, float, int]] = []      # (wall time or None, mhz, mask)
 
     def read(self):
+        mhz = self.mhz() if callable(self.mhz) else self.mhz
         mask = self.mask() if callable(self.mask) else self.mask
-        self.reads.append((self.wall() if self.wall else None, self.mhz, mask))
-        return self.mhz, mask
+        self.reads.append((self.wall() if self.wall else None, mhz, mask))
+        return mhz, mask
 
 
 class NoLoad:
