@@ -282,7 +282,7 @@ class TimingPlugin:
             value = timers.check_latency(latency)
         except timers.TimerRefused as exc:
             return self._add(Row(**base, timer=timer, status="failed", error=str(exc), **extra))
-        return self._add(Row(**base, timer=timer, status="ok", latency_ms=value, **extra, **self._window(retimed)))
+        return self._add(Row(**base, timer=timer, status="ok", latency_ms=value, **extra, **self._window_and_clock(retimed)))
 
     def _steady_clock(self) -> None:
         """`timers.STEADY_CLOCK_S` of dense load before the first timed row (see the module
@@ -309,7 +309,7 @@ class TimingPlugin:
         self.device_timers.window = None
         self.device_timers.clock = None
 
-    def _window(self, retimed: tuple[str, ...]) -> dict:
+    def _window_and_clock(self, retimed: tuple[str, ...]) -> dict:
         window, clock = self.device_timers.window, self.device_timers.clock
         out = {} if window is None else dict(window_start_unix=window[0], window_end_unix=window[1])
         if clock is not None:
