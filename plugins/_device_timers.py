@@ -11,14 +11,20 @@ Each timing leaves ``window``: the wall-clock span (``wall``, time.time()) of wh
 measured, for telemetry samples to be joined to (`campaign.judging.throttle`). It starts after
 the first call returns -- that call compiles and, in a recording cell, autotunes, with
 the device mostly idle and its clock dropping -- and for a graph at the timed replays.
+
+``watch`` (a `campaign.plugins.rowclock.RowClocks`, handed in by the timing plugin) is
+opened just after that window's start is stamped and closed just before its end is, so
+every clock read it takes lies inside the window; ``clock`` is what it read there (None:
+no watch, or no clock source). A timing that raises leaves no sampling thread behind.
 """
 from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Protocol, Sequence
 
 from campaign.contract import timers
+from campaign.contract.cellfiles import RowClock
 
 
 class CaptureFailure(Exception):
@@ -60,8 +66,17 @@ def throwaway_rng(interface):
             generator.set_state(state)
 
 
-def stamped(fn, wall: Callable[[], float]):
-    """``fn``, and a list that receives the wall time its first call returned.
+class Watch(Protocol):
+    """Reads the device's clock inside a window (`campaign.plugins.rowclock.RowClocks`)."""
+
+    def open(self) -> None: ...
+    def close(self) -> Optional[RowClock]: ...
+    def discard(self) -> None: ...
+
+
+def stamped(fn, wall: Callable[[], float], opened: Callable[[], None] = lambda: None):
+    """``fn``, and a list that receives the wall time its first call returned; ``opened``
+    runs once, just after that stamp.
 
     Costs one list test per call on the host path, which an event timing includes.
     """
@@ -71,6 +86,7 @@ def stamped(fn, wall: Callable[[], float]):
         result = fn()
         if not stamp:
             stamp.append(wall())
+            opened()
         return result
     return call, stamp
 
@@ -84,18 +100,33 @@ def _triton_do_bench(fn, *, warmup, rep, return_mode):
 class DeviceTimers:
     """``event``, ``direct`` and ``graph`` timings of one call, in milliseconds."""
 
-    def __init__(self, do_bench: Callable = _triton_do_bench, wall: Callable[[], float] = time.time):
+    def __init__(self, do_bench: Callable = _triton_do_bench, wall: Callable[[], float] = time.time,
+                 watch: Optional[Watch] = None):
         self._do_bench = do_bench            # the clock; tests hand in a recorded one
         self._wall = wall
+        self.watch = watch
         self.window: Optional[tuple[float, float]] = None   # of the last timing that returned
+        self.clock: Optional[RowClock] = None               # read inside that window
+
+    def _open(self) -> None:
+        if self.watch is not None:
+            self.watch.open()
 
     def _close(self, stamp: list[float]) -> None:
+        self.clock = self.watch.close() if self.watch is not None and stamp else None
         self.window = (stamp[0], self._wall()) if stamp else None
 
+    def _discard(self) -> None:
+        if self.watch is not None:
+            self.watch.discard()
+
     def event(self, fn, *, warmup_ms: float, rep_ms: float, return_mode: str) -> float:
-        call, stamp = stamped(fn, self._wall)
-        value = float(self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode))
-        self._close(stamp)
+        call, stamp = stamped(fn, self._wall, self._open)
+        try:
+            value = float(self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode))
+            self._close(stamp)
+        finally:
+            self._discard()
         return value
 
     def direct(self, fn, *, warmup_ms: float, rep_ms: float, return_mode: str, repeat: int,
@@ -106,10 +137,13 @@ class DeviceTimers:
         timers.check_direct_request(return_mode, quantiles)
         if repeat < 1:
             raise timers.TimerRefused(f"repeat={repeat}: at least one call is needed")
-        call, stamp = stamped(fn, self._wall)     # one window over every repeat
-        values = [self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode)
-                  for _ in range(repeat)]
-        self._close(stamp)
+        call, stamp = stamped(fn, self._wall, self._open)     # one window over every repeat
+        try:
+            values = [self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode)
+                      for _ in range(repeat)]
+            self._close(stamp)
+        finally:
+            self._discard()
         return timers.median_of_repeats(values)
 
     def graph(self, fn, interface, graph_class, *, warmup_ms: float, rep_ms: float,
@@ -150,6 +184,7 @@ class DeviceTimers:
                 interface.synchronize()
                 per_call = []
                 measured_from = [self._wall()]
+                self._open()
                 for _ in range(timers.TIMED_REPLAYS):
                     start.record()
                     graph.replay()
@@ -160,5 +195,6 @@ class DeviceTimers:
             except Exception as exc:
                 raise CaptureFailure("replay", exc) from exc
             finally:
+                self._discard()
                 del graph
         return timers.summarize(per_call, return_mode)

@@ -117,13 +117,13 @@ class _Measured:
 class DoBenchPlugin:
     def __init__(self, ctx, role: Callable[[Call], str] = default_role,
                  key: Callable[[Call], tuple[tuple[int, ...], str]] = default_key,
-                 device_timers: Optional[DeviceTimers] = None):
+                 device_timers: Optional[DeviceTimers] = None, **timing_options):
         self.ctx = ctx
         self.role, self.key = role, key
         self.originals = {api: getattr(triton.testing, api) for api in APIS}
         self.signatures = {api: inspect.signature(fn) for api, fn in self.originals.items()}
         # the timers' own do_bench calls come while measuring, so they reach the original
-        self.timing = timing.TimingPlugin(ctx, device_timers)
+        self.timing = timing.TimingPlugin(ctx, device_timers, **timing_options)   # clock_reader, steady_load
         self.replacements = {api: self._replacement(api) for api in APIS}
         self.rebound: list[tuple[Any, str, Callable]] = []     # (module, name, original) to put back
         self.item = None                                       # the test whose call phase runs
@@ -223,6 +223,8 @@ class DoBenchPlugin:
         reference = sum(row.role == "reference" for row in rows)
         self.ctx.log.line(f"dobench: {len(rows)} rows written from {len(self.calls)} test(s) "
                           f"({', '.join(f'{k} {v}' for k, v in counts.items())}; {reference} reference)")
+        if counts["ok"]:
+            self.ctx.log.line(timing.clocks_line(rows))
 
 
 def returned(row: Row, options: Mapping[str, Any]):

@@ -24,12 +24,30 @@ provider's shape file, narrowed by the workload's subset) times the task's dtype
   IR pass, ``Task.timed`` False) on any backend, the call runs once, so it compiles and
   its launches are counted; the row is ``compiled`` with timer ``none`` and no latency.
 - A timed row carries its timing window (``window_start_unix``/``window_end_unix``: the
-  device timers' ``window``), which the parent's telemetry samples are joined to.
+  device timers' ``window``), which the parent's telemetry samples are joined to, and its
+  own clock (``clock``: `campaign.contract.cellfiles.RowClock`), the SM clock and clocks-event
+  reasons the worker read inside that window (`campaign.plugins.rowclock`); None where no
+  clock can be read (run.log says why, once).
+- A timed row whose window saw an environmental clock reason (thermal, hardware slowdown,
+  power brake: `campaign.contract.clockreasons`) is timed again, at most
+  `campaign.contract.timers.RETIMES` times; the row keeps the last attempt's latency, window
+  and clock, ``clock.retimed`` names each re-time's reasons and run.log has a line for each.
+  The power cap (``sw_power_cap``) is the card's operating point and never re-times.
+- Before a timed task's first row (only where the backend executes), the device runs a
+  fixed dense load for `campaign.contract.timers.STEADY_CLOCK_S` seconds, so the clock the
+  first row meets does not depend on what ran before the cell; run.log says how long and
+  the SM clock before and after. It runs at the first ``measure``, not at configure: by then
+  the test has built its inputs on the device, so the device and its context exist in every
+  timing plugin built on this one (`campaign.plugins.dobench` calls ``measure`` and never this
+  plugin's configure), and only the first row's compile runs between the load and its window.
 - A planned case the test never measured (it raised first, or was poisoned) still gets a
   failed row saying so: no case disappears from the table.
 """
 from __future__ import annotations
 
+import functools
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -43,6 +61,7 @@ from campaign.contract import timers
 from campaign.contract.artifacts import ROWS_FILE
 from campaign.contract.cellfiles import Row, Rows
 from campaign.contract.canonical import write_json_new
+from campaign.plugins import rowclock
 from campaign.plugins._device_timers import CaptureFailure, DeviceTimers
 
 
@@ -106,7 +125,13 @@ class Bench:
 
 
 class TimingPlugin:
-    def __init__(self, ctx, device_timers: Optional[DeviceTimers] = None):
+    """``clock_reader`` opens what reads the device's clock (default: NVML, `rowclock.open_nvml`);
+    ``steady_load`` runs the steady-clock load for a number of seconds (default:
+    `rowclock.matmul_load`). Tests on a machine without a device hand in both."""
+
+    def __init__(self, ctx, device_timers: Optional[DeviceTimers] = None,
+                 clock_reader: Optional[Callable[[], rowclock.Reader]] = None,
+                 steady_load: Optional[Callable[[float], int]] = None):
         self.ctx = ctx
         self.timer = ctx.terms.timer
         self.capabilities = ctx.backend.capabilities
@@ -114,6 +139,11 @@ class TimingPlugin:
         self.measures = self.capabilities.executes and ctx.task.timed
         timers.check_timer(self.timer.kind, self.measures, self.capabilities.graph_capture)
         self.device_timers = device_timers or DeviceTimers()
+        self.row_clocks = rowclock.RowClocks(
+            clock_reader or functools.partial(rowclock.open_nvml, ctx.backend, os.environ), ctx.log)
+        self.device_timers.watch = self.row_clocks          # the timers open it at each window
+        self.steady_load = steady_load or functools.partial(rowclock.matmul_load, ctx.backend)
+        self.steadied = False
         self.cases: tuple[Case, ...] = ()
         self.rows: list[Row] = []
         self.poisoned: Optional[str] = None         # where a capture poisoned this process
@@ -157,6 +187,8 @@ class TimingPlugin:
         write_json_new(self.ctx.cell_dir / ROWS_FILE, Rows(rows=tuple(self.rows)).model_dump(mode="json"))
         counts = {status: sum(row.status == status for row in self.rows) for status in ("ok", "failed", "compiled")}
         self.ctx.log.line(f"timing: {len(self.rows)} rows written ({', '.join(f'{k} {v}' for k, v in counts.items())})")
+        if counts["ok"]:
+            self.ctx.log.line(clocks_line(self.rows))
 
     # -- measuring ----------------------------------------------------------------------
     def measure(self, bench: Bench, case: Case, fn) -> Row:
@@ -170,9 +202,11 @@ class TimingPlugin:
             except Exception as exc:
                 return self._add(Row(**base, timer="none", status="failed", error=timers.error_text(exc)))
             return self._add(Row(**base, timer="none", status="compiled"))
+        if not self.steadied:
+            self.steadied = True
+            self._steady_clock()
         kind = self.timer.kind
-        # a timer that returns without recording a window must not hand on the previous row's
-        self.device_timers.window = None
+        self._forget_window()
         if kind == "event":
             return self._timed(base, "event", lambda: self.device_timers.event(fn, **self._bench_args()), l2_flush=True)
         if kind == "direct":
@@ -184,8 +218,8 @@ class TimingPlugin:
     def _graph(self, base: dict, fn) -> Row:
         backend = self.ctx.backend
         try:
-            latency = self.device_timers.graph(fn, backend.device_interface(), backend.graph_class(),
-                                               **self._bench_args())
+            latency, retimed = self._retiming(base, lambda: self.device_timers.graph(
+                fn, backend.device_interface(), backend.graph_class(), **self._bench_args()))
         except CaptureFailure as failure:
             text = timers.error_text(failure.cause)
             decision = timers.decide(backend.classify_capture_failure(text))
@@ -204,7 +238,7 @@ class TimingPlugin:
             return row
         except Exception as exc:
             return self._add(Row(**base, timer="graph", status="failed", l2_flush=False, error=timers.error_text(exc)))
-        return self._checked(base, "graph", latency, l2_flush=False)
+        return self._checked(base, "graph", latency, retimed, l2_flush=False)
 
     def _fallback(self, base: dict, fn, phase: str, why: str) -> Row:
         repeat = timers.repeat_count(self.timer.direct_repeat)
@@ -220,24 +254,67 @@ class TimingPlugin:
 
     def _timed(self, base: dict, timer: str, run, **extra) -> Row:
         try:
-            latency = run()
+            latency, retimed = self._retiming(base, run)
         except Exception as exc:
             return self._add(Row(**base, timer=timer, status="failed", error=timers.error_text(exc), **extra))
-        return self._checked(base, timer, latency, **extra)
+        return self._checked(base, timer, latency, retimed, **extra)
 
-    def _checked(self, base: dict, timer: str, latency, **extra) -> Row:
+    def _retiming(self, base: dict, run) -> tuple[Any, tuple[str, ...]]:
+        """``run()``'s latency, run again while its window's clock saw an environmental reason
+        (at most `timers.RETIMES` times), and each re-time's cause. What raises propagates:
+        the last attempt is the row's, its failure included."""
+        causes: list[str] = []
+        latency = run()
+        while len(causes) < timers.RETIMES:
+            clock = self.device_timers.clock
+            cause = timers.retime_cause(clock.reasons) if clock is not None else None
+            if cause is None:
+                break
+            causes.append(cause)
+            self.ctx.log.line(f"row {base['function']} {shape_sets.format_shape(base['shape'])} {base['dtype']}: "
+                              f"re-timed ({len(causes)} of {timers.RETIMES}): {cause} inside its window")
+            self._forget_window()
+            latency = run()
+        return latency, tuple(causes)
+
+    def _checked(self, base: dict, timer: str, latency, retimed: tuple[str, ...] = (), **extra) -> Row:
         try:
             value = timers.check_latency(latency)
         except timers.TimerRefused as exc:
             return self._add(Row(**base, timer=timer, status="failed", error=str(exc), **extra))
-        return self._add(Row(**base, timer=timer, status="ok", latency_ms=value, **extra, **self._window()))
+        return self._add(Row(**base, timer=timer, status="ok", latency_ms=value, **extra, **self._window_and_clock(retimed)))
+
+    def _steady_clock(self) -> None:
+        """`timers.STEADY_CLOCK_S` of dense load before the first timed row (see the module
+        docstring for why here). A load that fails is said in run.log and the rows are timed
+        as they come: each row's own clock still says what it ran at."""
+        seconds = timers.STEADY_CLOCK_S
+        if seconds <= 0:
+            return
+        before = self.row_clocks.read_now()
+        started = time.monotonic()
+        try:
+            ran = self.steady_load(seconds)
+        except Exception as exc:
+            self.ctx.log.line(f"steady clock: the load failed after {time.monotonic() - started:.2f} s; rows timed "
+                              f"without it: {timers.error_text(exc, limit=300).splitlines()[0]}")
+            return
+        elapsed = time.monotonic() - started
+        self.ctx.log.line(f"steady clock: {elapsed:.2f} s of dense load ({ran} fp16 matmuls) before the first "
+                          f"timed row; SM clock {sm_mhz(before)} -> {sm_mhz(self.row_clocks.read_now())}")
 
     # -- helpers ------------------------------------------------------------------------
-    def _window(self) -> dict:
-        window = self.device_timers.window
-        if window is None:
-            return {}
-        return dict(window_start_unix=window[0], window_end_unix=window[1])
+    def _forget_window(self) -> None:
+        # a timer that returns without recording a window must not hand on the previous row's
+        self.device_timers.window = None
+        self.device_timers.clock = None
+
+    def _window_and_clock(self, retimed: tuple[str, ...]) -> dict:
+        window, clock = self.device_timers.window, self.device_timers.clock
+        out = {} if window is None else dict(window_start_unix=window[0], window_end_unix=window[1])
+        if clock is not None:
+            out["clock"] = clock.model_copy(update={"retimed": retimed})
+        return out
 
     def _bench_args(self) -> dict:
         return dict(warmup_ms=self.timer.warmup_ms, rep_ms=self.timer.rep_ms, return_mode=self.timer.return_mode)
@@ -268,6 +345,20 @@ class TimingPlugin:
         self.ctx.log.line(f"row {row.function} {shape_sets.format_shape(row.shape)} {row.dtype} "
                           f"timer={row.timer} {row.status} {latency}")
         return row
+
+
+def sm_mhz(read: Optional[rowclock.Read]) -> str:
+    return "not read" if read is None or read[0] is None else f"{read[0]:g} MHz"
+
+
+def clocks_line(rows: list[Row]) -> str:
+    """run.log's summary of the ok rows' clocks: how many were read, re-timed, still throttled."""
+    ok = [row for row in rows if row.status == "ok"]
+    read = [row.clock for row in ok if row.clock is not None and row.clock.samples]
+    retimed = sum(bool(row.clock and row.clock.retimed) for row in ok)
+    persisted = sum(bool(row.clock and timers.retime_cause(row.clock.reasons)) for row in ok)
+    return (f"row clocks: {len(read)} of {len(ok)} ok rows read; {retimed} re-timed; "
+            f"{persisted} still environmental after their re-times")
 
 
 def make(ctx):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import projectcopy
-from campaign.contract import canonical, yamlio
+from campaign.contract import canonical, timers, yamlio
 from campaign.contract.cellfiles import Row
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
@@ -25,6 +25,7 @@ from campaign.planning.matrix import cell_terms
 from campaign.judging import direction, screening, stats
 from campaign.plugins import dobench
 from conftest import PROJECT_ROOT
+from timingsession import FakeReader, NoLoad
 
 DATA = "tests/data/dobench"
 KERNEL = f"{DATA}/dobench_my_kernel.py"
@@ -255,7 +256,8 @@ def test_calls_from_the_test_are_rows_and_every_other_call_goes_to_the_original(
     ctx = types.SimpleNamespace(
         log=_Log(), cell_dir=tmp_path, task=types.SimpleNamespace(provider="pytest", op="probe", timed=True), terms=cell_terms(manifest),
         backend=types.SimpleNamespace(capabilities=types.SimpleNamespace(executes=True, graph_capture=False)))
-    plugin = dobench.DoBenchPlugin(ctx)
+    load, reader = NoLoad(), FakeReader(mhz=1755.0, mask=0x4)
+    plugin = dobench.DoBenchPlugin(ctx, steady_load=load, clock_reader=lambda: reader)
     plugin.pytest_configure(None)
     try:
         assert triton.testing.do_bench(lambda: None, warmup=1) == 0.5 and seen.pop() == dict(
@@ -275,6 +277,8 @@ def test_calls_from_the_test_are_rows_and_every_other_call_goes_to_the_original(
         (row,) = plugin.timing.rows
         assert (row.test, row.function, row.shape, row.dtype, row.timer, row.latency_ms, row.op) == (
             f"{KERNEL}::test_x[7]", "test_x[7]", (7,), "-", "event", 0.5, "probe")
+        assert (row.clock.sm_mhz_median, row.clock.reasons, row.clock.retimed) == (1755.0, ("sw_power_cap",), ())
+        assert load.asked == [timers.STEADY_CLOCK_S], "the steady clock ran once, before the first row"
         assert any("call 0 do_bench(warmup=3, return_mode='min')" in line for line in ctx.log.lines)
         plugin.role = lambda call: "torch"
         with pytest.raises(ValueError, match="the role hook gave 'torch'"):

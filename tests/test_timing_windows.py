@@ -2,35 +2,12 @@
 graph set-up excluded (`campaign.judging.throttle` reads telemetry inside it)."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from campaign.backends.cuda import CudaBackend
 from campaign.contract import timers
 from campaign.plugins._device_timers import CaptureFailure, DeviceTimers
-from timingsession import BENCH_ADD, CUDA_SYNC, context, session
+from timingsession import BENCH_ADD, CUDA_SYNC, FakeGraphDevice, Wall, context, session
 
 pytest_plugins = ["pytester"]
-
-
-class Wall:
-    """A wall clock that the recorded calls advance: a first call compiles for 100 s, later calls take 1 s."""
-
-    def __init__(self, t: float = 1000.0):
-        self.t = t
-        self.calls = 0
-
-    def __call__(self) -> float:
-        return self.t
-
-    def call(self):
-        self.t += 100.0 if self.calls == 0 else 1.0
-        self.calls += 1
-
-    def do_bench(self, fn, **kwargs):
-        for _ in range(4):
-            fn()
-        self.t += 0.5                          # do_bench's own reduction after the last call
-        return 0.25
 
 
 def test_event_and_direct_windows_start_after_the_first_call_and_end_after_the_timing():
@@ -42,45 +19,6 @@ def test_event_and_direct_windows_start_after_the_first_call_and_end_after_the_t
     device = DeviceTimers(do_bench=wall.do_bench, wall=wall)
     assert device.direct(wall.call, warmup_ms=1, rep_ms=1, return_mode="median", repeat=3) == 0.25
     assert device.window == (1100.0, 1112.5), "one window over every repeated do_bench call"
-
-
-class FakeGraphDevice:
-    """The device interface a graph timing uses, on the CPU: events report 2 ms, each replay takes 1 s."""
-
-    def __init__(self, wall: Wall):
-        self.wall = wall
-        self.replays = 0
-        test = self
-
-        class Event:
-            def __init__(self, enable_timing):
-                pass
-
-            def record(self):
-                pass
-
-            def elapsed_time(self, other):
-                return 2.0
-
-        class Graph:
-            def replay(self):
-                test.replays += 1
-                test.wall.t += 1.0
-        self.Event, self.graph_class = Event, Graph
-
-    def Stream(self):
-        return None
-
-    @contextmanager
-    def stream(self, stream):
-        yield
-
-    @contextmanager
-    def graph(self, graph):
-        yield
-
-    def synchronize(self):
-        pass
 
 
 def test_a_graph_window_spans_the_timed_replays_only():

@@ -4,11 +4,14 @@ tests/test_timing_sessions.py and tests/test_timing_windows.py share.
 Nothing here has a GPU. Where a session needs a device timer, `RecordedTimers` stands
 in for the clock and for the device's reaction to a capture, with the exact wording
 recorded on H200 (CUDA) and S5000 (MUSA) hosts; the wording is classified by the real
-backends.
+backends. `Wall` and `FakeGraphDevice` stand in for the wall clock and a graph-capable
+device under the real `DeviceTimers`; `FakeReader` for the device's SM clock and its
+clocks-event reasons (`campaign.plugins.rowclock`); `NoLoad` for the steady-clock load.
 """
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +99,98 @@ class RecordedTimers(DeviceTimers):
         return self.latency
 
 
+class Wall:
+    """A wall clock that the recorded calls advance: a first call compiles for 100 s, later calls take 1 s."""
+
+    def __init__(self, t: float = 1000.0):
+        self.t = t
+        self.calls = 0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def call(self):
+        self.t += 100.0 if self.calls == 0 else 1.0
+        self.calls += 1
+
+    def do_bench(self, fn, **kwargs):
+        for _ in range(4):
+            fn()
+        self.t += 0.5                          # do_bench's own reduction after the last call
+        return 0.25
+
+
+class FakeGraphDevice:
+    """The device interface a graph timing uses, on the CPU: events report 2 ms, each replay takes 1 s."""
+
+    def __init__(self, wall: Wall):
+        self.wall = wall
+        self.replays = 0
+        test = self
+
+        class Event:
+            def __init__(self, enable_timing):
+                pass
+
+            def record(self):
+                pass
+
+            def elapsed_time(self, other):
+                return 2.0
+
+        class Graph:
+            def replay(self):
+                test.replays += 1
+                test.wall.t += 1.0
+        self.Event, self.graph_class = Event, Graph
+
+    def Stream(self):
+        return None
+
+    @contextmanager
+    def stream(self, stream):
+        yield
+
+    @contextmanager
+    def graph(self, graph):
+        yield
+
+    def synchronize(self):
+        pass
+
+
+class FakeReader:
+    """The device's clock as a test scripts it: ``mhz`` and ``mask`` (a reasons mask) are values,
+    or functions of nothing that give one at each read; every read is kept with the wall time
+    it was taken at."""
+
+    source = "nvml"
+    device = "fake card 0"
+
+    def __init__(self, mhz=1980.0, mask=0, wall=None):
+        self.mhz = mhz
+        self.mask = mask
+        self.wall = wall
+        self.reads: list[tuple[object, float, int]] = []      # (wall time or None, mhz, mask)
+
+    def read(self):
+        mhz = self.mhz() if callable(self.mhz) else self.mhz
+        mask = self.mask() if callable(self.mask) else self.mask
+        self.reads.append((self.wall() if self.wall else None, mhz, mask))
+        return mhz, mask
+
+
+class NoLoad:
+    """The steady-clock load on a machine without a device: the seconds asked for, nothing run."""
+
+    def __init__(self):
+        self.asked: list[float] = []
+
+    def __call__(self, seconds: float) -> int:
+        self.asked.append(seconds)
+        return 0
+
+
 # Inputs live on the CPU here: this machine has no device, and the device timers are
 # recorded. bench.device is still the backend's, which the test checks.
 BENCH_ADD = """
@@ -112,8 +207,11 @@ def test_bench_add(bench):
 """
 
 
-def session(pytester, ctx, source, timers_=None, extra_plugins=(), target=None):
-    plugin = timing.TimingPlugin(ctx, device_timers=timers_)
+def session(pytester, ctx, source, timers_=None, extra_plugins=(), target=None, clock_reader=None, steady_load=None):
+    """One session of ``source`` (or ``target``); the clock read through NVML unless ``clock_reader``
+    opens a fake one, and the steady-clock load `NoLoad` unless ``steady_load`` is given."""
+    plugin = timing.TimingPlugin(ctx, device_timers=timers_, clock_reader=clock_reader,
+                                 steady_load=steady_load or NoLoad())
     path = target or pytester.makepyfile(bench_workload=source)
     result = pytester.runpytest_inprocess(str(path), "-p", "no:cacheprovider", plugins=[*extra_plugins, plugin])
     rows_path = ctx.cell_dir / ROWS_FILE

@@ -1,5 +1,9 @@
 """What a cell writes: the worker's result.json and its plugins' rows.json, outcomes.json,
 autotune*.json and phases.json. `campaign.contract.artifacts` says where each file lives.
+
+A timed row of rows.json carries its timing window (``window_start_unix``..``window_end_unix``)
+and its own clock (`RowClock`): the SM clock and clocks-event reasons the worker read inside
+that window (`campaign.plugins.rowclock`), and the environmental reasons it was re-timed for.
 """
 from __future__ import annotations
 
@@ -56,13 +60,18 @@ class CellResult(Record):
 
 
 class RowClock(Record):
-    """The card's clock inside one row's timing window, read by the worker itself
-    (`campaign.plugins.rowclock`): ``reasons`` are NVML's clocks-event names seen in the window
-    (`campaign.contract.clockreasons`), ``retimed`` one entry per re-time (the environmental
-    reasons that caused it, joined by "|")."""
+    """The device clock of one timed row, read by the worker inside the row's own window.
 
-    source: str
-    samples: int
+    Reads come from the measuring thread at the window's open and just before its close, and
+    from a sampling thread between (`campaign.plugins.rowclock`), so a window shorter than the
+    sampling interval still holds two. ``reasons``: every clocks-event reason name read in the
+    window, sorted (`campaign.contract.clockreasons`); a row whose reasons were environmental was
+    timed again, and ``retimed`` says why, one entry per re-time (its environmental reasons
+    joined by "|"): what is recorded is the last attempt's.
+    """
+
+    source: str                          # what read the clock: "nvml"
+    samples: int                         # reads inside the window that gave a clock or a reason
     sm_mhz_median: Optional[float] = None
     sm_mhz_min: Optional[float] = None
     sm_mhz_max: Optional[float] = None
@@ -89,7 +98,8 @@ class Row(Record):
     # or written before windows were recorded.
     window_start_unix: Optional[float] = None
     window_end_unix: Optional[float] = None
-    # the clock inside the window as the worker read it; None: not read (no NVML, untimed, older rows)
+    # The clock read inside that window by the worker itself. None: not timed, no clock source
+    # here (no NVML, cpu, musa: run.log says why), or written before rows carried their clocks.
     clock: Optional[RowClock] = None
     # reference: timed beside the measured rows (FlagGems' torch side), never paired (`campaign.judging.stats.keyed`)
     role: Literal["measured", "reference"] = "measured"

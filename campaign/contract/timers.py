@@ -13,6 +13,13 @@ Row timers (``Row.timer``), and what each number is:
   manifest asks for it and for every row a graph campaign could not capture (those
   rows also carry BENCHMARK_DIRECT_NO_CUDAGRAPH and the phase that failed).
 - ``none``: a compile-only backend: the call compiled and was counted, nothing ran.
+
+Clocks. A timed row whose in-window clock reasons include an environmental one
+(`campaign.contract.clockreasons`: thermal, hardware slowdown, power brake, ...) is timed
+again, at most `RETIMES` times, as nvbench discards its throttled samples; the power cap
+and the benign reasons never re-time. Before a timed cell's first row the device runs a
+fixed load for `STEADY_CLOCK_S` seconds, so the clock state the first row meets does not
+depend on what ran before it.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Literal, Optional, Sequence
 
+from campaign.contract import clockreasons
 from campaign.contract.artifacts import FALLBACK_MARKER, POISONED_MARKER  # noqa: F401 (the timing code names them here)
 
 # do_bench_cudagraph's choices, kept so a graph number means the same thing here:
@@ -30,6 +38,13 @@ TIMED_REPLAYS = 10
 CALLS_IF_UNMEASURABLE = 1000
 # Bounds the capture's size (and its cost) for calls whose estimate is tiny.
 MAX_GRAPH_CALLS = 10000
+# Re-times of a row whose window saw an environmental clock reason; a reason that persists
+# past them stays on the row (``RowClock.reasons``) for the judge.
+RETIMES = 2
+# Seconds of dense load before a timed cell's first row (0: none). An idle card sits at a low
+# clock and a card that just ran a long cell may be hot. 2 s is a choice, not yet a measurement:
+# well past the driver's clock and power control steps (tens of ms), and ~2 s a timed cell.
+STEADY_CLOCK_S = 2.0
 
 
 class TimerRefused(ValueError):
@@ -84,6 +99,11 @@ def summarize(values: Sequence[float], return_mode: str) -> float:
     if return_mode not in reducers:
         raise TimerRefused(f"return_mode {return_mode!r} is not one of {', '.join(reducers)}")
     return float(reducers[return_mode](values))
+
+
+def retime_cause(reasons: Sequence[str]) -> Optional[str]:
+    """Why a row is timed again: its window's environmental reasons joined by "|"; None: it is not."""
+    return "|".join(clockreasons.environmental(reasons)) or None
 
 
 def check_latency(value: float) -> float:
