@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from campaign.contract import canonical
+from campaign.judging.caliber import TIMING_FIELDS
 from campaign.judging.classify import CLASSES
 from campaign.judging.irpairing import EXCEPTION
 from campaign.contract.errors import CampaignError
@@ -191,9 +192,22 @@ def does_not_prove(verdicts: AnyVerdicts) -> list[str]:
     return lines + [""]
 
 
-def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = ()) -> str:
-    """``beside``: sections read from the root's rows beside the verdicts (`campaign.reporting.speedup`)."""
+def _ir_pass_caliber(timed: dict[str, str], ir_pass: dict[str, str]) -> list[str]:
+    """The line saying how a screen's IR pass was held to the caliber, under the timed cells' table."""
+    if not ir_pass:
+        return []
+    fields = ", ".join(f"{name} {ir_pass[name]}" for name in TIMING_FIELDS if name in ir_pass)
+    scope = ("every other field was compared with the timed cells' (the table)" if timed
+             else "nothing was timed: the table is the IR pass's")
+    return ["", f"IR pass (round {IR_ROUND}, untimed): {fields}. These timing fields hold by construction in an "
+            f"untimed cell and are compared among the IR pass's cells only; {scope}."]
+
+
+def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optional[dict[str, str]] = None) -> str:
+    """``beside``: sections read from the root's rows beside the verdicts (`campaign.reporting.speedup`);
+    ``ir_pass``: a screen's IR-pass cells' caliber table (`campaign.judging.caliber.CaliberCheck.ir_pass`)."""
     verdicts = Verdicts.read(verdicts)
+    ir_pass = ir_pass or {}
     rule, cal, env = verdicts.rule, verdicts.caliber, verdicts.environment
     out = [f"# Campaign `{verdicts.campaign}`: `{verdicts.switch}` on {verdicts.backend}", "",
            f"Cells: {', '.join(verdicts.cells)}. Launch floor {rule.measured_launch_floor}, IR stage "
@@ -208,7 +222,8 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = ()) -> str:
         out += [f"**Harness changed during the run:** {', '.join(verdicts.harness_drift)}: no G or R stands.", ""]
     out += [
            "## Caliber", "", "| field | value |", "| --- | --- |"]
-    out += [f"| {field} | {value} |" for field, value in cal.fields.items()]
+    out += [f"| {field} | {value} |" for field, value in (cal.fields or ir_pass).items()]
+    out += _ir_pass_caliber(cal.fields, ir_pass)
     if cal.findings or cal.warnings:
         out += [""] + [f"- `{line}`" for line in cal.findings + cal.warnings]
     if cal.findings:
