@@ -93,7 +93,7 @@ class Timing(SealedRecord):
     unpaired: int
     rounds: tuple[int, ...]
     orders: dict[str, str]                         # round -> run order
-    label: str                                     # "result", or "noise floor (IR unchanged)"
+    label: str                                     # "result", "noise floor (IR unchanged)" or "IR unchanged; timing moved (...)"
     # absent before rounds could be taken against the control, and before the coverage rule
     references: dict[str, str] = {}
     coverage: Optional[float] = None

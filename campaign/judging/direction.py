@@ -87,6 +87,15 @@ def judge(iv: Optional[Interval], floor: Optional[float], has_control: bool) -> 
     return NEUTRAL, f"{iv.method} excludes zero but not the ±{pct(floor)} A/A floor"
 
 
+def moved(deltas: list[float], iv: Optional[Interval], floor: Optional[float]) -> str:
+    """Which way the timing moved beyond the A/A floor, however few the rounds: the interval against
+    the floor (`judge`), or with one round its one delta. A leaning, never a direction: the rule of
+    `campaign.judging.significance` decides whether it is established."""
+    if floor is None or not deltas:
+        return NEUTRAL
+    return judge(iv or Interval(min(deltas), max(deltas), "one round"), floor, True)[0]
+
+
 def pct(value: Optional[float], signed: bool = False) -> str:
     if value is None:
         return "n/a"

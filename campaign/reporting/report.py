@@ -3,8 +3,11 @@
 
 Pure over the verdicts: the same verdicts give the same bytes. Ranges are printed
 only where they mean something: a NO_IR_DIFF workload's range is labelled as
-the noise floor, and nothing is printed where nothing reached Triton, nothing
-ran, or a cell timed out. `forest_plot` is the one edge (optional matplotlib).
+the noise floor unless every round moved beyond the A/A floor (then the move is
+said, established or not, with the stages below the IR stage to try), and nothing
+is printed where nothing reached Triton, nothing ran, or a cell timed out. A run
+order's verdict reads plain faster/slower only where the workload's direction is
+established; otherwise it is a leaning. `forest_plot` is the one edge (optional matplotlib).
 """
 from __future__ import annotations
 
@@ -13,9 +16,12 @@ from typing import Optional, Union
 
 from campaign.contract import canonical
 from campaign.judging.caliber import TIMING_FIELDS
-from campaign.judging.classify import CLASSES
+from campaign.judging.classify import CLASSES, TIMING_MOVED
+from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, moved
+from campaign.judging.significance import MIN_ROUNDS_PER_ORDER
 from campaign.judging.irpairing import EXCEPTION
 from campaign.contract.errors import CampaignError
+from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
 
@@ -68,12 +74,41 @@ def _timing(w: WorkloadVerdict) -> Optional[RegimeTiming]:
     return t.primary if t is not None and t.primary is not None and w.screen in RANGED else None
 
 
+def _moved(w: WorkloadVerdict) -> Optional[str]:
+    """With the IR unchanged, how the timing moved beyond the A/A floor anyway ("not established: 3 rounds",
+    "faster in both orders": `campaign.judging.classify.timing_label`); None where it did not."""
+    label = w.timing.label if w.timing is not None else ""
+    if not label.startswith(TIMING_MOVED):
+        return None
+    return label[len(TIMING_MOVED):].strip().removeprefix("(").removesuffix(")")
+
+
+def _delta_label(w: WorkloadVerdict) -> str:
+    if w.timing.label.startswith("noise"):
+        return " (noise floor)"
+    how = _moved(w)
+    return f" (IR unchanged; timing moved, {how})" if how else ""
+
+
+def order_text(p: RegimeTiming, order: str) -> str:
+    """One run order's verdict: plain faster/slower only where the workload's direction is established;
+    otherwise what the order leans to (an order with too few rounds for a verdict of its own leans
+    where its one delta lies against the floor), neutral, or the noise floor."""
+    verdict = p.order_verdicts[order]
+    if verdict == NEUTRAL and p.rounds_per_order.get(order, 0) < MIN_ROUNDS_PER_ORDER:
+        deltas = [d for _, o, d in p.rounds if o == order]
+        lean = moved(deltas, None, p.floor) if len(deltas) == 1 else NEUTRAL
+        return f"leaning {lean}, {len(deltas)} round" if lean != NEUTRAL else verdict
+    established = p.verdict in (FASTER, SLOWER)
+    return f"leaning {verdict}" if verdict in (FASTER, SLOWER) and not established else verdict
+
+
 def _row(name: str, w: WorkloadVerdict) -> str:
     p = _timing(w)
     if p is None:
         delta = iv = floor = counts = "—"
     else:
-        label = " (noise floor)" if w.timing.label.startswith("noise") else ""
+        label = _delta_label(w)
         delta, iv = pct(p.point) + label, interval_text(p.interval)
         floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
         k = p.counts
@@ -85,7 +120,7 @@ def _row(name: str, w: WorkloadVerdict) -> str:
 def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
     t = w.timing
     out = []
-    orders = ", ".join(f"{o} {pct(d)} over {p.rounds_per_order.get(o, '?')} round(s) ({p.order_verdicts[o]})"
+    orders = ", ".join(f"{o} {pct(d)} over {p.rounds_per_order.get(o, '?')} round(s) ({order_text(p, o)})"
                        for o, d in p.by_order.items())
     floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
     shape_floor = (f", per-shape floors up to {pct(p.shape_floor_max, False)}"
@@ -93,6 +128,16 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
     p_text = f"; pooled t-test p = {p.p_value:.2g} ({p.df} df)" if p.p_value is not None else ""
     out.append(f"- timing [{p.regime}, {t.label}]: geomean {pct(p.point)}, {interval_text(p.interval)}; "
                f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}")
+    how = _moved(w)
+    if how:
+        below = stages_below(w.ir.stage)
+        where = (f"set the IR stage to {' or '.join(below)}" if below
+                 else "no stage is lower: it acts outside the compiler's output")
+        way = (how if p.verdict != NEUTRAL else
+               f"leaning {moved([d for _, _, d in p.rounds], p.interval, p.floor)} ({how})")
+        out.append(f"- the IR is unchanged at {w.ir.stage} but the timing moved {pct(p.point)} beyond the "
+                   f"±{pct(p.floor, False)} A/A floor, {way}: not the noise floor. The switch acts below "
+                   f"{w.ir.stage}: {where}")
     if t.references:
         out.append("- rounds taken against the control (their baseline benchmarked configs, so its timings are "
                    "not comparable): " + ", ".join(f"round {r}" for r in t.references))
