@@ -84,6 +84,8 @@ class RegimeTiming(SealedRecord):
     rounds_per_order: dict[str, int] = {}
     leaning: Optional[str] = None
     shape_floor_max: Optional[float] = None
+    # absent from verdicts sealed before it was computed (`campaign.judging.direction.resolvable`)
+    resolvable: Optional[float] = None
 
 
 class Timing(SealedRecord):

@@ -127,7 +127,8 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
                    if p.shape_floor_max is not None else "")
     p_text = f"; pooled t-test p = {p.p_value:.2g} ({p.df} df)" if p.p_value is not None else ""
     out.append(f"- timing [{p.regime}, {t.label}]: geomean {pct(p.point)}, {interval_text(p.interval)}; "
-               f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}")
+               f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}"
+               + _resolvable_text(p))
     how = _moved(w)
     if how:
         below = stages_below(w.ir.stage)
@@ -157,6 +158,17 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
     if t.mixed_pairs:
         out.append(f"- {t.mixed_pairs} pair(s) dropped: the two sides were timed differently")
     return out
+
+
+def _resolvable_text(p: RegimeTiming) -> str:
+    """The smallest effect the rule would have claimed at this spread (`campaign.judging.direction.resolvable`);
+    nothing for verdicts sealed before it was computed."""
+    if "resolvable" not in p.model_fields_set:
+        return ""
+    if p.resolvable is None:
+        return ("; resolvable at this floor and rounds: none (a direction needs an A/A floor and "
+                f">= {MIN_ROUNDS_PER_ORDER} rounds in each order)")
+    return f"; resolvable at this floor and rounds: ±{pct(p.resolvable, False)}"
 
 
 def ir_pass_cells(sources: dict[str, Optional[str]]) -> list[str]:
