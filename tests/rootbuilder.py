@@ -97,6 +97,7 @@ class Options:
     no_index: set = field(default_factory=set)                       # task ids whose ir/index.tsv is missing
     tuner_cache: str = "isolated"
     mode: str = "campaign"                                           # prepare.json's: "screen" for a screen root
+    ir_pass: bool = False                                            # a screen's matrix: round 0 untimed before round 1
 
 # prepare.json's clock: a root built twice is byte-identical
 PREPARED = datetime(2026, 11, 29, 8, 35, 32, tzinfo=timezone.utc)
@@ -131,15 +132,16 @@ def build(base: Path, workloads: list[Workload], options: Optional[Options] = No
                                              correctness=f"{DEMO}/test_demo.py::test_{w.op}"),
                                  ("float16", "float32"), None, "demo")
                 for w, wl in zip(workloads, manifest.workloads)}
-    matrix = expand(manifest, resolved)
+    matrix = expand(manifest, resolved, ir_pass=options.ir_pass)
     canonical.write_json_new(root / MATRIX_FILE, matrix.model_dump(mode="json"))
     checked = Checked(root / MANIFEST_FILE, manifest, resolved, matrix)
     canonical.write_json_new(root / PREPARE_FILE, prepare_record(checked, harness.PROJECT_ROOT, PREPARED, options.mode))
     by_name = {w.name: w for w in workloads}
     for task in matrix.tasks:
         if task.id in options.skip:
+            why = "IR unchanged in the IR pass; not timed: IR unchanged" if options.ir_pass else "IR unchanged in round 1"
             status.append(root / STATUS_FILE, status.StatusRow(task.id, task.round, task.workload, task.cell,
-                                                              None, status.SKIPPED, note="IR unchanged in round 1"))
+                                                              None, status.SKIPPED, note=why))
             continue
         if task.id in options.drop:
             continue

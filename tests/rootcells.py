@@ -55,10 +55,16 @@ def ttgir(kernel: Kernel, cell: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def timed(task, options: Options) -> bool:
+    """Whether the cell times its rows: never on the compile-only backend, nor in a screen's IR pass."""
+    return options.backend != "cpu" and task.timed
+
+
 def identity(task, options: Options, pinned: dict[str, str]) -> dict:
     cpu = options.backend == "cpu"
+    # the worker's own rule (`campaign.plugins.run_identity.timer_section`): an untimed cell's timer is "none"
     timer = ({"kind": "none", "warmup_ms": None, "rep_ms": None, "return_mode": None, "direct_repeat": None, "l2_flush": None}
-             if cpu else {"kind": "graph", "warmup_ms": 25.0, "rep_ms": 100.0, "return_mode": "median",
+             if not timed(task, options) else {"kind": "graph", "warmup_ms": 25.0, "rep_ms": 100.0, "return_mode": "median",
                           "direct_repeat": None, "l2_flush": False})
     data = {"schema_version": 1, "task_id": task.id, "backend": options.backend,
             "device_name": None if cpu else "NVIDIA H200",
@@ -79,7 +85,7 @@ def _rows(task, w: Workload, options: Options) -> list[dict]:
         node = f"{DEMO}/bench_demo.py::test_bench_{w.op}[{dtype}-{'x'.join(map(str, shape))}]"
         row = {"test": node, "function": f"test_bench_{w.op}", "op": w.op, "shape": list(shape), "dtype": dtype,
                "markers": [], "status": "ok", "timer": "graph"}
-        if options.backend == "cpu":
+        if not timed(task, options):
             row.update(status="compiled", timer="none", latency_ms=None)
         else:
             ratio = (w.effect(task.round, i) if callable(w.effect) else w.effect) if task.cell == "candidate" else 1.0
@@ -98,6 +104,8 @@ def _rows(task, w: Workload, options: Options) -> list[dict]:
 def _outcomes(task, w: Workload, options: Options) -> dict:
     if options.backend == "cpu":
         return {"schema_version": 1, "state": "not_run", "reason": "compile-only backend: nothing executed", "outcomes": []}
+    if not task.timed:
+        return {"schema_version": 1, "state": "not_run", "reason": "IR pass: untimed", "outcomes": []}
     failing = w.failing.get(task.cell, 0)
     nodes = [f"{DEMO}/test_demo.py::test_{w.op}[{dtype}-{'x'.join(map(str, shape))}]" for shape, dtype, _ in w.shapes]
     outcomes = [{"node": n, "outcome": "failed" if k < failing else "passed",
@@ -157,15 +165,15 @@ def write_cell(root: Path, task, w: Workload, options: Options, manifest: Manife
     passed = sum(o["outcome"] == "passed" for o in outcomes["outcomes"])
     failed = len(outcomes["outcomes"]) - passed
     rc = options.rc.get(task.id, 1 if failed else 0)
-    cpu = options.backend == "cpu"
+    untimed = not timed(task, options)
     result = CellResult.model_validate({"task_id": task.id, "rc": rc,
               "preflight": {"ok": True, "interpreter": "/usr/bin/python3.12", "checks": [["torch", True, "2.11.0"]]},
-              "rows": {"ok": 0 if cpu else sum(r["status"] == "ok" for r in rows),
-                       "failed": sum(r["status"] == "failed" for r in rows), "compiled": len(rows) if cpu else 0},
+              "rows": {"ok": 0 if untimed else sum(r["status"] == "ok" for r in rows),
+                       "failed": sum(r["status"] == "failed" for r in rows), "compiled": len(rows) if untimed else 0},
               "markers": markers,
               "correctness": {"state": outcomes["state"], "reason": outcomes["reason"], "passed": passed, "failed": failed},
               "autotune": {"mode": task.autotune.mode, "policy": task.autotune.policy, "recorded": 1, "injected": 0 if task.autotune.mode == "record" else 1},
-              "ir_variants": len(kernels), "launches": sum(k.launches for k in kernels), "timed": not cpu,
+              "ir_variants": len(kernels), "launches": sum(k.launches for k in kernels), "timed": not untimed,
               "elapsed_s": round(30 + random.Random(task.id).uniform(0, 20), 3)})
     canonical.write_json_new(cell / RESULT_FILE, result.model_dump(mode="json"))
     return status.StatusRow(task.id, task.round, task.workload, task.cell, rc, status.rc_name(rc, timed_out=rc in (124, 137)),

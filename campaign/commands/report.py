@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_caliber(root: Path, allow: bool) -> caliber.CaliberCheck:
-    """The guard, before any latency is read."""
+    """The guard, before any latency is read: over every cell that ran, a screen's IR pass included
+    (its timing fields held among its own cells, `campaign.judging.caliber.TIMING_FIELDS`)."""
     _, matrix = load_frame(root)
     check, _ = caliber_of(root, matrix.tasks)
     caliber.guard(check, allow, sys.stderr)
@@ -46,7 +47,7 @@ def check_caliber(root: Path, allow: bool) -> caliber.CaliberCheck:
 def main(args: argparse.Namespace) -> int:
     root = Path(args.root)
     verified = receipt.require_verified(root, PREFIX) if receipt.is_sealed(root) else None
-    check_caliber(root, args.allow_caliber_mismatch)
+    check = check_caliber(root, args.allow_caliber_mismatch)
     if args.allow_caliber_mismatch:
         print("warning: --allow-caliber-mismatch: the caliber guard is released; latencies measured under "
               "different calibers mean different things (any re-derived workload they touch is X)", file=sys.stderr)
@@ -79,8 +80,8 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(report.json_text(verdicts))
     else:
-        sys.stdout.write(banner + report.markdown(verdicts, tuple(speedup.section(ev))
-                                                         + tuple(cardsection.section(root))))
+        sys.stdout.write(banner + report.markdown(verdicts, tuple(speedup.section(ev)) + tuple(cardsection.section(root)),
+                                                  ir_pass=check.ir_pass))
     return 0
 
 

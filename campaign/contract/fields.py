@@ -59,6 +59,11 @@ CELL_NAMES = ("baseline", "control", "candidate")
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
 
 
+def stages_below(stage: str) -> tuple[str, ...]:
+    """The IR stages after ``stage``: where a switch that moved the timing but not ``stage``'s IR acts."""
+    return IR_STAGES[IR_STAGES.index(stage) + 1:] if stage in IR_STAGES else ()
+
+
 class FieldError(ValueError):
     """A cross-field rule's failure, carrying the path below the validated model.
 

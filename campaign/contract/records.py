@@ -84,6 +84,8 @@ class RegimeTiming(SealedRecord):
     rounds_per_order: dict[str, int] = {}
     leaning: Optional[str] = None
     shape_floor_max: Optional[float] = None
+    # absent from verdicts sealed before it was computed (`campaign.judging.direction.resolvable`)
+    resolvable: Optional[float] = None
 
 
 class Timing(SealedRecord):
@@ -93,7 +95,7 @@ class Timing(SealedRecord):
     unpaired: int
     rounds: tuple[int, ...]
     orders: dict[str, str]                         # round -> run order
-    label: str                                     # "result", or "noise floor (IR unchanged)"
+    label: str                                     # "result", "noise floor (IR unchanged)" or "IR unchanged; timing moved (...)"
     # absent before rounds could be taken against the control, and before the coverage rule
     references: dict[str, str] = {}
     coverage: Optional[float] = None

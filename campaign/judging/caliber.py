@@ -27,13 +27,19 @@ normal shape; two recorders in one workload is the record-vs-record trap
 the pinned configs then depend on what else ran on the machine (mm "945
 variants -> 33"): relative conclusions hold, absolute latencies do not.
 
+A screen's IR pass (round 0, ``Task.timed`` False) times nothing and tunes nothing, so its cells
+hold timer "none" and policy first-config by construction (`campaign.plugins.run_identity`):
+``TIMING_FIELDS`` are compared among timed cells and among IR-pass cells, never between the two;
+every other field (device, versions, bench level, tuner cache ...) across all of them, since
+the IR pass's decision stands for round 1 only on the same device and versions.
+
 `compare` is pure; `load_identities` (called by `campaign.judging.evidence.caliber_of`, the one
 road a root's identities are read by) and `guard` are the IO edges.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, TextIO
 
@@ -49,6 +55,8 @@ TIMER_FIELDS = ("kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "
 # FlagGems; device_uuid differs by design between the cards of one run (a workload's cells all run on
 # one card, `campaign.running.cards`), while device_name still holds the whole campaign to one model.
 WORKLOAD_ONLY = ("flag_gems", "device_uuid")
+# What an untimed cell differs in by construction: no timer, no repeat count, no tuning.
+TIMING_FIELDS = tuple(f"timer.{sub}" for sub in TIMER_FIELDS) + ("direct_repeat", "autotune_policy")
 MISSING = "<missing>"
 PREFIX = "!!! [caliber]"
 WARN_PREFIX = "warning [caliber]"
@@ -97,6 +105,7 @@ class CaliberCheck:
     warnings: tuple[str, ...]                 # printed, never refusing
     table: dict[str, str]                     # field -> value, or "a | b" where cells differ
     workloads: dict[str, tuple[str, ...]]     # workload -> its own refusals, as lines
+    ir_pass: dict[str, str] = field(default_factory=dict)   # the IR-pass (untimed) cells' own table; empty: none took part
 
     @property
     def ok(self) -> bool:
@@ -110,22 +119,33 @@ class CaliberCheck:
                 "warnings": list(self.warnings), "released": bool(released and self.findings)}
 
 
-def _differences(pairs: Iterable[tuple[str, Optional[Mapping]]], skip: tuple[str, ...] = ()) -> list[Finding]:
-    """Each field whose value differs from the first cell's, once per (field, a, b)."""
-    pairs = list(pairs)
+def _differences(tasks: list[Task], identities: Mapping[str, Optional[Mapping]],
+                 skip: tuple[str, ...] = ()) -> list[Finding]:
+    """Each field whose value differs from the first cell's, once per (field, a, b): ``TIMING_FIELDS``
+    within the timed cells and within the untimed ones, every other field across all of them."""
     found: dict[tuple[str, str, str], Finding] = {}
+    _collect(found, [(t.id, identities[t.id]) for t in tasks], skip + TIMING_FIELDS, True)
+    for timed in (True, False):
+        scope = [(t.id, identities[t.id]) for t in tasks if t.timed is timed and identities[t.id] is not None]
+        _collect(found, scope, tuple(name for name in flatten({}) if name not in TIMING_FIELDS) + skip, False)
+    return list(found.values())
+
+
+def _collect(found: dict, pairs: list[tuple[str, Optional[Mapping]]], skip: tuple[str, ...], missing: bool) -> None:
+    """Count into ``found`` each field not in ``skip`` that differs from the first present cell's;
+    ``missing``: a cell without an identity is a finding of its own (counted in one scope only)."""
     present = [(task_id, identity) for task_id, identity in pairs if identity is not None]
     reference_id, reference = present[0] if present else ("none", None)
     for task_id, identity in pairs:
         if identity is None:
-            _count(found, ("run_identity.json", "present" if present else "missing", "missing"),
-                   (reference_id, task_id))
+            if missing:
+                _count(found, ("run_identity.json", "present" if present else "missing", "missing"),
+                       (reference_id, task_id))
             continue
         ref_flat, flat = flatten(reference), flatten(identity)
         for name, value in flat.items():
             if value != ref_flat[name] and name not in skip:
                 _count(found, (name, _show(ref_flat[name]), _show(value)), (reference_id, task_id))
-    return list(found.values())
 
 
 def _count(found: dict, key: tuple[str, str, str], tasks: tuple[str, str]) -> None:
@@ -167,10 +187,10 @@ def compare(tasks: Iterable[Task], identities: Mapping[str, Optional[Mapping]]) 
     by_workload: dict[str, list[Task]] = {}
     for task in taking_part:
         by_workload.setdefault(task.workload, []).append(task)
-    findings = _differences(((t.id, identities[t.id]) for t in taking_part), WORKLOAD_ONLY)
+    findings = _differences(taking_part, identities, WORKLOAD_ONLY)
     per_workload: dict[str, tuple[str, ...]] = {}
     for workload, members in by_workload.items():
-        own = _differences((t.id, identities[t.id]) for t in members) + _autotune(members, identities)
+        own = _differences(members, identities) + _autotune(members, identities)
         per_workload[workload] = tuple(f.line() for f in own)
         findings += [f for f in own if f.field.startswith("autotune") or f.field in WORKLOAD_ONLY]
     warnings = []
@@ -178,7 +198,9 @@ def compare(tasks: Iterable[Task], identities: Mapping[str, Optional[Mapping]]) 
     if shared:
         warnings.append(f"{WARN_PREFIX} tuner_cache: shared in {len(shared)} cells ({shared[0]} …): configs depend on "
                         "what else ran on the machine; relative conclusions hold, absolute latencies are not quotable")
-    return CaliberCheck(tuple(findings), tuple(warnings), _table(taking_part, identities), per_workload)
+    untimed = [t for t in taking_part if not t.timed]
+    return CaliberCheck(tuple(findings), tuple(warnings), _table(taking_part, identities), per_workload,
+                        _table(untimed, identities))
 
 
 def _table(tasks: list[Task], identities: Mapping[str, Optional[Mapping]]) -> dict[str, str]:

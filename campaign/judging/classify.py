@@ -18,7 +18,7 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
-from campaign.judging import significance, stats, timingjson
+from campaign.judging import direction, significance, stats, timingjson
 from campaign.contract.artifacts import SCHEMA_VERSION
 from campaign.judging.classrules import decide
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
@@ -26,6 +26,7 @@ from campaign.contract.records import Verdicts
 from campaign.judging.workload import WorkloadFacts, screen_verdict
 
 CLASSES = ("G", "C", "B", "R", "F", "X")
+RESULT, NOISE_FLOOR, TIMING_MOVED = "result", "noise floor (IR unchanged)", "IR unchanged; timing moved"
 
 
 def holm_pass(workloads: dict, claims: dict[str, Optional[float]]) -> None:
@@ -46,6 +47,7 @@ def holm_pass(workloads: dict, claims: dict[str, Optional[float]]) -> None:
         w["class"], w["rests_on_timing"] = fallback, False
 
 
+<<<<<<< HEAD
 def _untimed_class(w: dict) -> str:
     """The class a workload takes when its timing claim is taken back: what the timing-neutral rules
     give (`campaign.judging.classrules.timing_class`): identical code B; else its topology reduced C,
@@ -57,6 +59,19 @@ def _untimed_class(w: dict) -> str:
     if not ref or not cand or ref["scoped"] == cand["scoped"]:
         return "B"
     return "C" if cand["scoped"] < ref["scoped"] else "R"
+=======
+def timing_label(identical: bool, p: stats.RegimeTiming) -> str:
+    """What a workload's timing is: a result (IR changed); with the IR unchanged, the noise floor
+    unless every round moved beyond the A/A floor, which is said, established or not."""
+    if not identical:
+        return RESULT
+    if p.verdict != direction.NEUTRAL:
+        return f"{TIMING_MOVED} ({p.verdict} in both orders)"
+    if direction.moved([d for _, _, d in p.rounds], p.interval, p.floor) != direction.NEUTRAL:
+        n = len(p.rounds)
+        return f"{TIMING_MOVED} (not established: {n} round{'s' if n != 1 else ''})"
+    return NOISE_FLOOR
+>>>>>>> h-report
 
 
 def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> dict:
@@ -66,10 +81,9 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
     rounds = sorted({t.task.round for t in w.tasks})
     timing = timingjson.timing_dict(w.timing) if w.timing and w.timing.primary else None
     if timing is not None:
-        identical = w.ir_changed() is False
-        timing["label"] = "noise floor (IR unchanged)" if identical else "result"
-        if identical and not on_timing:
-            # identical code is never read as faster or slower, in either order
+        timing["label"] = timing_label(w.ir_changed() is False, w.timing.primary)
+        if timing["label"] == NOISE_FLOOR:
+            # identical code that did not move is never read as faster or slower, in either order
             timing["primary"]["order_verdicts"] = {o: "noise floor" for o in timing["primary"]["order_verdicts"]}
     return {
         "class": klass, "reason": reason, "screen": screen_verdict(w), "rests_on_timing": on_timing,

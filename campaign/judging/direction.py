@@ -91,6 +91,15 @@ def judge(iv: Optional[Interval], floor: Optional[float], has_control: bool) -> 
     return NEUTRAL, f"{iv.method} excludes zero but not the ±{pct(floor)} A/A floor"
 
 
+def moved(deltas: list[float], iv: Optional[Interval], floor: Optional[float]) -> str:
+    """Which way the timing moved beyond the A/A floor, however few the rounds: the interval against
+    the floor (`judge`), or with one round its one delta. A leaning, never a direction: the rule of
+    `campaign.judging.significance` decides whether it is established."""
+    if floor is None or not deltas:
+        return NEUTRAL
+    return judge(iv or Interval(min(deltas), max(deltas), "one round"), floor, True)[0]
+
+
 def pct(value: Optional[float], signed: bool = False) -> str:
     if value is None:
         return "n/a"
@@ -148,3 +157,61 @@ def direction(leaning: str, reason: str, order_verdicts: dict[str, str], counts:
 
 def _p(p: Optional[float]) -> str:
     return "n/a" if p is None else f"{p:.2g}"
+
+
+def resolvable(rounds: list[tuple[int, str, float]], aa: list[float], floor: Optional[float]) -> Optional[float]:
+    """The smallest true effect, as a fraction, that the rule would have claimed with this spread: the
+    larger of the two directions' (`resolvable_each`); None where no effect could be claimed (no floor,
+    or fewer than `significance.MIN_ROUNDS_PER_ORDER` rounds in an order)."""
+    each = resolvable_each(rounds, aa, floor)
+    return None if each is None else max(-each[0], each[1])
+
+
+def resolvable_each(rounds: list[tuple[int, str, float]], aa: list[float],
+                    floor: Optional[float]) -> Optional[tuple[float, float]]:
+    """(faster, slower): the effects e < 0 and e > 0 at which the rule starts to claim a direction.
+
+    ``rounds`` are (round, order, ratio − 1) and ``aa`` the control's A/A deltas of the same aggregate.
+    The observed per-round log ratios are centred (their mean removed: the spread without the effect
+    seen), then a true effect e multiplies every round's ratio by 1 + e, which shifts every log ratio
+    by log1p(e): the shift under which the pooled t-test's spread and the t-interval's width stay as
+    observed. The rule claims slower exactly when e exceeds the slower bound (faster: below the faster
+    bound), in closed form per part: (i) the interval (2–4 rounds: the range; ≥ 5: the 95 % t-interval)
+    of all rounds and of each order wholly beyond ±floor, (ii) the pooled t-test's p below
+    `significance.WORKLOAD_ALPHA`. The shapes-resolved part of `direction` is not modelled: it reads
+    per-shape verdicts, not the aggregate's spread."""
+    counts = {o: sum(1 for _, order, _ in rounds if order == o) for o in ORDERS}
+    if floor is None or any(n < significance.MIN_ROUNDS_PER_ORDER for n in counts.values()):
+        return None
+    logs = [math.log1p(d) for _, _, d in rounds]
+    mean = sum(logs) / len(logs)
+    centred = [x - mean for x in logs]
+    groups = [centred] + [[c for c, (_, o, _) in zip(centred, rounds) if o == order] for order in ORDERS]
+    up, down = math.log1p(floor), -math.log1p(-floor) if floor < 1 else math.inf
+    slower = max(max(_beyond(g, up, +1) for g in groups), _t_shift(centred, aa))
+    faster = max(max(_beyond(g, down, -1) for g in groups), _t_shift(centred, aa))
+    return math.expm1(-faster), math.expm1(slower)
+
+
+def _beyond(logs: list[float], edge: float, sign: int) -> float:
+    """The log shift s past which the interval of ``logs`` shifted by sign·s lies wholly beyond sign·edge
+    (in log space: `interval`'s range is the extreme ratios, its t-interval the mean ± half)."""
+    n = len(logs)
+    if n < 5:
+        nearest = min(logs) if sign > 0 else max(logs)
+        return edge - sign * nearest
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    half = _T95[max(k for k in _T95 if k <= n - 1)] * sd / math.sqrt(n)
+    return edge - sign * mean + half
+
+
+def _t_shift(centred: list[float], aa: list[float]) -> float:
+    """The log shift s past which `significance.pooled_t` of the shifted rounds is below WORKLOAD_ALPHA:
+    its residuals do not move with a shift, so only the mean does, and p < alpha is |s| / se > t*."""
+    n = len(centred)
+    ss = sum(x * x for x in centred) + sum(math.log1p(a) ** 2 for a in aa)
+    df = (n - 1) + len(aa)
+    if ss <= 0:
+        return 0.0
+    return significance.t_critical(significance.WORKLOAD_ALPHA, df) * math.sqrt(ss / df / n)

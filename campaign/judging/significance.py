@@ -55,6 +55,20 @@ def t_two_sided_p(t: float, df: int) -> float:
     return min(1.0, max(0.0, 1.0 - inside))
 
 
+def t_critical(alpha: float, df: int) -> float:
+    """The |t| at which `t_two_sided_p` reaches ``alpha`` (bisection to the float's resolution):
+    p < alpha exactly when |t| > this."""
+    low, high = 0.0, 1.0
+    while t_two_sided_p(high, df) >= alpha:
+        low, high = high, high * 2
+    for _ in range(200):
+        mid = (low + high) / 2
+        if mid in (low, high):
+            break
+        low, high = (mid, high) if t_two_sided_p(mid, df) >= alpha else (low, mid)
+    return high
+
+
 def pooled_t(log_ratios: Iterable[float], aa_log_ratios: Iterable[float]) -> tuple[Optional[float], Optional[int]]:
     """Two-sided p of mean(log_ratios) = 0; variance pooled with the zero-mean A/A log ratios.
 

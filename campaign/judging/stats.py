@@ -31,7 +31,7 @@ from campaign.judging import significance
 from campaign.contract.artifacts import FALLBACK_MARKER
 from campaign.contract.cellfiles import Row
 from campaign.judging.direction import (BASELINE_FIRST, FASTER, NEUTRAL, SLOWER, Interval, aa_floor, direction, geomean,
-                                        interval, judge, orders_verdict)
+                                        interval, judge, orders_verdict, resolvable)
 
 Key = tuple  # (function, shape, dtype, occurrence)
 
@@ -78,6 +78,7 @@ class RegimeTiming:
     rounds_per_order: dict[str, int] = field(default_factory=dict)
     leaning: str = NEUTRAL                       # the interval against the floor alone, before orders and p
     shape_floor_max: Optional[float] = None      # the largest per-shape A/A floor (per-shape noise, never averaged)
+    resolvable: Optional[float] = None           # the smallest effect the rule would claim at this spread (`direction.resolvable`)
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,8 @@ def _regime(regime: str, shapes: list[ShapeStat], orders: Mapping[int, str], has
     rounds = tuple((r, o, x - 1) for r, o, x in per_round)
     return RegimeTiming(regime, tuple(shapes), rounds, geomean(x for _, _, x in per_round) - 1, iv, floor,
                         by_order, order_verdicts, verdict, reason, counts, flips, len(shapes) - len(common),
-                        p, df, per_order, leaning, max(shape_floors) if shape_floors else None)
+                        p, df, per_order, leaning, max(shape_floors) if shape_floors else None,
+                        resolvable(list(rounds), aa_round, floor))
 
 
 def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: Mapping[int, str],

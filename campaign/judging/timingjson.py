@@ -33,7 +33,7 @@ def regime_dict(t: RegimeTiming) -> dict:
             "counts": dict(t.counts), "sign_flips": list(t.sign_flips), "dropped_shapes": t.dropped_shapes,
             "p_value": None if t.p_value is None else float(f"{t.p_value:.3g}"), "df": t.df,
             "rounds_per_order": dict(t.rounds_per_order), "leaning": t.leaning,
-            "shape_floor_max": _r(t.shape_floor_max),
+            "shape_floor_max": _r(t.shape_floor_max), "resolvable": _r(t.resolvable),
             "rounds": [[r, o, _r(d)] for r, o, d in t.rounds], "shapes": [shape_dict(s) for s in t.shapes]}
 
 

@@ -3,8 +3,11 @@
 
 Pure over the verdicts: the same verdicts give the same bytes. Ranges are printed
 only where they mean something: a NO_IR_DIFF workload's range is labelled as
-the noise floor, and nothing is printed where nothing reached Triton, nothing
-ran, or a cell timed out. `forest_plot` is the one edge (optional matplotlib).
+the noise floor unless every round moved beyond the A/A floor (then the move is
+said, established or not, with the stages below the IR stage to try), and nothing
+is printed where nothing reached Triton, nothing ran, or a cell timed out. A run
+order's verdict reads plain faster/slower only where the workload's direction is
+established; otherwise it is a leaning. `forest_plot` is the one edge (optional matplotlib).
 """
 from __future__ import annotations
 
@@ -12,9 +15,13 @@ from pathlib import Path
 from typing import Optional, Union
 
 from campaign.contract import canonical
-from campaign.judging.classify import CLASSES
+from campaign.judging.caliber import TIMING_FIELDS
+from campaign.judging.classify import CLASSES, TIMING_MOVED
+from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, moved
+from campaign.judging.significance import MIN_ROUNDS_PER_ORDER
 from campaign.judging.irpairing import EXCEPTION
 from campaign.contract.errors import CampaignError
+from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
 
@@ -67,12 +74,45 @@ def _timing(w: WorkloadVerdict) -> Optional[RegimeTiming]:
     return t.primary if t is not None and t.primary is not None and w.screen in RANGED else None
 
 
+<<<<<<< HEAD
 def _row(name: str, w: WorkloadVerdict, with_cycles: bool = False) -> str:
+=======
+def _moved(w: WorkloadVerdict) -> Optional[str]:
+    """With the IR unchanged, how the timing moved beyond the A/A floor anyway ("not established: 3 rounds",
+    "faster in both orders": `campaign.judging.classify.timing_label`); None where it did not."""
+    label = w.timing.label if w.timing is not None else ""
+    if not label.startswith(TIMING_MOVED):
+        return None
+    return label[len(TIMING_MOVED):].strip().removeprefix("(").removesuffix(")")
+
+
+def _delta_label(w: WorkloadVerdict) -> str:
+    if w.timing.label.startswith("noise"):
+        return " (noise floor)"
+    how = _moved(w)
+    return f" (IR unchanged; timing moved, {how})" if how else ""
+
+
+def order_text(p: RegimeTiming, order: str) -> str:
+    """One run order's verdict: plain faster/slower only where the workload's direction is established;
+    otherwise what the order leans to (an order with too few rounds for a verdict of its own leans
+    where its one delta lies against the floor), neutral, or the noise floor."""
+    verdict = p.order_verdicts[order]
+    if verdict == NEUTRAL and p.rounds_per_order.get(order, 0) < MIN_ROUNDS_PER_ORDER:
+        deltas = [d for _, o, d in p.rounds if o == order]
+        lean = moved(deltas, None, p.floor) if len(deltas) == 1 else NEUTRAL
+        return f"leaning {lean}, {len(deltas)} round" if lean != NEUTRAL else verdict
+    established = p.verdict in (FASTER, SLOWER)
+    return f"leaning {verdict}" if verdict in (FASTER, SLOWER) and not established else verdict
+
+
+def _row(name: str, w: WorkloadVerdict) -> str:
+>>>>>>> h-report
     p = _timing(w)
     if p is None:
         delta = iv = floor = counts = "—"
     else:
-        label = " (noise floor)" if w.timing.label.startswith("noise") else ""
+        label = _delta_label(w)
         delta, iv = pct(p.point) + label, interval_text(p.interval)
         floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
         k = p.counts
@@ -85,19 +125,34 @@ def _row(name: str, w: WorkloadVerdict, with_cycles: bool = False) -> str:
 def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
     t = w.timing
     out = []
-    orders = ", ".join(f"{o} {pct(d)} over {p.rounds_per_order.get(o, '?')} round(s) ({p.order_verdicts[o]})"
+    orders = ", ".join(f"{o} {pct(d)} over {p.rounds_per_order.get(o, '?')} round(s) ({order_text(p, o)})"
                        for o, d in p.by_order.items())
     floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
     shape_floor = (f", per-shape floors up to {pct(p.shape_floor_max, False)}"
                    if p.shape_floor_max is not None else "")
     p_text = f"; pooled t-test p = {p.p_value:.2g} ({p.df} df)" if p.p_value is not None else ""
     out.append(f"- timing [{p.regime}, {t.label}]: geomean {pct(p.point)}, {interval_text(p.interval)}; "
+<<<<<<< HEAD
                f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}")
     c = w.cycles
     if c is not None and c.point is not None:
         c_floor = pct(c.floor, signed=False) if c.floor is not None else "unknown"
         out.append(f"- cycles (each row's time x the SM clock of its window; the gap confirmed under the clock): "
                    f"geomean {pct(c.point)}, {interval_text(c.interval)}; A/A floor {c_floor}; {c.verdict}: {c.reason}")
+=======
+               f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}"
+               + _resolvable_text(p))
+    how = _moved(w)
+    if how:
+        below = stages_below(w.ir.stage)
+        where = (f"set the IR stage to {' or '.join(below)}" if below
+                 else "no stage is lower: it acts outside the compiler's output")
+        way = (how if p.verdict != NEUTRAL else
+               f"leaning {moved([d for _, _, d in p.rounds], p.interval, p.floor)} ({how})")
+        out.append(f"- the IR is unchanged at {w.ir.stage} but the timing moved {pct(p.point)} beyond the "
+                   f"±{pct(p.floor, False)} A/A floor, {way}: not the noise floor. The switch acts below "
+                   f"{w.ir.stage}: {where}")
+>>>>>>> h-report
     if t.references:
         out.append("- rounds taken against the control (their baseline benchmarked configs, so its timings are "
                    "not comparable): " + ", ".join(f"round {r}" for r in t.references))
@@ -117,6 +172,17 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
     if t.mixed_pairs:
         out.append(f"- {t.mixed_pairs} pair(s) dropped: the two sides were timed differently")
     return out
+
+
+def _resolvable_text(p: RegimeTiming) -> str:
+    """The smallest effect the rule would have claimed at this spread (`campaign.judging.direction.resolvable`);
+    nothing for verdicts sealed before it was computed."""
+    if "resolvable" not in p.model_fields_set:
+        return ""
+    if p.resolvable is None:
+        return ("; resolvable at this floor and rounds: none (a direction needs an A/A floor and "
+                f">= {MIN_ROUNDS_PER_ORDER} rounds in each order)")
+    return f"; resolvable at this floor and rounds: ±{pct(p.resolvable, False)}"
 
 
 def ir_pass_cells(sources: dict[str, Optional[str]]) -> list[str]:
@@ -199,9 +265,22 @@ def does_not_prove(verdicts: AnyVerdicts) -> list[str]:
     return lines + [""]
 
 
-def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = ()) -> str:
-    """``beside``: sections read from the root's rows beside the verdicts (`campaign.reporting.speedup`)."""
+def _ir_pass_caliber(timed: dict[str, str], ir_pass: dict[str, str]) -> list[str]:
+    """The line saying how a screen's IR pass was held to the caliber, under the timed cells' table."""
+    if not ir_pass:
+        return []
+    fields = ", ".join(f"{name} {ir_pass[name]}" for name in TIMING_FIELDS if name in ir_pass)
+    scope = ("every other field was compared with the timed cells' (the table)" if timed
+             else "nothing was timed: the table is the IR pass's")
+    return ["", f"IR pass (round {IR_ROUND}, untimed): {fields}. These timing fields hold by construction in an "
+            f"untimed cell and are compared among the IR pass's cells only; {scope}."]
+
+
+def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optional[dict[str, str]] = None) -> str:
+    """``beside``: sections read from the root's rows beside the verdicts (`campaign.reporting.speedup`);
+    ``ir_pass``: a screen's IR-pass cells' caliber table (`campaign.judging.caliber.CaliberCheck.ir_pass`)."""
     verdicts = Verdicts.read(verdicts)
+    ir_pass = ir_pass or {}
     rule, cal, env = verdicts.rule, verdicts.caliber, verdicts.environment
     out = [f"# Campaign `{verdicts.campaign}`: `{verdicts.switch}` on {verdicts.backend}", "",
            f"Cells: {', '.join(verdicts.cells)}. Launch floor {rule.measured_launch_floor}, IR stage "
@@ -216,7 +295,8 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = ()) -> str:
         out += [f"**Harness changed during the run:** {', '.join(verdicts.harness_drift)}: no G or R stands.", ""]
     out += [
            "## Caliber", "", "| field | value |", "| --- | --- |"]
-    out += [f"| {field} | {value} |" for field, value in cal.fields.items()]
+    out += [f"| {field} | {value} |" for field, value in (cal.fields or ir_pass).items()]
+    out += _ir_pass_caliber(cal.fields, ir_pass)
     if cal.findings or cal.warnings:
         out += [""] + [f"- `{line}`" for line in cal.findings + cal.warnings]
     if cal.findings:
