@@ -47,7 +47,6 @@ def holm_pass(workloads: dict, claims: dict[str, Optional[float]]) -> None:
         w["class"], w["rests_on_timing"] = fallback, False
 
 
-<<<<<<< HEAD
 def _untimed_class(w: dict) -> str:
     """The class a workload takes when its timing claim is taken back: what the timing-neutral rules
     give (`campaign.judging.classrules.timing_class`): identical code B; else its topology reduced C,
@@ -59,7 +58,8 @@ def _untimed_class(w: dict) -> str:
     if not ref or not cand or ref["scoped"] == cand["scoped"]:
         return "B"
     return "C" if cand["scoped"] < ref["scoped"] else "R"
-=======
+
+
 def timing_label(identical: bool, p: stats.RegimeTiming) -> str:
     """What a workload's timing is: a result (IR changed); with the IR unchanged, the noise floor
     unless every round moved beyond the A/A floor, which is said, established or not."""
@@ -71,7 +71,6 @@ def timing_label(identical: bool, p: stats.RegimeTiming) -> str:
         n = len(p.rounds)
         return f"{TIMING_MOVED} (not established: {n} round{'s' if n != 1 else ''})"
     return NOISE_FLOOR
->>>>>>> h-report
 
 
 def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> dict:

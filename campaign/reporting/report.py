@@ -74,9 +74,6 @@ def _timing(w: WorkloadVerdict) -> Optional[RegimeTiming]:
     return t.primary if t is not None and t.primary is not None and w.screen in RANGED else None
 
 
-<<<<<<< HEAD
-def _row(name: str, w: WorkloadVerdict, with_cycles: bool = False) -> str:
-=======
 def _moved(w: WorkloadVerdict) -> Optional[str]:
     """With the IR unchanged, how the timing moved beyond the A/A floor anyway ("not established: 3 rounds",
     "faster in both orders": `campaign.judging.classify.timing_label`); None where it did not."""
@@ -106,8 +103,7 @@ def order_text(p: RegimeTiming, order: str) -> str:
     return f"leaning {verdict}" if verdict in (FASTER, SLOWER) and not established else verdict
 
 
-def _row(name: str, w: WorkloadVerdict) -> str:
->>>>>>> h-report
+def _row(name: str, w: WorkloadVerdict, with_cycles: bool = False) -> str:
     p = _timing(w)
     if p is None:
         delta = iv = floor = counts = "—"
@@ -132,16 +128,13 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
                    if p.shape_floor_max is not None else "")
     p_text = f"; pooled t-test p = {p.p_value:.2g} ({p.df} df)" if p.p_value is not None else ""
     out.append(f"- timing [{p.regime}, {t.label}]: geomean {pct(p.point)}, {interval_text(p.interval)}; "
-<<<<<<< HEAD
-               f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}")
+               f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}"
+               + _resolvable_text(p))
     c = w.cycles
     if c is not None and c.point is not None:
         c_floor = pct(c.floor, signed=False) if c.floor is not None else "unknown"
         out.append(f"- cycles (each row's time x the SM clock of its window; the gap confirmed under the clock): "
                    f"geomean {pct(c.point)}, {interval_text(c.interval)}; A/A floor {c_floor}; {c.verdict}: {c.reason}")
-=======
-               f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}"
-               + _resolvable_text(p))
     how = _moved(w)
     if how:
         below = stages_below(w.ir.stage)
@@ -152,7 +145,6 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
         out.append(f"- the IR is unchanged at {w.ir.stage} but the timing moved {pct(p.point)} beyond the "
                    f"±{pct(p.floor, False)} A/A floor, {way}: not the noise floor. The switch acts below "
                    f"{w.ir.stage}: {where}")
->>>>>>> h-report
     if t.references:
         out.append("- rounds taken against the control (their baseline benchmarked configs, so its timings are "
                    "not comparable): " + ", ".join(f"round {r}" for r in t.references))
