@@ -38,6 +38,22 @@ def test_control_failing_a_row_the_baseline_runs_is_f(tmp_path):
     assert w["class"] == "F" and w["reason"].startswith("control fails 1 benchmark row(s) that baseline runs")
 
 
+def test_correctness_is_compared_per_node_not_as_totals(tmp_path):
+    # baseline fails node 0, candidate fails node 1 (which the baseline passes): was X "baseline
+    # fails 4 node(s)", the candidate's own failure hidden behind the baseline's
+    w = one(tmp_path, rb.mm(failing_nodes={"baseline": (0,), "candidate": (1,), "control": (0,)}))
+    assert (w["class"], w["reason"]) == ("F", "candidate incorrect: 1 correctness node(s) fail where baseline passes: "
+                                              "test_demo.py::test_matmul[float16-2048x2048x2048]")
+
+
+def test_a_candidate_failing_only_what_the_baseline_fails_is_x_naming_the_nodes(tmp_path):
+    w = one(tmp_path, rb.mm(failing_nodes={"baseline": (0, 2), "candidate": (0,), "control": (2,)}))
+    assert (w["class"], w["reason"]) == ("X", "baseline fails 2 node(s) of its correctness target: "
+                                              "test_demo.py::test_matmul[float16-1024x1024x1024], "
+                                              "test_demo.py::test_matmul[float16-4096x4096x4096]: "
+                                              "nothing to compare against")
+
+
 def test_equal_ir_with_timing_moved_is_x_naming_the_stage_to_try(tmp_path):
     # was B "+29.89 % (noise floor)": a switch acting below the IR stage is not inert
     w = one(tmp_path, rb.pointwise(effect=1.2))
