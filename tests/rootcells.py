@@ -69,7 +69,7 @@ def identity(task, options: Options, pinned: dict[str, str]) -> dict:
             "tuner_cache": options.tuner_cache, "autotune_mode": task.autotune.mode,
             "autotune_source": task.autotune.source, "autotune_policy": task.autotune.policy,
             "env": dict(task.env), "pinned_env": dict(pinned), "harness_digest": "0" * 64,
-            "timer": timer, "direct_repeat": None}
+            "timer": timer, "direct_repeat": None, "tuner_cache_at_start": {"files": 0, "bytes": 0}}
     return {**RunIdentity.model_validate(data).dump(), **options.identity.get(task.id, {})}
 
 

@@ -98,6 +98,16 @@ def test_a_warm_tuner_cache_in_an_isolated_cell_keeps_the_workload_from_g(tmp_pa
     assert shared["class"] == "G"                          # a shared cache is a caliber, warned elsewhere
 
 
+def test_an_isolated_cell_without_its_tuner_cache_record_is_unknown_not_clean(tmp_path):
+    # a run identity without tuner_cache_at_start (the first H200 roots, or a worker that did not
+    # write it) was read as an empty cache: nothing shows the cell was isolated
+    unknown = {"matmul/r2/baseline": {"tuner_cache_at_start": None}}
+    w = one(tmp_path, rb.mm(), rb.Options(identity=unknown))
+    assert w["class"] == "X" and w["reason"].startswith("would be G (scoped topology 12 -> 4: reduced")
+    assert w["taints"] == ["matmul/r2/baseline: tuner cache at start unknown (its run identity has no "
+                           "tuner_cache_at_start) though labelled isolated"]
+
+
 def test_a_harness_change_during_the_run_keeps_the_workload_from_r(tmp_path):
     w = one(tmp_path, rb.mm(effect=1.06), harness_drift=("plugins/timing.py",))
     assert w["class"] == "X" and "harness file plugins/timing.py changed during the run" in w["reason"]

@@ -112,11 +112,17 @@ def _warm_isolated(t: TaskEvidence) -> Optional[str]:
     """A cell labelled isolated whose tuner cache was not empty at start: another run's winners
     were handed to it, which is what isolation exists to prevent. A later workload of a batch
     finds the earlier ones' files in the folder; it is fresh only when FlagGems' tuner store,
-    where the winners live, was counted empty at its start (emptied by the batch)."""
+    where the winners live, was counted empty at its start (emptied by the batch). A cell whose
+    identity lacks the count is unknown, never clean: nothing shows it started empty."""
     identity = t.identity or {}
-    at_start = identity.get("tuner_cache_at_start") or {}
+    if identity.get("tuner_cache") != "isolated":
+        return None
+    at_start = identity.get("tuner_cache_at_start")
+    if at_start is None:
+        return (f"{t.task.id}: tuner cache at start unknown (its run identity has no tuner_cache_at_start) "
+                "though labelled isolated")
     store = identity.get("tuner_store_at_start")
-    if identity.get("tuner_cache") != "isolated" or not at_start.get("files"):
+    if not at_start.get("files"):
         return None
     if store is not None and store.get("rows") == 0:
         return None
