@@ -33,6 +33,22 @@ def test_a_row_failing_in_the_baseline_only_is_counted_not_compared(tmp_path):
     assert w["class"] == "X" and "coverage 75% < 90%" in w["reason"] and "1 shape(s) X: baseline fails them" in w["reason"]
 
 
+def test_shapes_missing_on_the_candidate_side_are_named_in_the_coverage_reason(tmp_path):
+    # the candidate's rows of two shapes never came back (no row, no failure): coverage said 50 %
+    # and nothing about which shapes
+    root = rb.build(tmp_path, [rb.mm()])
+    for rows in root.glob("cells/matmul/*/candidate/rows.json"):
+        data = json.loads(rows.read_text(encoding="utf-8"))
+        data["rows"] = [row for row in data["rows"] if row["shape"][0] not in (1024, 8192)]
+        rows.write_text(json.dumps(data), encoding="utf-8")
+    w = classify_root(root)["workloads"]["matmul"]
+    assert (w["class"], w["reason"]) == ("X", "coverage 50% < 90%: too few shapes paired in every round (candidate "
+                                              "lacks 2 shape(s) the baseline timed: "
+                                              "test_bench_matmul[1024x1024x1024,float16], "
+                                              "test_bench_matmul[8192x4096x1024,float16]) "
+                                              "(scoped topology 12 -> 4)")
+
+
 def test_control_failing_a_row_the_baseline_runs_is_f(tmp_path):
     w = one(tmp_path, rb.mm(failed_rows={"control": (3,)}))
     assert w["class"] == "F" and w["reason"].startswith("control fails 1 benchmark row(s) that baseline runs")

@@ -211,7 +211,9 @@ def _coverage_problem(t: stats.Timing, baseline_failed: tuple) -> Optional[str]:
                 "(one side fell back from capture): the switch changed how rows are measured")
     coverage = t.coverage(baseline_failed)
     if coverage is not None and coverage < COVERAGE_MIN:
+        missing = sorted(t.candidate_missing, key=repr)
         return (f"coverage {coverage:.0%} < {COVERAGE_MIN:.0%}: too few shapes paired in every round"
+                + (f" (candidate lacks {len(missing)} shape(s) the baseline timed: {_keys(missing)})" if missing else "")
                 + (f" ({len(baseline_failed)} shape(s) X: baseline fails them)" if baseline_failed else ""))
     return None
 
