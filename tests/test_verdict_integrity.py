@@ -171,6 +171,18 @@ def test_holm_takes_back_claims_that_do_not_survive_the_campaign():
     assert ws["topo"]["class"] == "R"
 
 
+def test_holm_counts_every_timed_workload_not_only_those_that_claim():
+    # one borderline G (p = 0.0009) beside eleven timed workloads that claim nothing (B, C, X):
+    # the family is twelve, its first level 0.01 / 12 = 0.00083, so the G is taken back. A
+    # family of claimers only (one) would hold it at 0.001.
+    ws = {"mm": {"class": "G", "reason": "faster", "rests_on_timing": True}}
+    ws.update({f"quiet{i}": {"class": "B", "reason": "not reduced", "rests_on_timing": False} for i in range(11)})
+    holm_pass(ws, {"mm": 0.0009, **{f"quiet{i}": 0.4 for i in range(11)}})
+    assert ws["mm"]["class"] == "C"
+    assert "not held after Holm over 12 timed workload(s): p = 0.0009 >= 0.00083, so G -> C" in ws["mm"]["reason"]
+    assert {ws[f"quiet{i}"]["class"] for i in range(11)} == {"B"}
+
+
 def _telemetry(root, throttled_task: str | None) -> None:
     """Give every timed row a one-second window and put a 1980 MHz sample inside it; the rows of
     ``throttled_task`` get a sw_power_cap sample at 1605 MHz instead (as sealed on the H200)."""
