@@ -107,6 +107,12 @@ MUTATIONS = [
     ("plugins/ tested as copied: run identity counts the tuner cache at start", "plugins/run_identity.py",
      '"tuner_cache_at_start": _folder_size(Path(plan.tuner_cache_dir)),', '"tuner_cache_at_start": {"files": 0, "bytes": 0},',
      "tests/test_run_identity.py::test_a_shared_tuner_cache_is_named_and_its_warm_start_counted"),
+    ("screen -> campaign: the emitted manifest pins the screen root", "campaign/flows/screen.py",
+     "screenroot.emitted_manifest(root, rows, pinned_to(root))", "screenroot.emitted_manifest(root, rows)",
+     "tests/test_screen.py::test_the_emitted_manifest_replays_the_configs_the_screen_timed"),
+    ("pinning a screen root replays round 1, not the IR pass", "campaign/planning/pinning.py",
+     "    preferred = [t for t in recorders if t.round != IR_ROUND] or recorders", "    preferred = recorders",
+     "tests/test_pinned_configs.py::test_a_screen_root_hands_on_round_1s_recording_not_the_ir_pass_first_config"),
     ("isolated tuner cache: one folder per cell", "campaign/running/runner.py",
      'tuner_cache = setup.scratch / ("tuner-shared" if tuner_mode == "shared" else f"tuner-{task.order}")\n'
      '        for folder in (triton_cache, tuner_cache):\n'
