@@ -50,6 +50,7 @@ class Workload:
     effect: Callable[[int, int], float] | float = 1.0               # (round, shape index) -> candidate/baseline
     noise: float = 0.002                                            # half-width of per-process jitter
     failing: dict[str, int] = field(default_factory=dict)           # cell -> correctness nodes failing
+    failing_nodes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices whose node fails
     fallback_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices direct-timed
     tuning_configs: int = 0                                         # configs the recording cell benchmarks besides the winner
     failed_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)   # cell -> shape indices whose row fails

@@ -75,7 +75,7 @@ def identity(task, options: Options, pinned: dict[str, str]) -> dict:
             "tuner_cache": options.tuner_cache, "autotune_mode": task.autotune.mode,
             "autotune_source": task.autotune.source, "autotune_policy": task.autotune.policy,
             "env": dict(task.env), "pinned_env": dict(pinned), "harness_digest": "0" * 64,
-            "timer": timer, "direct_repeat": None}
+            "timer": timer, "direct_repeat": None, "tuner_cache_at_start": {"files": 0, "bytes": 0}}
     return {**RunIdentity.model_validate(data).dump(), **options.identity.get(task.id, {})}
 
 
@@ -106,10 +106,10 @@ def _outcomes(task, w: Workload, options: Options) -> dict:
         return {"schema_version": 1, "state": "not_run", "reason": "compile-only backend: nothing executed", "outcomes": []}
     if not task.timed:
         return {"schema_version": 1, "state": "not_run", "reason": "IR pass: untimed", "outcomes": []}
-    failing = w.failing.get(task.cell, 0)
+    failing = set(range(w.failing.get(task.cell, 0))) | set(w.failing_nodes.get(task.cell, ()))
     nodes = [f"{DEMO}/test_demo.py::test_{w.op}[{dtype}-{'x'.join(map(str, shape))}]" for shape, dtype, _ in w.shapes]
-    outcomes = [{"node": n, "outcome": "failed" if k < failing else "passed",
-                 "detail": "AssertionError: max abs diff 0.125 > atol 0.001" if k < failing else None}
+    outcomes = [{"node": n, "outcome": "failed" if k in failing else "passed",
+                 "detail": "AssertionError: max abs diff 0.125 > atol 0.001" if k in failing else None}
                 for k, n in enumerate(nodes)]
     outcomes.append({"node": f"{DEMO}/test_demo.py::test_other_{w.op}", "outcome": "failed", "detail": "outside the target"})
     return {"schema_version": 1, "state": "run", "reason": None, "outcomes": outcomes}

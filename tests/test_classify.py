@@ -73,8 +73,10 @@ def test_topology_increase_is_r(tmp_path):
 def test_candidate_incorrect_is_f(tmp_path):
     w = one(tmp_path, rb.mm(failing={"candidate": 2}))
     assert w["class"] == "F"
-    # two failing nodes in each of four rounds
-    assert w["reason"] == "candidate incorrect: 8 correctness node(s) fail where baseline passes"
+    # the same two nodes fail in each of four rounds: two nodes, named
+    assert w["reason"] == ("candidate incorrect: 2 correctness node(s) fail where baseline passes: "
+                           "test_demo.py::test_matmul[float16-1024x1024x1024], "
+                           "test_demo.py::test_matmul[float16-2048x2048x2048]")
 
 
 def test_candidate_crash_is_f(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import runroots
-from conftest import run_cli
+from conftest import PROJECT_ROOT, run_cli
 
 from campaign.contract import canonical
 from campaign.contract.plans import Matrix
@@ -129,3 +129,17 @@ def test_an_unsealed_source_or_a_workload_it_lacks_is_refused(source, tmp_path):
 def test_replay_sources_resolve_to_the_pinned_copy_or_the_recording_cell(tmp_path):
     assert pinning.recording_dir(tmp_path, "autotune_from/mm") == tmp_path / "autotune_from" / "mm"
     assert pinning.recording_dir(tmp_path, "autotune_from/r1/baseline") == tmp_path / "cells" / "autotune_from" / "r1" / "baseline"
+
+
+def test_a_screen_root_hands_on_round_1s_recording_not_the_ir_pass_first_config(tmp_path):
+    # a screen's IR pass (round 0) records each kernel's first config only; round 1 recorded the
+    # winners it timed (on the CPU backend both hold the first config, so the CLI cannot tell them apart)
+    from campaign.flows import freeze
+    from campaign.planning.matrix import expand
+    checked = freeze.check(PROJECT_ROOT / "manifests" / "demo-cpu.yaml")
+    one = checked.manifest.model_copy(update={"rounds": checked.manifest.rounds.model_copy(update={"count": 1})})
+    matrix = expand(one, checked.resolved, ir_pass=True)
+    for task_id in ("matmul/r0/baseline", "matmul/r1/baseline"):
+        (tmp_path / "cells" / task_id).mkdir(parents=True)
+        (tmp_path / "cells" / task_id / "autotune.json").write_text("{}", encoding="utf-8")
+    assert pinning._recording(tmp_path, matrix, "matmul", None) == tmp_path / "cells" / "matmul" / "r1" / "baseline"

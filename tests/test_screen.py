@@ -4,6 +4,7 @@ baseline that holds every autotune config's variants)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from pathlib import Path
 
@@ -127,6 +128,21 @@ def test_emitted_manifest_holds_the_changed_workloads(demo_screen, tmp_path: Pat
     again = run_cli("screen", DEMO, "--runs-dir", tmp_path / "runs", "--emit-manifest", emitted)
     assert again.returncode == 1 and "SCREEN_REFUSED check=emit_exists" in again.stderr
     assert emitted.read_bytes() == before and not (tmp_path / "runs").exists()
+
+
+def test_the_emitted_manifest_replays_the_configs_the_screen_timed(demo_screen, tmp_path: Path):
+    # screen -> campaign: without defaults.autotune_from the campaign re-tunes and may time other
+    # winners than the screen did (H200 mm: 128x128x64 s3 in a screen, 128x64x64 s4 in its campaign)
+    root, _, emitted, _ = demo_screen
+    pinned = yamlio.validate(Manifest, emitted).defaults.autotune_from
+    assert Path(pinned.root) == root                     # outside the project: named absolute
+    assert pinned.receipt_sha256 == hashlib.sha256((root / "receipt.json").read_bytes()).hexdigest()
+    done = run_cli("prepare", emitted, "--runs-dir", tmp_path / "runs")
+    assert done.returncode == 0, done.stderr
+    campaign_root = Path(done.stdout.strip().splitlines()[-1])
+    # round 1's recording (configs benchmarked), never the IR pass's first-config one
+    assert (campaign_root / "autotune_from" / "matmul" / "autotune.json").read_bytes() == \
+        (root / "cells" / "matmul" / "r1" / "baseline" / "autotune.json").read_bytes()
 
 
 def test_rescore_writes_beside_the_sealed_root(demo_screen):

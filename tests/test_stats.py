@@ -35,6 +35,28 @@ def test_interval_labels_say_how_they_were_made():
     assert -0.167 < six.low < six.high < -0.163      # router_gemm's six rounds: -16.6% ~ -16.2%
 
 
+def test_the_t_interval_uses_n_minus_one_degrees_of_freedom():
+    # five rounds: t(4) = 2.776, not t(5) = 2.571 (one degree too many makes every interval narrower)
+    ratios = [0.90, 0.92, 0.91, 0.95, 0.89]
+    logs = [math.log(r) for r in ratios]
+    mean = sum(logs) / 5
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 4)
+    iv = direction.interval(ratios)
+    assert iv.low == pytest.approx(math.exp(mean - 2.776 * sd / math.sqrt(5)) - 1, rel=1e-12)
+    assert iv.high == pytest.approx(math.exp(mean + 2.776 * sd / math.sqrt(5)) - 1, rel=1e-12)
+
+
+def test_a_direction_needs_more_shapes_for_it_than_against_it():
+    # everything else holds (both orders, p); an aggregate carried by as many shapes against it as
+    # for it, or by none at all, is not a finding
+    def rule(faster, slower):
+        counts = {"faster": faster, "slower": slower, "neutral": 2, "sign_flipping": 0}
+        return direction.direction(direction.FASTER, "range of 4 rounds below -0.50% A/A floor",
+                                   {BF: direction.FASTER, CF: direction.FASTER}, {BF: 2, CF: 2}, 1e-6, counts)[0]
+    assert (rule(0, 0), rule(1, 1), rule(2, 2)) == (direction.NEUTRAL,) * 3
+    assert rule(2, 1) == direction.FASTER
+
+
 def test_faster_needs_interval_outside_aa_floor_in_two_rounds_of_each_order():
     orders = {1: BF, 2: CF, 3: BF, 4: CF}
     base = {r: {KEY_A: 0.250 + 0.001 * (r % 2)} for r in orders}

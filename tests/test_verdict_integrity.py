@@ -33,9 +33,41 @@ def test_a_row_failing_in_the_baseline_only_is_counted_not_compared(tmp_path):
     assert w["class"] == "X" and "coverage 75% < 90%" in w["reason"] and "1 shape(s) X: baseline fails them" in w["reason"]
 
 
+def test_shapes_missing_on_the_candidate_side_are_named_in_the_coverage_reason(tmp_path):
+    # the candidate's rows of two shapes never came back (no row, no failure): coverage said 50 %
+    # and nothing about which shapes
+    root = rb.build(tmp_path, [rb.mm()])
+    for rows in root.glob("cells/matmul/*/candidate/rows.json"):
+        data = json.loads(rows.read_text(encoding="utf-8"))
+        data["rows"] = [row for row in data["rows"] if row["shape"][0] not in (1024, 8192)]
+        rows.write_text(json.dumps(data), encoding="utf-8")
+    w = classify_root(root)["workloads"]["matmul"]
+    assert (w["class"], w["reason"]) == ("X", "coverage 50% < 90%: too few shapes paired in every round (candidate "
+                                              "lacks 2 shape(s) the baseline timed: "
+                                              "test_bench_matmul[1024x1024x1024,float16], "
+                                              "test_bench_matmul[8192x4096x1024,float16]) "
+                                              "(scoped topology 12 -> 4)")
+
+
 def test_control_failing_a_row_the_baseline_runs_is_f(tmp_path):
     w = one(tmp_path, rb.mm(failed_rows={"control": (3,)}))
     assert w["class"] == "F" and w["reason"].startswith("control fails 1 benchmark row(s) that baseline runs")
+
+
+def test_correctness_is_compared_per_node_not_as_totals(tmp_path):
+    # baseline fails node 0, candidate fails node 1 (which the baseline passes): was X "baseline
+    # fails 4 node(s)", the candidate's own failure hidden behind the baseline's
+    w = one(tmp_path, rb.mm(failing_nodes={"baseline": (0,), "candidate": (1,), "control": (0,)}))
+    assert (w["class"], w["reason"]) == ("F", "candidate incorrect: 1 correctness node(s) fail where baseline passes: "
+                                              "test_demo.py::test_matmul[float16-2048x2048x2048]")
+
+
+def test_a_candidate_failing_only_what_the_baseline_fails_is_x_naming_the_nodes(tmp_path):
+    w = one(tmp_path, rb.mm(failing_nodes={"baseline": (0, 2), "candidate": (0,), "control": (2,)}))
+    assert (w["class"], w["reason"]) == ("X", "baseline fails 2 node(s) of its correctness target: "
+                                              "test_demo.py::test_matmul[float16-1024x1024x1024], "
+                                              "test_demo.py::test_matmul[float16-4096x4096x4096]: "
+                                              "nothing to compare against")
 
 
 def test_equal_ir_with_timing_moved_is_x_naming_the_stage_to_try(tmp_path):
@@ -80,6 +112,16 @@ def test_a_warm_tuner_cache_in_an_isolated_cell_keeps_the_workload_from_g(tmp_pa
     assert "matmul/r3/candidate started on a warm tuner cache (3 file(s)) though labelled isolated" in w["reason"]
     shared = one(tmp_path / "shared", rb.mm(), rb.Options(identity=warm, tuner_cache="shared"))
     assert shared["class"] == "G"                          # a shared cache is a caliber, warned elsewhere
+
+
+def test_an_isolated_cell_without_its_tuner_cache_record_is_unknown_not_clean(tmp_path):
+    # a run identity without tuner_cache_at_start (the first H200 roots, or a worker that did not
+    # write it) was read as an empty cache: nothing shows the cell was isolated
+    unknown = {"matmul/r2/baseline": {"tuner_cache_at_start": None}}
+    w = one(tmp_path, rb.mm(), rb.Options(identity=unknown))
+    assert w["class"] == "X" and w["reason"].startswith("would be G (scoped topology 12 -> 4: reduced")
+    assert w["taints"] == ["matmul/r2/baseline: tuner cache at start unknown (its run identity has no "
+                           "tuner_cache_at_start) though labelled isolated"]
 
 
 def test_a_harness_change_during_the_run_keeps_the_workload_from_r(tmp_path):
@@ -135,6 +177,21 @@ def test_holm_takes_back_claims_that_do_not_survive_the_campaign():
     assert "p = 0.0009 >= 0.00083, so X -> B" in ws["equal"]["reason"], "the smallest level goes to the first in order"
     assert (ws["flat"]["class"], ws["up"]["class"], ws["equal"]["class"]) == ("B", "R", "B")
     assert ws["topo"]["class"] == "R" and "Holm" not in ws["topo"]["reason"]
+
+
+def test_holm_counts_every_timed_workload_not_only_those_that_claim():
+    # one borderline G (p = 0.0009) beside eleven timed workloads that claim nothing (B, C, X):
+    # the family is twelve, its first level 0.01 / 12 = 0.00083, so the G is taken back. A
+    # family of claimers only (one) would hold it at 0.001.
+    def verdict(klass, on_timing):
+        return {"class": klass, "reason": "timed", "rests_on_timing": on_timing, "ir": {"changed": True, "reference": "baseline"},
+                "topology": {"cells": {"baseline": {"scoped": 12}, "candidate": {"scoped": 4}}}}
+    ws = {"mm": verdict("G", True)}
+    ws.update({f"quiet{i}": verdict("B", False) for i in range(11)})
+    holm_pass(ws, {"mm": 0.0009, **{f"quiet{i}": 0.4 for i in range(11)}})
+    assert ws["mm"]["class"] == "C"
+    assert "not held after Holm over 12 timed workload(s): p = 0.0009 >= 0.00083, so G -> C" in ws["mm"]["reason"]
+    assert {ws[f"quiet{i}"]["class"] for i in range(11)} == {"B"}
 
 
 def _telemetry(root, clock=lambda task_id: (1980.0, "")) -> None:

@@ -108,8 +108,21 @@ def rescore(root: Path, strip: tuple[str, ...]) -> Screened:
     return EXIT_OK, out, rows
 
 
+def pinned_to(root: Path) -> dict[str, str]:
+    """``defaults.autotune_from`` naming a sealed screen root: its campaign replays the winners the
+    screen timed instead of re-tuning (`campaign.planning.pinning`). Relative to the project root
+    where the root lies inside it, as prepare resolves it; absolute otherwise."""
+    digest = canonical.sha256_file(Path(root) / RECEIPT_FILE)
+    where = Path(root).resolve()
+    try:
+        shown = str(where.relative_to(harness.PROJECT_ROOT))
+    except ValueError:
+        shown = str(where)
+    return {"root": shown, "receipt_sha256": digest}
+
+
 def emit(root: Path, rows: list[dict[str, str]], path: Path) -> None:
-    text = screenroot.emitted_manifest(root, rows)
+    text = screenroot.emitted_manifest(root, rows, pinned_to(root))
     if text is None:
         raise Refused(PREFIX, "emit_empty", "no workload is IR_CHANGED: nothing deserves rounds, no manifest written")
     try:

@@ -68,6 +68,12 @@ def _keys(keys: list) -> str:
     return shown + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
 
 
+def _nodes(nodes: list[str]) -> str:
+    """Correctness nodes by file and test (their folder is the workload's target's)."""
+    shown = ", ".join(n.rsplit("/", 1)[-1] for n in nodes[:3])
+    return shown + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+
+
 def _topo_text(w: WorkloadFacts) -> str:
     b, c = w.ref_topology(), w.topo.get("candidate")
     ref = "" if w.ir_ref == "baseline" else f" ({w.ir_ref} standing in for the recording baseline)"
@@ -109,12 +115,14 @@ def _failure(w: WorkloadFacts) -> Optional[tuple[str, str]]:
         failed = w.row_failures.get(cell, [])
         if failed:
             return "F", f"{cell} fails {len(failed)} benchmark row(s) that baseline runs: {_keys(failed)}"
-        cc = w.correct[cell]
-        bad = cc["failed"] + cc["error"]
-        if bad and bc["state"] == "run" and not (bc["failed"] + bc["error"]):
-            return "F", f"{cell} incorrect: {bad} correctness node(s) fail where baseline passes"
-    if bc["failed"] + bc["error"]:
-        return "X", f"baseline fails {bc['failed'] + bc['error']} node(s) of its correctness target: nothing to compare against"
+        # per node: a baseline failing node A never hides the candidate failing node B
+        own = sorted(w.failing_nodes[cell] - w.failing_nodes["baseline"])
+        if own and bc["state"] == "run":
+            return "F", f"{cell} incorrect: {len(own)} correctness node(s) fail where baseline passes: {_nodes(own)}"
+    if w.failing_nodes["baseline"]:
+        failed = sorted(w.failing_nodes["baseline"])
+        return "X", (f"baseline fails {len(failed)} node(s) of its correctness target: {_nodes(failed)}: "
+                     "nothing to compare against")
     if w.control_matches() is False:
         return "F", "control IR differs from baseline IR: the switch leaks into its off state"
     return None
@@ -222,7 +230,9 @@ def _coverage_problem(t: stats.Timing, baseline_failed: tuple) -> Optional[str]:
                 "(one side fell back from capture): the switch changed how rows are measured")
     coverage = t.coverage(baseline_failed)
     if coverage is not None and coverage < COVERAGE_MIN:
+        missing = sorted(t.candidate_missing, key=repr)
         return (f"coverage {coverage:.0%} < {COVERAGE_MIN:.0%}: too few shapes paired in every round"
+                + (f" (candidate lacks {len(missing)} shape(s) the baseline timed: {_keys(missing)})" if missing else "")
                 + (f" ({len(baseline_failed)} shape(s) X: baseline fails them)" if baseline_failed else ""))
     return None
 

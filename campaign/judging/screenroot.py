@@ -88,8 +88,10 @@ def table(root: Path, extra_strip: tuple[str, ...] = ()) -> list[dict[str, str]]
     return [screening.row(facts) for facts in gather(root, extra_strip)]
 
 
-def emitted_manifest(root: Path, rows: list[dict[str, str]]) -> Optional[str]:
-    """The root's manifest narrowed to its IR_CHANGED workloads, each with ``weight_s``; None when there are none."""
+def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Optional[dict[str, str]] = None) -> Optional[str]:
+    """The root's manifest narrowed to its IR_CHANGED workloads, each with ``weight_s``, pinned to
+    ``autotune_from`` (``defaults.autotune_from``: the sealed screen root) where given; None when
+    there are none."""
     data, _ = yamlio.load(Path(root) / MANIFEST_FILE)
     weights = {r["workload"]: r["weight_s"] for r in rows if r["verdict"] == screening.IR_CHANGED}
     workloads = []
@@ -100,7 +102,11 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]]) -> Optional[str]:
     if not workloads:
         return None
     data["workloads"] = workloads
+    if autotune_from is not None:
+        data["defaults"] = {**(data.get("defaults") or {}), "autotune_from": dict(autotune_from)}
     Manifest.model_validate(data)  # what is written must be a manifest
+    pinned = ("\nautotune_from replays the configs the screen recorded and timed; drop it to tune afresh."
+              if autotune_from is not None else "")
     return yamlio.dump(data, (
         f"Emitted by `campaign screen` from {Path(root).name}: its {len(workloads)} IR_CHANGED workload(s).\n"
-        "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it."))
+        "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it." + pinned))

@@ -92,6 +92,7 @@ class Timing:
     references: dict[int, str] = field(default_factory=dict)   # round -> the cell a delta is taken against
     timed_keys: frozenset = frozenset()          # every key timed on either side in any round
     covered_keys: frozenset = frozenset()        # keys paired in every round, in one consistent regime
+    candidate_missing: frozenset = frozenset()   # keys the reference timed in a round where the candidate did not
 
     def coverage(self, also_expected: Iterable[Key] = ()) -> Optional[float]:
         """Share of the keys (timed, plus ``also_expected``: e.g. rows the baseline failed) paired in every round."""
@@ -203,6 +204,7 @@ def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: 
     paired: dict[tuple[str, Key], dict[int, tuple[float, float, Optional[float]]]] = {}
     mixed = unpaired = 0
     timed_keys: set = set()
+    candidate_missing: set = set()
     for r in sorted(per_round):
         cells = per_round[r]
         ref = references.get(r, "baseline")
@@ -210,6 +212,7 @@ def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: 
         ctrl = cells.get("control", {}) if ref == "baseline" else {}
         timed_keys |= set(base) | set(cand)
         unpaired += len(set(base) ^ set(cand))
+        candidate_missing |= set(base) - set(cand)
         for key in sorted(set(base) & set(cand), key=repr):
             b, c = base[key], cand[key]
             if b.regime != c.regime:
@@ -230,7 +233,8 @@ def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: 
     every = len(per_round)
     covered = frozenset(k for (_, k), rounds in paired.items() if len(rounds) == every)
     return Timing(primary, others, mixed, unpaired, tuple(sorted(per_round)), dict(orders),
-                  {r: ref for r, ref in references.items() if ref != "baseline"}, frozenset(timed_keys), covered)
+                  {r: ref for r, ref in references.items() if ref != "baseline"}, frozenset(timed_keys), covered,
+                  frozenset(candidate_missing))
 
 
 def primary_regime(regimes: list[str]) -> Optional[str]:

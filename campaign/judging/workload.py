@@ -22,19 +22,22 @@ from campaign.contract.cellfiles import Outcomes
 from campaign.judging.evidence import RootEvidence, TaskEvidence
 
 
+def in_target(node: str, targets: Targets) -> bool:
+    """Whether a correctness node belongs to the workload's correctness target."""
+    if targets.correctness_node_ids:
+        return any(node == n or node.endswith("/" + n) or n.endswith("/" + node) for n in targets.correctness_node_ids)
+    if "::" in targets.correctness:
+        function = targets.correctness.split("::", 1)[1]
+        return node.split("::")[-1].split("[")[0] == function
+    return True
+
+
 def scope_outcomes(outcomes: Outcomes, targets: Targets) -> tuple[dict[str, int], int]:
     """Outcome counts inside the workload's correctness target, and how many fell outside it."""
-    def inside(node: str) -> bool:
-        if targets.correctness_node_ids:
-            return any(node == n or node.endswith("/" + n) or n.endswith("/" + node) for n in targets.correctness_node_ids)
-        if "::" in targets.correctness:
-            function = targets.correctness.split("::", 1)[1]
-            return node.split("::")[-1].split("[")[0] == function
-        return True
     counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
     outside = 0
     for item in outcomes.outcomes:
-        if inside(item.node):
+        if in_target(item.node, targets):
             counts[item.outcome] += 1
         else:
             outside += 1
@@ -56,6 +59,14 @@ def _correctness(tasks: list[TaskEvidence]) -> dict:
         for k, v in counts.items():
             total[k] += v
     return {"state": state, "reason": None if state == "run" else reason, **total, "outside_target": outside}
+
+
+def failing_nodes(tasks: list[TaskEvidence]) -> frozenset[str]:
+    """The target's nodes that failed or errored in any run task of one cell: correctness is
+    compared per node, so a baseline failing one node never hides a candidate failing another."""
+    return frozenset(item.node for t in tasks if t.outcomes is not None and t.outcomes.state == "run"
+                     for item in t.outcomes.outcomes
+                     if item.outcome in ("failed", "error") and in_target(item.node, t.task.targets))
 
 
 def _cell_summary(tasks: list[TaskEvidence]) -> dict:
@@ -102,11 +113,17 @@ def _warm_isolated(t: TaskEvidence) -> Optional[str]:
     """A cell labelled isolated whose tuner cache was not empty at start: another run's winners
     were handed to it, which is what isolation exists to prevent. A later workload of a batch
     finds the earlier ones' files in the folder; it is fresh only when FlagGems' tuner store,
-    where the winners live, was counted empty at its start (emptied by the batch)."""
+    where the winners live, was counted empty at its start (emptied by the batch). A cell whose
+    identity lacks the count is unknown, never clean: nothing shows it started empty."""
     identity = t.identity or {}
-    at_start = identity.get("tuner_cache_at_start") or {}
+    if identity.get("tuner_cache") != "isolated":
+        return None
+    at_start = identity.get("tuner_cache_at_start")
+    if at_start is None:
+        return (f"{t.task.id}: tuner cache at start unknown (its run identity has no tuner_cache_at_start) "
+                "though labelled isolated")
     store = identity.get("tuner_store_at_start")
-    if identity.get("tuner_cache") != "isolated" or not at_start.get("files"):
+    if not at_start.get("files"):
         return None
     if store is not None and store.get("rows") == 0:
         return None
@@ -149,6 +166,7 @@ class WorkloadFacts:
             self.ir_ref = "control"
             self.tuned_only = [c for c in self.tuned_only if c != "baseline"]
         self.correct = {c: _correctness(ts) for c, ts in self.by_cell.items()}
+        self.failing_nodes = {c: failing_nodes(ts) for c, ts in self.by_cell.items()}
         self.markers = {c: _cell_summary(ts) for c, ts in self.by_cell.items()}
         self.row_failures = self._row_failures()
         self.taints = [m for m in (_warm_isolated(t) for t in self.done) if m]

@@ -27,7 +27,7 @@ from typing import Optional
 
 from campaign.contract import canonical, yamlio
 from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, MATRIX_FILE, RECEIPT_FILE, cell_dir
-from campaign.contract.plans import Matrix
+from campaign.contract.plans import IR_ROUND, Matrix
 from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, CampaignError
 from campaign.contract.manifest import Manifest
 
@@ -97,7 +97,11 @@ def _recording(source: Path, matrix: Matrix, workload: str, refuse: _Refusal) ->
     if not tasks:
         known = ", ".join(sorted({t.workload for t in matrix.tasks}))
         raise refuse("root", f"{source} has no workload {workload!r} (it has: {known}): nothing recorded to replay")
-    recorder: Optional[str] = next((t.id for t in tasks if t.autotune.mode == "record"), None)
+    # a screen root's IR pass (round 0) records only each kernel's first config: its round 1 recorded
+    # the winners it timed, and those are what a campaign pinned to it replays
+    recorders = [t for t in tasks if t.autotune.mode == "record"]
+    preferred = [t for t in recorders if t.round != IR_ROUND] or recorders
+    recorder: Optional[str] = preferred[0].id if preferred else None
     folder = cell_dir(source, recorder) if recorder else recording_dir(source, tasks[0].autotune.source or "")
     if not (folder / AUTOTUNE_FILE).is_file():
         raise refuse("root", f"{folder / AUTOTUNE_FILE}: missing: the recording of {workload!r} did not finish "

@@ -5,6 +5,13 @@ temporary folder, replace one exact snippet in one file, run the named tests the
 record whether they failed (killed) or passed (survived: a protection no test holds).
 A mutation whose snippet is not found is reported as stale, never as killed.
 
+The tests run under a throwaway virtualenv in which the copy is installed editable: the
+checkout's own install maps campaign.worker, campaign.plugins and campaign.reaccount
+(pyproject's package-dir) to the checkout, so a copy run under it would test a mutation of
+worker/, plugins/ or reaccount/ against unmutated code, in every process not started from
+the copy's folder. The throwaway one sees the checkout's environment's packages (torch,
+triton, pytest) through a path file, never its editable finder.
+
     .venv/bin/python tests/bench/mutations.py [--only SUBSTRING]
 
 Not a test: its printed table is committed beside it (mutations.md).
@@ -15,6 +22,7 @@ import argparse
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -32,7 +40,11 @@ MUTATIONS = [
     ("X: baseline crash", "campaign/judging/classrules.py",
      '    if crashed["baseline"]:\n', '    if False:\n', "tests/test_classify_guards.py"),
     ("X: baseline fails correctness", "campaign/judging/classrules.py",
-     '    if bc["failed"] + bc["error"]:\n', '    if False:\n', "tests/test_classify_guards.py"),
+     '    if w.failing_nodes["baseline"]:\n', '    if False:\n', "tests/test_classify_guards.py"),
+    ("F: correctness compared per node", "campaign/judging/classrules.py",
+     'own = sorted(w.failing_nodes[cell] - w.failing_nodes["baseline"])',
+     'own = [] if w.failing_nodes["baseline"] else sorted(w.failing_nodes[cell])',
+     "tests/test_verdict_integrity.py"),
     ("X: no correctness evidence", "campaign/judging/classrules.py",
      '    if empty:\n', '    if False:\n', "tests/test_classify_guards.py"),
     ("X: correctness not run (GPU)", "campaign/judging/classrules.py",
@@ -52,6 +64,16 @@ MUTATIONS = [
      "    short = []", "tests/test_stats.py tests/test_verdict_integrity.py"),
     ("direction: pooled t-test p < 0.1 %", "campaign/judging/direction.py",
      "    if p is None or p >= significance.WORKLOAD_ALPHA:", "    if False:", "tests/test_stats.py"),
+    ("campaign: Holm's family is every timed workload, not only claimers", "campaign/judging/classify.py",
+     "    tested = {n: p for n, p in claims.items() if p is not None}",
+     '    tested = {n: p for n, p in claims.items() if p is not None and workloads[n].get("rests_on_timing")}',
+     "tests/test_verdict_integrity.py"),
+    ("direction: more shapes for it than against it (<=)", "campaign/judging/direction.py",
+     "    if shape_counts[leaning] <= shape_counts[opposite]:", "    if shape_counts[leaning] < shape_counts[opposite]:",
+     "tests/test_stats.py"),
+    ("t-interval: n - 1 degrees of freedom", "campaign/judging/direction.py",
+     "    t = _T95[max(k for k in _T95 if k <= n - 1)]", "    t = _T95[max(k for k in _T95 if k <= n)]",
+     "tests/test_stats.py"),
     ("campaign: Holm step-down", "campaign/judging/classify.py",
      "        if ok:\n            continue", "        if True:\n            continue", "tests/test_verdict_integrity.py"),
     ("X: IR equal but timing moved", "campaign/judging/classrules.py",
@@ -63,6 +85,10 @@ MUTATIONS = [
      "    if t.mixed_pairs:\n        return (f", "    if False:\n        return (f", "tests/test_verdict_integrity.py"),
     ("X: coverage below 90 %", "campaign/judging/classrules.py",
      "    if coverage is not None and coverage < COVERAGE_MIN:", "    if False:", "tests/test_verdict_integrity.py"),
+    ("X: coverage names the shapes missing on the candidate side", "campaign/judging/stats.py",
+     "        candidate_missing |= set(base) - set(cand)\n", "", "tests/test_verdict_integrity.py"),
+    ("tuner cache at start unknown is a taint, not clean", "campaign/judging/workload.py",
+     "    if at_start is None:\n        return (f", "    if False:\n        return (f", "tests/test_verdict_integrity.py"),
     ("no G/R on a warm isolated tuner cache or harness drift", "campaign/judging/classrules.py",
      '    if w.taints and (klass in ("G", "R") or on_timing):', "    if False:", "tests/test_verdict_integrity.py"),
     ("control stands in for a recording-only baseline", "campaign/judging/workload.py",
@@ -78,6 +104,15 @@ MUTATIONS = [
      "tests/test_verdict_integrity.py"),
     ("X: a floor that excludes every variant", "campaign/judging/classrules.py",
      "    if unscoped:\n        return (f\"floor", "    if False:\n        return (f\"floor", "tests/test_verdict_integrity.py"),
+    ("plugins/ tested as copied: run identity counts the tuner cache at start", "plugins/run_identity.py",
+     '"tuner_cache_at_start": _folder_size(Path(plan.tuner_cache_dir)),', '"tuner_cache_at_start": {"files": 0, "bytes": 0},',
+     "tests/test_run_identity.py::test_a_shared_tuner_cache_is_named_and_its_warm_start_counted"),
+    ("screen -> campaign: the emitted manifest pins the screen root", "campaign/flows/screen.py",
+     "screenroot.emitted_manifest(root, rows, pinned_to(root))", "screenroot.emitted_manifest(root, rows)",
+     "tests/test_screen.py::test_the_emitted_manifest_replays_the_configs_the_screen_timed"),
+    ("pinning a screen root replays round 1, not the IR pass", "campaign/planning/pinning.py",
+     "    preferred = [t for t in recorders if t.round != IR_ROUND] or recorders", "    preferred = recorders",
+     "tests/test_pinned_configs.py::test_a_screen_root_hands_on_round_1s_recording_not_the_ir_pass_first_config"),
     ("isolated tuner cache: one folder per cell", "campaign/running/runner.py",
      'tuner_cache = setup.scratch / ("tuner-shared" if tuner_mode == "shared" else f"tuner-{task.order}")\n'
      '        for folder in (triton_cache, tuner_cache):\n'
@@ -106,19 +141,37 @@ def copy_tree(dest: Path) -> None:
     shutil.copytree(ROOT, dest, ignore=ignore, symlinks=True)
 
 
+def isolated_python(scratch: Path, tree: Path) -> Path:
+    """A virtualenv whose ``campaign`` namespace is ``tree``'s, all four folders of it; the
+    finder it installs names ``tree``'s path, so one install serves every copy made there."""
+    venv = scratch / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    # a bare path line: the packages, without the checkout's .pth files (its editable finder)
+    (Path(site) / "zz_checkout_packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(tree)],
+                   check=True, capture_output=True, text=True)
+    return python
+
+
 def run(mutation, scratch: Path) -> tuple[str, float, str]:
     name, file, snippet, replacement, tests = mutation
     tree = scratch / "tree"
     if tree.exists():
         shutil.rmtree(tree)
     copy_tree(tree)
+    python = scratch / "venv" / "bin" / "python"
+    if not python.exists():
+        python = isolated_python(scratch, tree)
     path = tree / file
     text = path.read_text(encoding="utf-8")
     if text.count(snippet) != 1:
         return "stale", 0.0, f"snippet found {text.count(snippet)} times in {file}"
     path.write_text(text.replace(snippet, replacement), encoding="utf-8")
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests.split()],
+    proc = subprocess.run([str(python), "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests.split()],
                           cwd=tree, capture_output=True, text=True, timeout=900)
     elapsed = time.monotonic() - started
     failed = [line.split(" - ")[0].replace("FAILED ", "") for line in proc.stdout.splitlines()
@@ -135,12 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     print("| protection removed | file | outcome | killed by |")
     print("| --- | --- | --- | --- |")
     bad = 0
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:
         for mutation in chosen:
             outcome, elapsed, by = run(mutation, Path(scratch))
             bad += outcome != "killed"
             print(f"| {mutation[0]} | `{mutation[1]}` | {outcome} ({elapsed:.0f} s) | `{by}` |", flush=True)
-    print(f"\n{len(chosen) - bad} of {len(chosen)} killed")
+    print(f"\n{len(chosen) - bad} of {len(chosen)} killed in {time.monotonic() - started:.0f} s")
     return 1 if bad else 0
 
 
