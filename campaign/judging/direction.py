@@ -187,7 +187,7 @@ def resolvable_each(rounds: list[tuple[int, str, float]], aa: list[float],
     mean = sum(logs) / len(logs)
     centred = [x - mean for x in logs]
     groups = [centred] + [[c for c, (_, o, _) in zip(centred, rounds) if o == order] for order in ORDERS]
-    up, down = math.log1p(floor), -math.log1p(-floor) if floor < 1 else math.inf
+    up = down = math.log1p(floor)          # the band is ±log(1 + floor) in log ratio (`judge`)
     slower = max(max(_beyond(g, up, +1) for g in groups), _t_shift(centred, aa))
     faster = max(max(_beyond(g, down, -1) for g in groups), _t_shift(centred, aa))
     return math.expm1(-faster), math.expm1(slower)
