@@ -203,3 +203,16 @@ def test_recording_cell_alone_is_no_comparable_ir(tmp_path):
     w = one(tmp_path, rb.mm(tuning_configs=3), rb.Options(rounds=1, control=False))
     assert w["class"] == "X"
     assert w["reason"].startswith("no comparable IR in baseline: its only cell benchmarked autotune configs")
+
+
+def test_b_and_c_say_the_smallest_effect_they_could_have_resolved(tmp_path):
+    # a B or C is not "no change": it is "no change beyond what this floor and these rounds resolve"
+    c = one(tmp_path, rb.mm(effect=1.0))
+    bound = c["timing"]["primary"]["resolvable"]
+    assert c["class"] == "C" and 0 < bound < 0.05
+    assert c["reason"].endswith(f"; no change beyond ±{bound * 100:.2f}% (the smallest effect this floor and these "
+                                "rounds resolve)")
+    b = one(tmp_path / "b", rb.pointwise(), rb.Options(rounds=4))
+    assert b["class"] == "B" and "no change beyond ±" in b["reason"], b["reason"]
+    one_round = one(tmp_path / "one", rb.pointwise(), rb.Options(rounds=1))
+    assert one_round["reason"].endswith("no effect is resolvable at this floor and these rounds)"), one_round["reason"]

@@ -204,7 +204,8 @@ def _ir_equal(w: WorkloadFacts) -> tuple[str, str, bool]:
     stage = w.ev.manifest.switch.ir_stage
     timing = w.timing.primary if w.timing else None
     if timing is None or timing.verdict == direction.NEUTRAL:
-        return "B", f"IR unchanged at {stage} on every cell; correct (its timing range is the noise floor)", False
+        return "B", (f"IR unchanged at {stage} on every cell; correct (its timing range is the noise floor"
+                     f"{_bound(timing) if timing is not None else ''})"), False
     moved = f"{timing.verdict}, geomean {direction.pct(timing.point, True)}, {timing.reason}"
     if w.environmental:
         return "X", (f"IR equal at {stage}, timing moved under an environmental throttle not cleared by re-timing: "
@@ -272,11 +273,19 @@ def timing_class(t: Optional[stats.Timing], scoped: tuple[int, int], topo: str,
         return klass, (f"{timing.verdict} in both orders: {where} ({topo}){_topology_note(timing.verdict, scoped)}; "
                        "correct"), True
     b, c = scoped
+    bound = _bound(timing)
     if c < b:
-        return "C", f"{topo}: reduced; correct; timing neutral: {where}", False
+        return "C", f"{topo}: reduced; correct; timing neutral: {where}{bound}", False
     if c > b:
-        return "R", f"{topo}: increased (IR evidence alone); correct; timing neutral: {where}", False
-    return "B", f"{topo}: not reduced; correct; timing {timing.verdict}: {where}", False
+        return "R", f"{topo}: increased (IR evidence alone); correct; timing neutral: {where}{bound}", False
+    return "B", f"{topo}: not reduced; correct; timing {timing.verdict}: {where}{bound}", False
+
+
+def _bound(timing: stats.RegimeTiming) -> str:
+    """What a timing-neutral class can say: the smallest effect this floor and these rounds resolve."""
+    if timing.resolvable is None:
+        return "; no effect is resolvable at this floor and these rounds"
+    return f"; no change beyond ±{direction.pct(timing.resolvable)} (the smallest effect this floor and these rounds resolve)"
 
 
 def clock_check(klass: str, reason: str, t: stats.Timing, cycles: Optional[stats.Timing],
