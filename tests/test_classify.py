@@ -215,4 +215,7 @@ def test_b_and_c_say_the_smallest_effect_they_could_have_resolved(tmp_path):
     b = one(tmp_path / "b", rb.pointwise(), rb.Options(rounds=4))
     assert b["class"] == "B" and "no change beyond ±" in b["reason"], b["reason"]
     one_round = one(tmp_path / "one", rb.pointwise(), rb.Options(rounds=1))
-    assert one_round["reason"].endswith("no effect is resolvable at this floor and these rounds)"), one_round["reason"]
+    assert one_round["reason"].endswith("(its timing range is the noise floor)"), one_round["reason"]
+    assert one_round["timing"]["primary"]["resolvable"] is None
+    short = one(tmp_path / "short", rb.mm(effect=1.0), rb.Options(rounds=2))
+    assert short["class"] == "X", "one round in each order: no timing-neutral class to bound"

@@ -204,8 +204,8 @@ def _ir_equal(w: WorkloadFacts) -> tuple[str, str, bool]:
     stage = w.ev.manifest.switch.ir_stage
     timing = w.timing.primary if w.timing else None
     if timing is None or timing.verdict == direction.NEUTRAL:
-        return "B", (f"IR unchanged at {stage} on every cell; correct (its timing range is the noise floor"
-                     f"{_bound(timing) if timing is not None else ''})"), False
+        bound = _bound(timing) if timing is not None and timing.resolvable is not None else ""
+        return "B", f"IR unchanged at {stage} on every cell; correct (its timing range is the noise floor{bound})", False
     moved = f"{timing.verdict}, geomean {direction.pct(timing.point, True)}, {timing.reason}"
     if w.environmental:
         return "X", (f"IR equal at {stage}, timing moved under an environmental throttle not cleared by re-timing: "
