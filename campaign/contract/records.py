@@ -16,9 +16,9 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import Field, StringConstraints
 
 from campaign.contract.artifacts import Record
+from campaign.contract.verdictnames import VerdictClass
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-VerdictClass = Literal["G", "C", "B", "R", "F", "X"]   # the order is `campaign.judging.classify.CLASSES`
 
 
 class SealedRecord(Record):

@@ -23,9 +23,9 @@ from campaign.contract.artifacts import SCHEMA_VERSION
 from campaign.judging.classrules import decide
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
 from campaign.contract.records import Verdicts
+from campaign.contract.verdictnames import CLASSES
 from campaign.judging.workload import WorkloadFacts, screen_verdict
 
-CLASSES = ("G", "C", "B", "R", "F", "X")
 RESULT, NOISE_FLOOR, TIMING_MOVED = "result", "noise floor (IR unchanged)", "IR unchanged; timing moved"
 
 
