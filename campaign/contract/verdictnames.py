@@ -18,3 +18,7 @@ IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS, TIMEOUT = "IR_CHANGED", "NO_IR_DIFF"
 NO_COMPARABLE_IR = "NO_COMPARABLE_IR"
 MISSING = "MISSING"          # the classifier's screen column: round 1 lacks the baseline or the candidate
 RANGED = (IR_CHANGED, NO_IR_DIFF)     # the verdicts whose timing range means something
+
+# What a workload's timing is (`campaign.contract.records.Timing.label`): a result where the IR changed;
+# with the IR unchanged, the noise floor unless every round moved (`campaign.judging.classify.timing_label`)
+RESULT, NOISE_FLOOR, TIMING_MOVED = "result", "noise floor (IR unchanged)", "IR unchanged; timing moved"

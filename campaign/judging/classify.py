@@ -18,15 +18,14 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
-from campaign.judging import direction, significance, stats, timingjson
+from campaign.judging import direction, significance, stats
 from campaign.contract.artifacts import SCHEMA_VERSION
 from campaign.judging.classrules import decide
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
-from campaign.contract.records import Verdicts
-from campaign.contract.verdictnames import CLASSES
+from campaign.contract.records import RegimeTiming, Timing, Verdicts
+from campaign.contract.verdictnames import CLASSES, NOISE_FLOOR, RESULT, TIMING_MOVED
 from campaign.judging.workload import WorkloadFacts, screen_verdict
 
-RESULT, NOISE_FLOOR, TIMING_MOVED = "result", "noise floor (IR unchanged)", "IR unchanged; timing moved"
 
 
 def holm_pass(workloads: dict, claims: dict[str, Optional[float]]) -> None:
@@ -60,7 +59,7 @@ def _untimed_class(w: dict) -> str:
     return "C" if cand["scoped"] < ref["scoped"] else "R"
 
 
-def timing_label(identical: bool, p: stats.RegimeTiming) -> str:
+def timing_label(identical: bool, p: RegimeTiming) -> str:
     """What a workload's timing is: a result (IR changed); with the IR unchanged, the noise floor
     unless every round moved beyond the A/A floor, which is said, established or not."""
     if not identical:
@@ -73,17 +72,22 @@ def timing_label(identical: bool, p: stats.RegimeTiming) -> str:
     return NOISE_FLOOR
 
 
+def labelled(t: Timing, identical: bool) -> Timing:
+    """The timing as a verdict states it: labelled (`timing_label`); identical code that did not move
+    is never read as faster or slower, in either order."""
+    label = timing_label(identical, t.primary)
+    if label != NOISE_FLOOR:
+        return t.model_copy(update={"label": label})
+    floor = {o: "noise floor" for o in t.primary.order_verdicts}
+    return t.model_copy(update={"label": label, "primary": t.primary.model_copy(update={"order_verdicts": floor})})
+
+
 def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> dict:
     w = WorkloadFacts(name, tasks, ev)
     decision = w.ir_decision()
     klass, reason, on_timing = decide(w)
     rounds = sorted({t.task.round for t in w.tasks})
-    timing = timingjson.timing_dict(w.timing) if w.timing and w.timing.primary else None
-    if timing is not None:
-        timing["label"] = timing_label(w.ir_changed() is False, w.timing.primary)
-        if timing["label"] == NOISE_FLOOR:
-            # identical code that did not move is never read as faster or slower, in either order
-            timing["primary"]["order_verdicts"] = {o: "noise floor" for o in timing["primary"]["order_verdicts"]}
+    timing = labelled(w.timing, w.ir_changed() is False).dump() if w.timing and w.timing.primary else None
     return {
         "class": klass, "reason": reason, "screen": screen_verdict(w), "rests_on_timing": on_timing,
         "ir": {"stage": ev.manifest.switch.ir_stage, "fingerprints": dict(w.fp), "changed": w.ir_changed(),
@@ -102,7 +106,7 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
                    "missing": [t.task.id for t in w.tasks if t.state == "missing"]},
         "timing": timing, "caliber": list(ev.caliber.workloads.get(name, ())),
         # the same pairs in cycles (time x the window's SM clock): the gap confirmed under the clock
-        "cycles": timingjson.regime_dict(w.cycles.primary) if w.cycles and w.cycles.primary else None,
+        "cycles": w.cycles.primary.dump() if w.cycles and w.cycles.primary else None,
     }
 
 

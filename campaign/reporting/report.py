@@ -16,7 +16,6 @@ from typing import Optional, Union
 
 from campaign.contract import canonical
 from campaign.judging.caliber import TIMING_FIELDS
-from campaign.judging.classify import TIMING_MOVED
 from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, moved
 from campaign.judging.significance import MIN_ROUNDS_PER_ORDER
 from campaign.judging.irpairing import EXCEPTION
@@ -24,7 +23,7 @@ from campaign.contract.errors import CampaignError
 from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
-from campaign.contract.verdictnames import CLASS_NAMES, CLASSES, RANGED
+from campaign.contract.verdictnames import CLASS_NAMES, CLASSES, RANGED, TIMING_MOVED
 
 AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
 
