@@ -1,5 +1,5 @@
 """Rendering verdicts (`campaign.contract.records.Verdicts`, or the JSON form
-`campaign.judging.classify.classify` returns, read through that model) as markdown or JSON.
+`campaign.judging.classify.classify_root` returns, read through that model) as markdown or JSON.
 
 Pure over the verdicts: the same verdicts give the same bytes. Ranges are printed
 only where they mean something: a NO_IR_DIFF workload's range is labelled as
