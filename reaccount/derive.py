@@ -32,7 +32,8 @@ from campaign.sealing import receipt
 from campaign.reporting import report
 from campaign.judging import direction
 from campaign.contract.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
-from campaign.judging.classify import CLASSES, classify
+from campaign.contract.verdictnames import CLASSES
+from campaign.judging.classify import classify
 from campaign.judging.evidence import load_root
 from campaign.contract.errors import EXIT_INPUT, InputError, Refused
 from campaign.contract.receiptmodel import Receipt, ReceiptV1
@@ -121,7 +122,7 @@ def demote(before: dict, after: dict, floor: int) -> tuple[dict, list[dict]]:
 def derive(root: Path, floor: int, sealed: Union[Receipt, ReceiptV1], sealed_digest: str) -> dict:
     sealed_verdicts = sealed.verdicts
     evidence = load_root(Path(root), floor)
-    fresh = classify(evidence)
+    fresh = classify(evidence).dump()
     # the demote rule reads the JSON form (`classify`'s output), as the sealed verdicts were written
     workloads, changes = demote(sealed_verdicts.dump()["workloads"], fresh["workloads"], floor)
     verdicts = Verdicts.read({**fresh, "workloads": workloads,

@@ -17,7 +17,7 @@ from campaign.contract import canonical
 from campaign.contract.receiptmodel import ReceiptFile, content_digest
 from campaign.contract.records import Verdicts, VerdictClass
 from campaign.contract.rootrecords import Prepare, Rescore, RunIdentity
-from campaign.judging.classify import CLASSES
+from campaign.contract.verdictnames import CLASSES
 from conftest import PROJECT_ROOT
 
 RECEIPTS = PROJECT_ROOT / "receipts"

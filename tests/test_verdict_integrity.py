@@ -9,6 +9,7 @@ import json
 import pytest
 
 import rootbuilder as rb
+from campaign.contract.records import WorkloadVerdict
 from campaign.judging.classify import classify_root, holm_pass
 
 ROUNDS = ("r2", "r3", "r4")
@@ -162,6 +163,19 @@ def test_the_recording_round_is_timed_against_the_control(tmp_path):
     assert abs(w["timing"]["primary"]["rounds"][0][2]) < 0.01
 
 
+def _holm(ws: dict, claims: dict) -> dict:
+    """`holm_pass` over the parts of a verdict it reads, the rest filled in; the verdicts back as JSON."""
+    def model(w):
+        cells = {c: {"task": c, "scoped": t["scoped"], "unscoped": 0, "excluded": [], "unjoinable": []}
+                 for c, t in w["topology"]["cells"].items()}
+        return WorkloadVerdict.model_validate({
+            **w, "screen": "IR_CHANGED", "ir": {"stage": "ttir", "fingerprints": {}, "control_matches": None, "files": {},
+                                               **w["ir"]},
+            "topology": {"floor": 0, "cells": cells}, "correctness": {}, "markers": {},
+            "rounds": {"planned": [], "done": [], "skipped": [], "missing": []}, "timing": None, "caliber": []})
+    return {n: w.dump() for n, w in holm_pass({n: model(w) for n, w in ws.items()}, claims).items()}
+
+
 def test_holm_takes_back_claims_that_do_not_survive_the_campaign():
     def verdict(klass, before, after, on_timing=True, changed=True):
         cells = {"baseline": {"scoped": before}, "candidate": {"scoped": after}}
@@ -171,7 +185,7 @@ def test_holm_takes_back_claims_that_do_not_survive_the_campaign():
     ws = {f"w{i}": verdict("G", 12, 4) for i in range(9)}
     ws.update(flat=verdict("R", 4, 4), up=verdict("G", 4, 9), equal=verdict("X", 0, 0, changed=False))
     ws["topo"] = verdict("R", 4, 9, on_timing=False)
-    holm_pass(ws, {**{n: 0.0009 for n in ws if n != "topo"}, "topo": None})
+    ws = _holm(ws, {**{n: 0.0009 for n in ws if n != "topo"}, "topo": None})
     assert {ws[f"w{i}"]["class"] for i in range(9)} == {"C"}
     assert "not held after Holm over 12 timed workload(s): p = 0.0009 >= 0.001, so G -> C" in ws["w0"]["reason"]
     assert "p = 0.0009 >= 0.00083, so X -> B" in ws["equal"]["reason"], "the smallest level goes to the first in order"
@@ -188,7 +202,7 @@ def test_holm_counts_every_timed_workload_not_only_those_that_claim():
                 "topology": {"cells": {"baseline": {"scoped": 12}, "candidate": {"scoped": 4}}}}
     ws = {"mm": verdict("G", True)}
     ws.update({f"quiet{i}": verdict("B", False) for i in range(11)})
-    holm_pass(ws, {"mm": 0.0009, **{f"quiet{i}": 0.4 for i in range(11)}})
+    ws = _holm(ws, {"mm": 0.0009, **{f"quiet{i}": 0.4 for i in range(11)}})
     assert ws["mm"]["class"] == "C"
     assert "not held after Holm over 12 timed workload(s): p = 0.0009 >= 0.00083, so G -> C" in ws["mm"]["reason"]
     assert {ws[f"quiet{i}"]["class"] for i in range(11)} == {"B"}

@@ -13,12 +13,30 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, PlainSerializer, StringConstraints
+from pydantic.json_schema import SkipJsonSchema
 
 from campaign.contract.artifacts import Record
+from campaign.contract.verdictnames import VerdictClass
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-VerdictClass = Literal["G", "C", "B", "R", "F", "X"]   # the order is `campaign.judging.classify.CLASSES`
+
+
+def sealed_delta(value: float) -> float:
+    """A fraction as a receipt holds it: 6 decimals."""
+    return round(value, 6)
+
+
+def sealed_p(value: float) -> float:
+    """A p-value as a receipt holds it: 3 significant digits."""
+    return float(f"{value:.3g}")
+
+
+# The judge keeps full precision (`campaign.judging.stats` decides on it); the JSON a receipt seals
+# is rounded, and rounding a rounded value again gives it back, so a sealed receipt dumps to its bytes.
+Delta = Annotated[float, PlainSerializer(sealed_delta, return_type=float, when_used="json")]
+PValue = Annotated[float, PlainSerializer(sealed_p, return_type=float, when_used="json")]
+Key = tuple    # a row's key: (function, shape, dtype, occurrence) (`campaign.judging.stats.keyed`)
 
 
 class SealedRecord(Record):
@@ -27,28 +45,34 @@ class SealedRecord(Record):
     def dump(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
+    def sealed(self):
+        """The record as a receipt reads it back: every value at its sealed precision."""
+        return type(self).model_validate(self.dump())
+
     @classmethod
     def read(cls, data: Union["SealedRecord", dict[str, Any]]):
         """The model of ``data``: itself when it already is one, else validated."""
         return data if isinstance(data, cls) else cls.model_validate(data)
 
 
+# An interval of per-round deltas, saying how it was made (`campaign.judging.direction.interval`).
 class Interval(SealedRecord):
-    low: float
-    high: float
+    low: Delta
+    high: Delta
     method: str
 
 
+# One shape's paired deltas and its verdict (`campaign.judging.stats`); ``key`` is `stats.key_name`.
 class ShapeTiming(SealedRecord):
     key: str
     regime: str
-    deltas: tuple[tuple[int, float], ...]          # (round, candidate/baseline - 1)
-    aa: tuple[tuple[int, float], ...]              # (round, control/baseline - 1)
-    point: float
+    deltas: tuple[tuple[int, Delta], ...]          # (round, candidate/baseline - 1)
+    aa: tuple[tuple[int, Delta], ...]              # (round, control/baseline - 1)
+    point: Delta                                   # geometric-mean ratio - 1 over rounds
     interval: Optional[Interval]
-    floor: Optional[float]
-    side_spread: dict[str, Optional[float]]
-    delta_spread: Optional[float]
+    floor: Optional[Delta]
+    side_spread: dict[str, Optional[Delta]]        # per cell: (max - min) / median of its latency over rounds
+    delta_spread: Optional[Delta]
     sign_flip: bool
     verdict: str
     reason: str
@@ -63,42 +87,49 @@ class ShapeCounts(SealedRecord):
     sign_flipping: int
 
 
+# One timing regime of a workload: its aggregate over the shapes paired in every round.
 class RegimeTiming(SealedRecord):
     regime: str
     fallback: bool
-    point: Optional[float]
+    point: Optional[Delta]
     interval: Optional[Interval]
-    floor: Optional[float]
-    by_order: dict[str, float]
+    floor: Optional[Delta]
+    by_order: dict[str, Delta]
     order_verdicts: dict[str, str]
     verdict: str
     reason: str
     counts: ShapeCounts
     sign_flips: tuple[str, ...]
-    dropped_shapes: int
-    rounds: tuple[tuple[int, str, float], ...]     # (round, order, geomean ratio - 1)
+    dropped_shapes: int                            # paired in some rounds only: left out of the aggregate
+    rounds: tuple[tuple[int, str, Delta], ...]     # (round, order, geomean ratio - 1)
     shapes: tuple[ShapeTiming, ...]
     # absent from verdicts sealed before the significance rule (`campaign.judging.significance`)
-    p_value: Optional[float] = None
+    p_value: Optional[PValue] = None               # pooled t-test of the per-round log ratios
     df: Optional[int] = None
     rounds_per_order: dict[str, int] = {}
-    leaning: Optional[str] = None
-    shape_floor_max: Optional[float] = None
+    leaning: Optional[str] = None                  # the interval against the floor alone, before orders and p
+    shape_floor_max: Optional[Delta] = None        # the largest per-shape A/A floor (per-shape noise, never averaged)
     # absent from verdicts sealed before it was computed (`campaign.judging.direction.resolvable`)
-    resolvable: Optional[float] = None
+    resolvable: Optional[Delta] = None
 
 
+# A workload's paired timing (`campaign.judging.stats.timing`): regimes are never pooled.
 class Timing(SealedRecord):
-    primary: Optional[RegimeTiming]
-    others: tuple[RegimeTiming, ...]
-    mixed_pairs: int
-    unpaired: int
+    primary: Optional[RegimeTiming]                # the regime a verdict is drawn from
+    others: tuple[RegimeTiming, ...]               # other regimes, reported beside it
+    mixed_pairs: int                               # pairs dropped: the two sides timed differently
+    unpaired: int                                  # rows with no partner in their round
     rounds: tuple[int, ...]
     orders: dict[str, str]                         # round -> run order
-    label: str                                     # "result", "noise floor (IR unchanged)" or "IR unchanged; timing moved (...)"
+    label: str                                     # `campaign.contract.verdictnames`: RESULT, NOISE_FLOOR, TIMING_MOVED
     # absent before rounds could be taken against the control, and before the coverage rule
-    references: dict[str, str] = {}
-    coverage: Optional[float] = None
+    references: dict[str, str] = {}                # round -> the cell a delta is taken against, where not the baseline
+    coverage: Optional[Delta] = None               # share of the timed shapes paired in every round
+    # the judge's pairing by row key, never sealed (a receipt read back has none): coverage counted
+    # with the shapes the baseline failed (`campaign.judging.stats.coverage`), the candidate's gaps named
+    timed_keys: SkipJsonSchema[frozenset[Key]] = Field(default=frozenset(), exclude=True)
+    covered_keys: SkipJsonSchema[frozenset[Key]] = Field(default=frozenset(), exclude=True)
+    candidate_missing: SkipJsonSchema[frozenset[Key]] = Field(default=frozenset(), exclude=True)
 
 
 class IRJudgement(SealedRecord):
@@ -174,7 +205,7 @@ class WorkloadVerdict(SealedRecord):
     taints: tuple[str, ...] = ()
     clocks: dict[str, SideClocks] = {}
     # absent before cycles (time x the window's SM clock) were judged beside time
-    cycles: Optional[RegimeTiming] = None
+    cycles: Optional[RegimeTiming] = None          # the same pairs in cycles (time x the window's SM clock)
 
 
 class Rule(SealedRecord):

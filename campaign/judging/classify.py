@@ -16,51 +16,48 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
-from campaign.judging import direction, significance, stats, timingjson
+from campaign.judging import direction, significance, stats
 from campaign.contract.artifacts import SCHEMA_VERSION
 from campaign.judging.classrules import decide
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
-from campaign.contract.records import Verdicts
+from campaign.contract.records import (Environment, IRJudgement, PinnedSwitch, RegimeTiming, Rounds, Rule, SideClocks,
+                                       Timing, Topology, Verdicts, WorkloadVerdict)
+from campaign.contract.verdictnames import CLASSES, NOISE_FLOOR, RESULT, TIMING_MOVED
 from campaign.judging.workload import WorkloadFacts, screen_verdict
 
-CLASSES = ("G", "C", "B", "R", "F", "X")
-RESULT, NOISE_FLOOR, TIMING_MOVED = "result", "noise floor (IR unchanged)", "IR unchanged; timing moved"
 
-
-def holm_pass(workloads: dict, claims: dict[str, Optional[float]]) -> None:
-    """Take back timing claims that do not survive Holm's step-down over every workload whose
-    timing was tested (`claims`: name -> p-value, None where nothing was tested)."""
+def holm_pass(workloads: Mapping[str, WorkloadVerdict], claims: Mapping[str, Optional[float]]) -> dict[str, WorkloadVerdict]:
+    """The verdicts with the timing claims that do not survive Holm's step-down over every workload
+    whose timing was tested (`claims`: name -> p-value, None where nothing was tested) taken back."""
     tested = {n: p for n, p in claims.items() if p is not None}
     held = significance.holm(tested)
+    out = dict(workloads)
     for name, w in workloads.items():
-        if not w.get("rests_on_timing"):
-            continue
         ok, level = held.get(name, (False, significance.WORKLOAD_ALPHA))
-        if ok:
+        if not w.rests_on_timing or ok:
             continue
         fallback = _untimed_class(w)
-        p = tested.get(name)
-        w["reason"] = (f"{w['reason']}; not held after Holm over {len(tested)} timed workload(s): "
-                       f"p = {p:.2g} >= {level:.2g}, so {w['class']} -> {fallback}")
-        w["class"], w["rests_on_timing"] = fallback, False
+        reason = (f"{w.reason}; not held after Holm over {len(tested)} timed workload(s): "
+                  f"p = {tested.get(name):.2g} >= {level:.2g}, so {w.klass} -> {fallback}")
+        out[name] = w.model_copy(update={"klass": fallback, "reason": reason, "rests_on_timing": False})
+    return out
 
 
-def _untimed_class(w: dict) -> str:
+def _untimed_class(w: WorkloadVerdict) -> str:
     """The class a workload takes when its timing claim is taken back: what the timing-neutral rules
     give (`campaign.judging.classrules.timing_class`): identical code B; else its topology reduced C,
     increased R, unchanged B."""
-    if not w["ir"]["changed"]:
+    if not w.ir.changed:
         return "B"
-    cells = w["topology"]["cells"]
-    ref, cand = cells.get(w["ir"]["reference"]), cells.get("candidate")
-    if not ref or not cand or ref["scoped"] == cand["scoped"]:
+    ref, cand = w.topology.cells.get(w.ir.reference), w.topology.cells.get("candidate")
+    if not ref or not cand or ref.scoped == cand.scoped:
         return "B"
-    return "C" if cand["scoped"] < ref["scoped"] else "R"
+    return "C" if cand.scoped < ref.scoped else "R"
 
 
-def timing_label(identical: bool, p: stats.RegimeTiming) -> str:
+def timing_label(identical: bool, p: RegimeTiming) -> str:
     """What a workload's timing is: a result (IR changed); with the IR unchanged, the noise floor
     unless every round moved beyond the A/A floor, which is said, established or not."""
     if not identical:
@@ -73,73 +70,79 @@ def timing_label(identical: bool, p: stats.RegimeTiming) -> str:
     return NOISE_FLOOR
 
 
-def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> dict:
+def labelled(t: Timing, identical: bool) -> Timing:
+    """The timing as a verdict states it: labelled (`timing_label`); identical code that did not move
+    is never read as faster or slower, in either order."""
+    label = timing_label(identical, t.primary)
+    if label != NOISE_FLOOR:
+        return t.model_copy(update={"label": label})
+    floor = {o: "noise floor" for o in t.primary.order_verdicts}
+    return t.model_copy(update={"label": label, "primary": t.primary.model_copy(update={"order_verdicts": floor})})
+
+
+def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> WorkloadVerdict:
     w = WorkloadFacts(name, tasks, ev)
-    decision = w.ir_decision()
     klass, reason, on_timing = decide(w)
     rounds = sorted({t.task.round for t in w.tasks})
-    timing = timingjson.timing_dict(w.timing) if w.timing and w.timing.primary else None
-    if timing is not None:
-        timing["label"] = timing_label(w.ir_changed() is False, w.timing.primary)
-        if timing["label"] == NOISE_FLOOR:
-            # identical code that did not move is never read as faster or slower, in either order
-            timing["primary"]["order_verdicts"] = {o: "noise floor" for o in timing["primary"]["order_verdicts"]}
-    return {
-        "class": klass, "reason": reason, "screen": screen_verdict(w), "rests_on_timing": on_timing,
-        "ir": {"stage": ev.manifest.switch.ir_stage, "fingerprints": dict(w.fp), "changed": w.ir_changed(),
-               # only where the exception applied: every verdict before it keeps its bytes
-               **({"unpaired": list(decision.unpaired)} if decision.unpaired else {}),
-               "control_matches": w.control_matches(), "reference": w.ir_ref,
-               "files": {c: (t.ir_files if t else 0) for c, t in w.ir_task.items()},
-               "from": {c: (t.task.id if t else None) for c, t in w.ir_task.items()}},
-        "topology": {"floor": ev.floor, "cells": dict(w.topo)},
-        "correctness": w.correct, "markers": w.markers,
-        "rows_failed": {c: [stats.key_name(k) for k in keys] for c, keys in w.row_failures.items()},
-        "taints": list(w.taints),
-        "clocks": {c: dataclasses.asdict(side) for c, side in w.clocks.items()},
-        "rounds": {"planned": rounds, "done": sorted({t.task.round for t in w.done}),
-                   "skipped": [t.task.id for t in w.tasks if t.state == "skipped"],
-                   "missing": [t.task.id for t in w.tasks if t.state == "missing"]},
-        "timing": timing, "caliber": list(ev.caliber.workloads.get(name, ())),
+    return WorkloadVerdict(
+        **{"class": klass}, reason=reason, screen=screen_verdict(w), rests_on_timing=on_timing, ir=_ir(w),
+        topology=Topology(floor=ev.floor, cells=dict(w.topo)), correctness=w.correct, markers=w.markers,
+        rows_failed={c: tuple(stats.key_name(k) for k in keys) for c, keys in w.row_failures.items()},
+        taints=tuple(w.taints), clocks={c: SideClocks(**dataclasses.asdict(side)) for c, side in w.clocks.items()},
+        rounds=Rounds(planned=tuple(rounds), done=tuple(sorted({t.task.round for t in w.done})),
+                      skipped=tuple(t.task.id for t in w.tasks if t.state == "skipped"),
+                      missing=tuple(t.task.id for t in w.tasks if t.state == "missing")),
+        timing=labelled(w.timing, w.ir_changed() is False) if w.timing and w.timing.primary else None,
+        caliber=tuple(ev.caliber.workloads.get(name, ())),
         # the same pairs in cycles (time x the window's SM clock): the gap confirmed under the clock
-        "cycles": timingjson.regime_dict(w.cycles.primary) if w.cycles and w.cycles.primary else None,
-    }
+        cycles=w.cycles.primary if w.cycles and w.cycles.primary else None)
 
 
-def _environment(ev: RootEvidence) -> dict:
+def _ir(w: WorkloadFacts) -> IRJudgement:
+    unpaired = w.ir_decision().unpaired
+    return IRJudgement(
+        stage=w.ev.manifest.switch.ir_stage, fingerprints=dict(w.fp), changed=w.ir_changed(),
+        # only where the exception applied: every verdict before it keeps its bytes
+        **({"unpaired": tuple(unpaired)} if unpaired else {}),
+        control_matches=w.control_matches(), reference=w.ir_ref,
+        files={c: (t.ir_files if t else 0) for c, t in w.ir_task.items()},
+        **{"from": {c: (t.task.id if t else None) for c, t in w.ir_task.items()}})
+
+
+def _environment(ev: RootEvidence) -> Environment:
     """What reached the cells besides the caliber: inherited code paths (an inherited PYTHONPATH
     runs its code in every worker) and a switch that overrides a variable the harness pins."""
     identities = [t.identity for t in ev.tasks.values() if t.identity]
     inherited = sorted({f"{k}={v}" for i in identities for k, v in (i.get("inherited_env") or {}).items()})
     name = ev.manifest.switch.name
     pins = sorted({i["pinned_env"][name] for i in identities if name in (i.get("pinned_env") or {})})
-    return {"inherited": inherited,
-            "switch_overrides_pin": {"name": name, "pinned": pins} if pins else None}
+    return Environment(inherited=tuple(inherited),
+                       switch_overrides_pin=PinnedSwitch(name=name, pinned=tuple(pins)) if pins else None)
 
 
-def classify(ev: RootEvidence) -> dict:
-    """The verdicts of a root: what the seal writes into the receipt and the report renders
-    (the JSON form of `campaign.contract.records.Verdicts`, checked against it here)."""
+def classify(ev: RootEvidence) -> Verdicts:
+    """The verdicts of a root as the seal writes them into the receipt and the report renders them:
+    each workload's verdict at its sealed precision (`SealedRecord.sealed`), so the campaign-wide
+    Holm pass reads the p-values a receipt holds, and a re-derivation from a receipt agrees."""
     names = list(dict.fromkeys(t.workload for t in ev.matrix.tasks))
-    workloads = {n: classify_workload(n, [t for t in ev.tasks.values() if t.task.workload == n], ev) for n in names}
-    holm_pass(workloads, {n: (w["timing"]["primary"]["p_value"] if w["timing"] else None)
-                          for n, w in workloads.items()})
-    counts = {k: sum(1 for v in workloads.values() if v["class"] == k) for k in CLASSES}
+    workloads = {n: classify_workload(n, [t for t in ev.tasks.values() if t.task.workload == n], ev).sealed()
+                 for n in names}
+    workloads = holm_pass(workloads, {n: (w.timing.primary.p_value if w.timing else None) for n, w in workloads.items()})
     switch = ev.manifest.switch
-    return Verdicts.model_validate({
-        "schema_version": SCHEMA_VERSION, "campaign": ev.matrix.campaign, "backend": ev.matrix.backend,
-        "switch": ev.matrix.switch, "cells": list(ev.matrix.cells),
-        "production_default_policy": ev.manifest.production_default_policy,
-        "rule": {"measured_launch_floor": ev.floor, "ir_stage": switch.ir_stage,
-                 "strip_annotations": list(switch.strip_annotations),
-                 "interval": "1 round: none; 2-4 rounds: range of per-round deltas; >=5: 95% t-interval of log ratios",
-                 "significance": significance.RULE},
-        "harness_drift": list(ev.harness_drift),
-        "environment": _environment(ev),
-        "caliber": ev.caliber.as_dict(ev.caliber_released), "counts": counts, "workloads": workloads,
-    }).dump()
+    return Verdicts(
+        schema_version=SCHEMA_VERSION, campaign=ev.matrix.campaign, backend=ev.matrix.backend,
+        switch=ev.matrix.switch, cells=tuple(ev.matrix.cells),
+        production_default_policy=ev.manifest.production_default_policy,
+        rule=Rule(measured_launch_floor=ev.floor, ir_stage=switch.ir_stage,
+                  strip_annotations=tuple(switch.strip_annotations),
+                  interval="1 round: none; 2-4 rounds: range of per-round deltas; >=5: 95% t-interval of log ratios",
+                  significance=significance.RULE),
+        harness_drift=tuple(ev.harness_drift), environment=_environment(ev),
+        caliber=ev.caliber.as_dict(ev.caliber_released),
+        counts={k: sum(1 for v in workloads.values() if v.klass == k) for k in CLASSES}, workloads=workloads)
 
 
 def classify_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,
                   harness_drift: tuple[str, ...] = ()) -> dict:
-    return classify(load_root(Path(root), floor, allow_caliber_mismatch, harness_drift))
+    """The verdicts of the root at ``root`` in their JSON form: what the seal writes into receipt.json."""
+    return classify(load_root(Path(root), floor, allow_caliber_mismatch, harness_drift)).dump()

@@ -51,6 +51,7 @@ from typing import Optional
 
 from campaign.judging import direction, significance, stats
 from campaign.contract.fields import IR_STAGES
+from campaign.contract.records import RegimeTiming, Timing
 from campaign.judging.evidence import TaskEvidence
 from campaign.judging.workload import WorkloadFacts, timed_out
 
@@ -225,11 +226,11 @@ def _untainted(w: WorkloadFacts, klass: str, reason: str, on_timing: bool) -> tu
     return klass, reason, on_timing
 
 
-def _coverage_problem(t: stats.Timing, baseline_failed: tuple) -> Optional[str]:
+def _coverage_problem(t: Timing, baseline_failed: tuple) -> Optional[str]:
     if t.mixed_pairs:
         return (f"{t.mixed_pairs} pair(s) dropped: baseline and candidate were timed differently "
                 "(one side fell back from capture): the switch changed how rows are measured")
-    coverage = t.coverage(baseline_failed)
+    coverage = stats.coverage(t, baseline_failed)
     if coverage is not None and coverage < COVERAGE_MIN:
         missing = sorted(t.candidate_missing, key=repr)
         return (f"coverage {coverage:.0%} < {COVERAGE_MIN:.0%}: too few shapes paired in every round"
@@ -248,7 +249,7 @@ def _topology_note(verdict: str, scoped: tuple[int, int]) -> str:
     return f"; topology {went} but {verdict}: the timing decides" if disagrees else ""
 
 
-def timing_class(t: Optional[stats.Timing], scoped: tuple[int, int], topo: str,
+def timing_class(t: Optional[Timing], scoped: tuple[int, int], topo: str,
                  baseline_failed: tuple = ()) -> tuple[str, str, bool]:
     """The class of an IR-changed, correct, timed workload from its timing and its scoped topology
     (reference, candidate). Pure: the false-claim simulation calls it with the timing
@@ -281,14 +282,14 @@ def timing_class(t: Optional[stats.Timing], scoped: tuple[int, int], topo: str,
     return "B", f"{topo}: not reduced; correct; timing {timing.verdict}: {where}{bound}", False
 
 
-def _bound(timing: stats.RegimeTiming) -> str:
+def _bound(timing: RegimeTiming) -> str:
     """What a timing-neutral class can say: the smallest effect this floor and these rounds resolve."""
     if timing.resolvable is None:
         return "; no effect is resolvable at this floor and these rounds"
     return f"; no change beyond ±{direction.pct(timing.resolvable)} (the smallest effect this floor and these rounds resolve)"
 
 
-def clock_check(klass: str, reason: str, t: stats.Timing, cycles: Optional[stats.Timing],
+def clock_check(klass: str, reason: str, t: Timing, cycles: Optional[Timing],
                 capped: list[str]) -> tuple[str, str, bool]:
     """A timing direction with a side at a clock fact (the power cap, a low clock) stands when the
     cycles (time x the window's SM clock) move the same way by the same rule; else X."""

@@ -30,9 +30,9 @@ shapes that flip sign is not a finding). `leaning` keeps what the interval alone
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from campaign.contract.records import Interval
 from campaign.judging import significance
 
 BASELINE_FIRST = "baseline-first"
@@ -46,26 +46,20 @@ _T95 = {4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228, 1
         25: 2.060, 30: 2.042}
 
 
-@dataclass(frozen=True)
-class Interval:
-    low: float
-    high: float
-    method: str
-
-
 def interval(ratios: list[float]) -> Optional[Interval]:
     """Interval of per-round deltas (ratio − 1), labelled with how it was made."""
     n = len(ratios)
     if n < 2:
         return None
     if n < 5:
-        return Interval(min(ratios) - 1, max(ratios) - 1, f"range of {n} rounds")
+        return Interval(low=min(ratios) - 1, high=max(ratios) - 1, method=f"range of {n} rounds")
     logs = [math.log(r) for r in ratios]
     mean = sum(logs) / n
     sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
     t = _T95[max(k for k in _T95 if k <= n - 1)]
     half = t * sd / math.sqrt(n)
-    return Interval(math.exp(mean - half) - 1, math.exp(mean + half) - 1, f"95% t-interval of {n} rounds (log ratios)")
+    return Interval(low=math.exp(mean - half) - 1, high=math.exp(mean + half) - 1,
+                    method=f"95% t-interval of {n} rounds (log ratios)")
 
 
 def geomean(ratios: Iterable[float]) -> float:
@@ -97,7 +91,7 @@ def moved(deltas: list[float], iv: Optional[Interval], floor: Optional[float]) -
     `campaign.judging.significance` decides whether it is established."""
     if floor is None or not deltas:
         return NEUTRAL
-    return judge(iv or Interval(min(deltas), max(deltas), "one round"), floor, True)[0]
+    return judge(iv or Interval(low=min(deltas), high=max(deltas), method="one round"), floor, True)[0]
 
 
 def pct(value: Optional[float], signed: bool = False) -> str:

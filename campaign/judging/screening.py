@@ -38,10 +38,9 @@ from typing import Mapping, Optional
 
 from campaign.judging import caliber, irevidence, stats
 from campaign.contract.fields import CELL_NAMES
+from campaign.contract.verdictnames import IR_CHANGED, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
 from campaign.judging.stats import Sample
 
-IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS, TIMEOUT = "IR_CHANGED", "NO_IR_DIFF", "NO_TRITON", "NO_ROWS", "TIMEOUT"
-NO_COMPARABLE_IR = "NO_COMPARABLE_IR"
 TIMEOUT_RCS = (124, 137)
 TIMEOUT_NAMES = ("timed_out", "killed")
 PER_SIDE = ("fingerprint", "scoped", "unscoped", "elapsed", "rc")

@@ -19,85 +19,31 @@ and `Timing.coverage` says what share of the timed shapes was paired in every ro
 Repeated keys (the comprehensive BLAS level yields each shape twice) get an
 occurrence number.
 
-The interval and the direction rule are `campaign.judging.direction`.
+The interval and the direction rule are `campaign.judging.direction`. The results are the
+records a receipt seals (`campaign.contract.records.Timing`), at full precision: the rules decide
+on these values, and only the sealed JSON is rounded.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 from campaign.judging import significance
 from campaign.contract.artifacts import FALLBACK_MARKER
 from campaign.contract.cellfiles import Row
-from campaign.judging.direction import (BASELINE_FIRST, FASTER, NEUTRAL, SLOWER, Interval, aa_floor, direction, geomean,
+from campaign.contract.records import Key, RegimeTiming, ShapeCounts, ShapeTiming, Timing
+from campaign.contract.verdictnames import RESULT
+from campaign.judging.direction import (BASELINE_FIRST, FASTER, NEUTRAL, SLOWER, aa_floor, direction, geomean,
                                         interval, judge, orders_verdict, resolvable)
 
-Key = tuple  # (function, shape, dtype, occurrence)
+Paired = dict[int, tuple[float, float, Optional[float]]]    # round -> (reference, candidate, control) latency
 
 
 @dataclass(frozen=True)
 class Sample:
     latency_ms: float
     regime: str
-
-
-@dataclass(frozen=True)
-class ShapeStat:
-    key: Key
-    regime: str
-    deltas: tuple[tuple[int, float], ...]        # (round, candidate/baseline − 1)
-    aa: tuple[tuple[int, float], ...]            # (round, control/baseline − 1)
-    point: float                                 # geometric-mean ratio − 1 over rounds
-    interval: Optional[Interval]
-    floor: Optional[float]
-    side_spread: dict[str, Optional[float]]
-    delta_spread: Optional[float]
-    sign_flip: bool
-    verdict: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class RegimeTiming:
-    regime: str
-    shapes: tuple[ShapeStat, ...]
-    rounds: tuple[tuple[int, str, float], ...]   # (round, order, geomean ratio − 1)
-    point: Optional[float]
-    interval: Optional[Interval]
-    floor: Optional[float]
-    by_order: dict[str, float]
-    order_verdicts: dict[str, str]
-    verdict: str
-    reason: str
-    counts: dict[str, int]
-    sign_flips: tuple[str, ...]
-    dropped_shapes: int                          # paired in some rounds only: left out of the aggregate
-    p_value: Optional[float] = None              # pooled t-test of the per-round log ratios (significance.pooled_t)
-    df: Optional[int] = None
-    rounds_per_order: dict[str, int] = field(default_factory=dict)
-    leaning: str = NEUTRAL                       # the interval against the floor alone, before orders and p
-    shape_floor_max: Optional[float] = None      # the largest per-shape A/A floor (per-shape noise, never averaged)
-    resolvable: Optional[float] = None           # the smallest effect the rule would claim at this spread (`direction.resolvable`)
-
-
-@dataclass(frozen=True)
-class Timing:
-    primary: Optional[RegimeTiming]              # the regime a verdict is drawn from
-    others: tuple[RegimeTiming, ...]             # other regimes, reported beside it, never pooled
-    mixed_pairs: int                             # pairs dropped: the two sides timed differently
-    unpaired: int                                # rows with no partner in their round
-    rounds: tuple[int, ...]
-    orders: dict[int, str]
-    references: dict[int, str] = field(default_factory=dict)   # round -> the cell a delta is taken against
-    timed_keys: frozenset = frozenset()          # every key timed on either side in any round
-    covered_keys: frozenset = frozenset()        # keys paired in every round, in one consistent regime
-    candidate_missing: frozenset = frozenset()   # keys the reference timed in a round where the candidate did not
-
-    def coverage(self, also_expected: Iterable[Key] = ()) -> Optional[float]:
-        """Share of the keys (timed, plus ``also_expected``: e.g. rows the baseline failed) paired in every round."""
-        universe = self.timed_keys | set(also_expected)
-        return len(self.covered_keys) / len(universe) if universe else None
 
 
 def key_name(key: Key) -> str:
@@ -145,8 +91,7 @@ def row_states(rows: Iterable[Row]) -> dict[Key, str]:
     return {key: row.status for key, row in keyed(rows)}
 
 
-def _shape(key: Key, regime: str, paired: dict[int, tuple[float, float, Optional[float]]],
-           has_control: bool, references: Mapping[int, str]) -> ShapeStat:
+def _shape(key: Key, regime: str, paired: Paired, has_control: bool, references: Mapping[int, str]) -> ShapeTiming:
     rounds = sorted(paired)
     ratios = [paired[r][1] / paired[r][0] for r in rounds]
     aa = [(r, paired[r][2] / paired[r][0] - 1) for r in rounds if paired[r][2] is not None]
@@ -154,33 +99,42 @@ def _shape(key: Key, regime: str, paired: dict[int, tuple[float, float, Optional
     iv = interval(ratios)
     verdict, reason = judge(iv, floor, has_control)
     deltas = tuple((r, x - 1) for r, x in zip(rounds, ratios))
-    flip = any(d > 0 for _, d in deltas) and any(d < 0 for _, d in deltas)
     spread = {"baseline": _spread([paired[r][0] for r in rounds]), "candidate": _spread([paired[r][1] for r in rounds])}
     if has_control:
         spread["control"] = _spread([paired[r][2] for r in rounds if paired[r][2] is not None])
-    return ShapeStat(key, regime, deltas, tuple(aa), geomean(ratios) - 1, iv, floor, spread,
-                     (max(ratios) - min(ratios)) if len(ratios) > 1 else None, flip, verdict, reason)
+    return ShapeTiming(key=key_name(key), regime=regime, deltas=deltas, aa=tuple(aa), point=geomean(ratios) - 1,
+                       interval=iv, floor=floor, side_spread=spread,
+                       delta_spread=(max(ratios) - min(ratios)) if len(ratios) > 1 else None,
+                       sign_flip=any(d > 0 for _, d in deltas) and any(d < 0 for _, d in deltas),
+                       verdict=verdict, reason=reason)
 
 
-def _regime(regime: str, shapes: list[ShapeStat], orders: Mapping[int, str], has_control: bool,
-            paired: dict[Key, dict[int, tuple[float, float, Optional[float]]]],
-            references: Mapping[int, str]) -> RegimeTiming:
+def _counts(shapes: Iterable[ShapeTiming]) -> dict[str, int]:
     counts = {FASTER: 0, SLOWER: 0, NEUTRAL: 0, "sign_flipping": 0}
     for s in shapes:
         counts[s.verdict] += 1
         counts["sign_flipping"] += s.sign_flip
-    flips = tuple(key_name(s.key) for s in shapes if s.sign_flip)
-    shape_floors = [s.floor for s in shapes if s.floor is not None]
-    all_rounds = sorted({r for s in shapes for r, _ in s.deltas})
-    common = [s.key for s in shapes if len(s.deltas) == len(all_rounds)]
+    return counts
+
+
+def _regime(regime: str, paired: Mapping[Key, Paired], orders: Mapping[int, str], has_control: bool,
+            references: Mapping[int, str]) -> RegimeTiming:
+    shapes = {key: _shape(key, regime, rounds, has_control, references) for key, rounds in paired.items()}
+    counts = _counts(shapes.values())
+    all_rounds = sorted({r for rounds in paired.values() for r in rounds})
+    common = [k for k, rounds in paired.items() if len(rounds) == len(all_rounds)]
     per_round, aa_round = [], []
     for r in all_rounds if common else []:
         per_round.append((r, orders.get(r, BASELINE_FIRST), geomean(paired[k][r][1] / paired[k][r][0] for k in common)))
         if has_control and all(paired[k][r][2] is not None for k in common):
             aa_round.append(geomean(paired[k][r][2] / paired[k][r][0] for k in common) - 1)
+    fixed = dict(regime=regime, fallback="+fallback" in regime, shapes=tuple(shapes.values()),
+                 counts=ShapeCounts(**counts), sign_flips=tuple(s.key for s in shapes.values() if s.sign_flip),
+                 dropped_shapes=len(shapes) - len(common))
     if not per_round:
-        return RegimeTiming(regime, tuple(shapes), (), None, None, None, {}, {}, NEUTRAL,
-                            "no shape paired in every round", counts, flips, len(shapes))
+        return RegimeTiming(**fixed, rounds=(), point=None, interval=None, floor=None, by_order={}, order_verdicts={},
+                            verdict=NEUTRAL, reason="no shape paired in every round", p_value=None, df=None,
+                            rounds_per_order={}, leaning=NEUTRAL, shape_floor_max=None, resolvable=None)
     floor = aa_floor(aa_round, sum(references.get(r, "baseline") == "baseline" for r, _, _ in per_round), has_control)
     iv = interval([x for _, _, x in per_round])
     leaning, reason = judge(iv, floor, has_control)
@@ -188,10 +142,15 @@ def _regime(regime: str, shapes: list[ShapeStat], orders: Mapping[int, str], has
     by_order, order_verdicts, per_order = orders_verdict(per_round, floor, has_control)
     verdict, reason = direction(leaning, reason, order_verdicts, per_order, p, counts)
     rounds = tuple((r, o, x - 1) for r, o, x in per_round)
-    return RegimeTiming(regime, tuple(shapes), rounds, geomean(x for _, _, x in per_round) - 1, iv, floor,
-                        by_order, order_verdicts, verdict, reason, counts, flips, len(shapes) - len(common),
-                        p, df, per_order, leaning, max(shape_floors) if shape_floors else None,
-                        resolvable(list(rounds), aa_round, floor))
+    return RegimeTiming(**fixed, rounds=rounds, point=geomean(x for _, _, x in per_round) - 1, interval=iv, floor=floor,
+                        by_order=by_order, order_verdicts=order_verdicts, verdict=verdict, reason=reason, p_value=p,
+                        df=df, rounds_per_order=per_order, leaning=leaning, shape_floor_max=_largest(shapes.values()),
+                        resolvable=resolvable(list(rounds), aa_round, floor))
+
+
+def _largest(shapes: Iterable[ShapeTiming]) -> Optional[float]:
+    """The largest per-shape A/A floor (per-shape noise, never averaged)."""
+    return max((s.floor for s in shapes if s.floor is not None), default=None)
 
 
 def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: Mapping[int, str],
@@ -201,7 +160,7 @@ def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: 
     "control" where the round's baseline benchmarked autotune configs, so its timings are not
     comparable with replaying cells). A round taken against the control has no A/A."""
     references = dict(references or {})
-    paired: dict[tuple[str, Key], dict[int, tuple[float, float, Optional[float]]]] = {}
+    paired: dict[tuple[str, Key], Paired] = {}
     mixed = unpaired = 0
     timed_keys: set = set()
     candidate_missing: set = set()
@@ -221,20 +180,26 @@ def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: 
             a = ctrl.get(key)
             aa = a.latency_ms if a is not None and a.regime == b.regime else None
             paired.setdefault((b.regime, key), {})[r] = (b.latency_ms, c.latency_ms, aa)
-    regimes: dict[str, list[ShapeStat]] = {}
+    regimes: dict[str, dict[Key, Paired]] = {}
     for (regime, key), rounds in sorted(paired.items(), key=lambda item: repr(item[0])):
-        regimes.setdefault(regime, []).append(_shape(key, regime, rounds, has_control, references))
-    by_regime = {reg: _regime(reg, shapes, orders, has_control,
-                              {k: v for (g, k), v in paired.items() if g == reg}, references)
-                 for reg, shapes in regimes.items()}
+        regimes.setdefault(regime, {})[key] = rounds
+    by_regime = {reg: _regime(reg, keys, orders, has_control, references) for reg, keys in regimes.items()}
     primary_name = primary_regime(list(by_regime))
-    primary = by_regime.get(primary_name) if primary_name else None
-    others = tuple(by_regime[name] for name in sorted(by_regime) if name != primary_name)
-    every = len(per_round)
-    covered = frozenset(k for (_, k), rounds in paired.items() if len(rounds) == every)
-    return Timing(primary, others, mixed, unpaired, tuple(sorted(per_round)), dict(orders),
-                  {r: ref for r, ref in references.items() if ref != "baseline"}, frozenset(timed_keys), covered,
-                  frozenset(candidate_missing))
+    covered = frozenset(k for (_, k), rounds in paired.items() if len(rounds) == len(per_round))
+    return Timing(primary=by_regime.get(primary_name) if primary_name else None,
+                  others=tuple(by_regime[name] for name in sorted(by_regime) if name != primary_name),
+                  mixed_pairs=mixed, unpaired=unpaired, rounds=tuple(sorted(per_round)),
+                  orders={str(r): o for r, o in sorted(orders.items())},
+                  label=RESULT,     # the classifier relabels identical code's timing (`classify.timing_label`)
+                  references={str(r): ref for r, ref in sorted(references.items()) if ref != "baseline"},
+                  coverage=len(covered) / len(timed_keys) if timed_keys else None,
+                  timed_keys=frozenset(timed_keys), covered_keys=covered, candidate_missing=frozenset(candidate_missing))
+
+
+def coverage(t: Timing, also_expected: Iterable[Key] = ()) -> Optional[float]:
+    """Share of the keys (timed, plus ``also_expected``: e.g. rows the baseline failed) paired in every round."""
+    universe = t.timed_keys | set(also_expected)
+    return len(t.covered_keys) / len(universe) if universe else None
 
 
 def primary_regime(regimes: list[str]) -> Optional[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.judging import direction, irevidence, screening, screenroot, stats, throttle
-from campaign.contract import clockreasons
+from campaign.contract import clockreasons, verdictnames
 from campaign.contract.plans import IR_ROUND, Targets
 from campaign.contract.cellfiles import Outcomes
 from campaign.judging.evidence import RootEvidence, TaskEvidence
@@ -101,7 +101,7 @@ def screen_verdict(w: "WorkloadFacts") -> str:
     if not sides and w.ir_pass:          # round 1 skipped: the IR pass decided, as screen.tsv says
         sides = {t.task.cell: screenroot.side(t) for t in w.ir_pass if t.state != "skipped"}
     if "baseline" not in sides or "candidate" not in sides:
-        return "MISSING"
+        return verdictnames.MISSING
     first = w.tasks[0].task
     facts = screening.Facts(workload=w.name, op=first.op, backend=w.ev.matrix.backend,
                             ir_stage=w.ev.manifest.switch.ir_stage, dtypes=first.dtypes, dtypes_own=True,

@@ -1,5 +1,5 @@
 """Rendering verdicts (`campaign.contract.records.Verdicts`, or the JSON form
-`campaign.judging.classify.classify` returns, read through that model) as markdown or JSON.
+`campaign.judging.classify.classify_root` returns, read through that model) as markdown or JSON.
 
 Pure over the verdicts: the same verdicts give the same bytes. Ranges are printed
 only where they mean something: a NO_IR_DIFF workload's range is labelled as
@@ -16,7 +16,6 @@ from typing import Optional, Union
 
 from campaign.contract import canonical
 from campaign.judging.caliber import TIMING_FIELDS
-from campaign.judging.classify import CLASSES, TIMING_MOVED
 from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, moved
 from campaign.judging.significance import MIN_ROUNDS_PER_ORDER
 from campaign.judging.irpairing import EXCEPTION
@@ -24,12 +23,10 @@ from campaign.contract.errors import CampaignError
 from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
+from campaign.contract.verdictnames import CLASS_NAMES, CLASSES, RANGED, TIMING_MOVED
 
 AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
 
-RANGED = ("IR_CHANGED", "NO_IR_DIFF")
-CLASS_NAMES = {"G": "gain", "C": "clean reduction", "B": "no measured change", "R": "regression",
-               "F": "failure", "X": "inconclusive"}
 
 
 def pct(value: Optional[float], signed: bool = True) -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from campaign.contract.records import WorkloadVerdict  # noqa: E402
 from campaign.judging import direction, stats  # noqa: E402
 from campaign.judging.classify import holm_pass  # noqa: E402
 from campaign.judging.classrules import timing_class  # noqa: E402
@@ -105,10 +106,21 @@ def judge(t: stats.Timing) -> dict:
             "p": t.primary.p_value if t.primary else None}
 
 
+def verdict(w: dict) -> WorkloadVerdict:
+    """A judged workload as the verdict `holm_pass` reads: IR changed, topology 4 -> 2 (as `judge` says)."""
+    cells = {c: {"task": c, "scoped": n, "unscoped": n, "excluded": [], "unjoinable": []}
+             for c, n in (("baseline", 4), ("candidate", 2))}
+    return WorkloadVerdict.model_validate({
+        "class": w["class"], "reason": w["reason"], "rests_on_timing": w["rests_on_timing"], "screen": "IR_CHANGED",
+        "ir": {"stage": "ttir", "fingerprints": {}, "changed": True, "control_matches": None, "files": {}},
+        "topology": {"floor": 0, "cells": cells}, "correctness": {}, "markers": {},
+        "rounds": {"planned": [], "done": [], "skipped": [], "missing": []}, "timing": None, "caliber": []})
+
+
 def campaign(ws: list[dict]) -> dict:
-    named = {str(i): dict(w) for i, w in enumerate(ws)}
-    holm_pass(named, {n: w["p"] for n, w in named.items()})
-    return named
+    named = {str(i): verdict(w) for i, w in enumerate(ws)}
+    held = holm_pass(named, {str(i): w["p"] for i, w in enumerate(ws)})
+    return {n: {"class": v.klass, "reason": v.reason} for n, v in held.items()}
 
 
 def false_rates(rounds: int, shape: str, trials: int, m: int, rng: random.Random,
