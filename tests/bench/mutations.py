@@ -75,7 +75,7 @@ MUTATIONS = [
      "    t = _T95[max(k for k in _T95 if k <= n - 1)]", "    t = _T95[max(k for k in _T95 if k <= n)]",
      "tests/test_stats.py"),
     ("campaign: Holm step-down", "campaign/judging/classify.py",
-     "        if ok:\n            continue", "        if True:\n            continue", "tests/test_verdict_integrity.py"),
+     "        if not w.rests_on_timing or ok:\n", "        if True:\n", "tests/test_verdict_integrity.py"),
     ("X: IR equal but timing moved", "campaign/judging/classrules.py",
      "    if timing is None or timing.verdict == direction.NEUTRAL:\n        bound =", "    if True:\n        bound =",
      "tests/test_verdict_integrity.py"),
