@@ -10,6 +10,7 @@ from pydantic import model_serializer
 
 from campaign.contract.artifacts import SCHEMA_VERSION, Record
 from campaign.contract.manifest import Device, Pin, Timer
+from campaign.contract.platforms import BACKEND_NAMES
 
 
 # A screen's IR pass: the round before the timed ones (`campaign.planning.matrix`).
@@ -101,7 +102,7 @@ class CellTerms(Record):
 class Matrix(Record):
     schema_version: Literal[1] = SCHEMA_VERSION
     campaign: str
-    backend: Literal["cuda", "musa", "cpu"]
+    backend: Literal[BACKEND_NAMES]
     switch: str
     cells: tuple[str, ...]
     rounds: int

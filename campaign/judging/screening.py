@@ -39,6 +39,7 @@ from typing import Mapping, Optional
 from campaign.judging import caliber, irevidence, stats
 from campaign.contract.fields import CELL_NAMES
 from campaign.judging.stats import Sample
+from campaign.contract.platforms import platform
 
 IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS, TIMEOUT = "IR_CHANGED", "NO_IR_DIFF", "NO_TRITON", "NO_ROWS", "TIMEOUT"
 NO_COMPARABLE_IR = "NO_COMPARABLE_IR"
@@ -231,8 +232,8 @@ def shape_range(f: Facts, v: Verdict) -> Range:
         return Range()
     vs = "control" if base.tuning_variants else "baseline"
     ref, cand = f.sides.get(vs), f.sides["candidate"]
-    if f.backend == "cpu":
-        return Range(label="not timed: cpu compiles only, no range")
+    if not platform(f.backend).executes:
+        return Range(label=f"not timed: {f.backend} compiles only, no range")
     if ref is None or not (ref.timed and cand.timed):
         missing = "" if vs == "baseline" else f"; {NOT_COMPARABLE}: not printed"
         return Range(label=f"not timed: a side ran untimed, no range{missing}")

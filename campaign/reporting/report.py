@@ -24,6 +24,7 @@ from campaign.contract.errors import CampaignError
 from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
+from campaign.contract.platforms import platform
 
 AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
 
@@ -249,7 +250,7 @@ def does_not_prove(verdicts: AnyVerdicts) -> list[str]:
              "shapes recorded; other shapes, dtypes or devices are not covered.",
              "- Class C and B say no timing change was resolved beyond the A/A floor, not that none exists.",
              "- X is missing or incomparable evidence, not a verdict about the switch."]
-    if verdicts.backend == "cpu":
+    if not platform(verdicts.backend).executes:
         lines.append("- This is a compile-only campaign: nothing was executed or timed; IR and topology are real, "
                      "correctness and speed are not evidenced.")
     if verdicts.caliber.warnings:
