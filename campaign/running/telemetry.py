@@ -216,7 +216,9 @@ class AmdSmiSource:
                 return call(handle, *args)
             except Exception:  # amdsmi's AmdSmiLibraryException: a metric this device does not report
                 return None
-        clock = lambda kind: (guarded(smi.amdsmi_get_clock_info, kind) or {}).get("clk")   # noqa: E731
+
+        def clock(kind):
+            return (guarded(smi.amdsmi_get_clock_info, kind) or {}).get("clk")
         power = guarded(smi.amdsmi_get_power_info) or {}
         activity = guarded(smi.amdsmi_get_gpu_activity) or {}
         return {"index": index, "sm_clock_mhz": clock(smi.AmdSmiClkType.GFX), "mem_clock_mhz": clock(smi.AmdSmiClkType.MEM),
