@@ -105,8 +105,7 @@ def identity(ctx) -> dict:
         "task_id": task.id,
         "backend": terms.device.backend,
         **device_section(ctx),
-        # the device runtime's version (torch.version.cuda, .hip, .musa); the key predates rocm
-        "cuda": _runtime_version(torch, terms.device.backend) if executes else None,
+        "runtime": _runtime_version(torch, terms.device.backend) if executes else None,
         "torch": torch.__version__,
         "triton": triton.__version__,
         "triton_env": dict(sorted(get_cache_invalidating_env_vars().items())),

@@ -3,6 +3,7 @@ the compile-only driver's MI300, device discovery without a ROCm torch, amdsmi n
 (never a crash) and its readings from a stand-in module."""
 from __future__ import annotations
 
+import json
 import sys
 import types
 from pathlib import Path
@@ -16,7 +17,7 @@ from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
 from campaign.plugins import compile_only, run_identity
 from campaign.running import telemetry
-from conftest import FIXTURES
+from conftest import FIXTURES, PROJECT_ROOT
 
 MINIMAL = (FIXTURES / "manifests" / "valid" / "minimal.yaml").read_text()
 
@@ -70,6 +71,21 @@ def test_the_runtime_version_is_the_backends_own():
     fake = types.SimpleNamespace(version=types.SimpleNamespace(cuda=None, hip="6.4.43482", musa=None))
     assert run_identity._runtime_version(fake, "rocm") == "6.4.43482"
     assert run_identity._runtime_version(fake, "cpu") is None
+
+
+def test_a_root_sealed_with_the_cuda_key_reads_as_runtime():
+    from campaign.contract.rootrecords import RunIdentity
+    from campaign.judging import caliber
+
+    receipt = next((PROJECT_ROOT / "receipts").glob("h200-*/receipt.json"))
+    sealed = json.loads(receipt.read_text(encoding="utf-8"))["run_identity"]
+    assert "cuda" in sealed and "runtime" not in sealed, receipt
+    RunIdentity.model_validate(sealed)
+    renamed = {("runtime" if key == "cuda" else key): value for key, value in sealed.items()}
+    RunIdentity.model_validate(renamed)
+    assert caliber.flatten(sealed) == caliber.flatten(renamed) and caliber.flatten(sealed)["runtime"] == sealed["cuda"] is not None
+    with pytest.raises(ValueError, match="names the runtime version once"):
+        RunIdentity.model_validate(sealed | {"runtime": "13.0"})
 
 
 def test_amdsmi_absent_is_named_not_raised(tmp_path: Path, monkeypatch):

@@ -45,9 +45,8 @@ ALLOWED = {
     ("campaign/running/telemetry.py", "mthreads-gmi"): "SOURCES, the source registry (held equal to the rows below)",
     ("campaign/running/telemetry.py", "amdsmi"): "SOURCES, the source registry (held equal to the rows below)",
     ("plugins/rowclock.py", "nvml"): "a row's own clock is read through NVML and nothing else",
-    ("campaign/contract/rootrecords.py", "cuda"): "the caliber field of the runtime version, named before rocm: "
-                                                  "sealed roots and receipt digests carry the key",
-    ("plugins/run_identity.py", "cuda"): "writes that caliber field",
+    ("campaign/contract/rootrecords.py", "cuda"): "the runtime version's key in roots sealed before it was "
+                                                  "named runtime: they must still validate and report",
     ("campaign/judging/classrules.py", "cpu"): "the classifier's own rework owns the file (left for #27 after it)",
     ("campaign/judging/stats.py", "timer kinds"): "a ranking of regimes (graph, event, direct), not the list; "
                                                   "the stats rework owns the file",
