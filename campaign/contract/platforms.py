@@ -43,6 +43,7 @@ class Platform:
     visibility_variable: Optional[str]
     runtime_version: Optional[str]  # the torch.version attribute naming the device runtime
     gems_vendor: Optional[str]      # FlagGems' GEMS_VENDOR for it (`campaign.contract.cellenv_rules`)
+    uuid_prefix: Optional[str] = None   # what its tools print before the uuid torch reports bare
 
 
 FAMILIES = (
@@ -54,7 +55,7 @@ FAMILIES = (
 BY_FAMILY = {family.name: family for family in FAMILIES}
 
 PLATFORMS = (
-    Platform("cuda", True, True, "nvml", "nvdisasm", ("cuda",), "CUDA_VISIBLE_DEVICES", "cuda", "nvidia"),
+    Platform("cuda", True, True, "nvml", "nvdisasm", ("cuda",), "CUDA_VISIBLE_DEVICES", "cuda", "nvidia", "GPU-"),
     Platform("musa", True, True, "mthreads-gmi", None, ("musa",), "MUSA_VISIBLE_DEVICES", "musa", "mthreads"),
     Platform("rocm", True, True, "amdsmi", None, ("hip",), "HIP_VISIBLE_DEVICES", "hip", "amd"),
     Platform("cpu", False, False, None, None, tuple(BY_FAMILY), None, None, None),
@@ -62,6 +63,7 @@ PLATFORMS = (
 BY_NAME = {platform.name: platform for platform in PLATFORMS}
 
 BACKEND_NAMES = tuple(BY_NAME)
+UUID_PREFIXES = tuple(p.uuid_prefix for p in PLATFORMS if p.uuid_prefix is not None)
 TELEMETRY_SOURCES = tuple(p.telemetry for p in PLATFORMS if p.telemetry is not None)
 # Every stage a manifest may fingerprint at, each family's order kept where they share it.
 IR_STAGES = tuple(dict.fromkeys(s for f in FAMILIES for s in f.stages + ((f.disassembly,) if f.disassembly else ())))
