@@ -62,10 +62,12 @@ CELL_NAMES = ("baseline", "control", "candidate")
 IR_STAGES = platforms.IR_STAGES
 
 
-def stages_below(stage: str, target: Optional[str] = None) -> tuple[str, ...]:
-    """The IR stages after ``stage`` (in ``target``'s family where it is given): where a switch that
-    moved the timing but not ``stage``'s IR acts."""
-    stages = platforms.stages_of(target) if target is not None else IR_STAGES
+def stages_below(stage: str, backend: Optional[str] = None) -> tuple[str, ...]:
+    """The IR stages after ``stage``: where a switch that moved the timing but not ``stage``'s IR acts.
+    In ``backend``'s one target family where it has one (every backend that times); without it, in
+    the list of every family's stages, which can name another family's (cuda's ptx below hip's llir)."""
+    families = platforms.platform(backend).families if backend is not None else ()
+    stages = platforms.BY_FAMILY[families[0]].ir_stages if len(families) == 1 else IR_STAGES
     return stages[stages.index(stage) + 1:] if stage in stages else ()
 
 

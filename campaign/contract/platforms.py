@@ -29,6 +29,11 @@ class Family:
     stages: tuple[str, ...]         # the text stages Triton writes for it, in pipeline order
     disassembly: Optional[str]      # a stage taken offline from the binary (nvdisasm over the cubin)
 
+    @property
+    def ir_stages(self) -> tuple[str, ...]:
+        """Every stage a cell compiled for this family can be fingerprinted at, in pipeline order."""
+        return self.stages + ((self.disassembly,) if self.disassembly else ())
+
 
 @dataclass(frozen=True)
 class Platform:
@@ -66,7 +71,7 @@ BACKEND_NAMES = tuple(BY_NAME)
 UUID_PREFIXES = tuple(p.uuid_prefix for p in PLATFORMS if p.uuid_prefix is not None)
 TELEMETRY_SOURCES = tuple(p.telemetry for p in PLATFORMS if p.telemetry is not None)
 # Every stage a manifest may fingerprint at, each family's order kept where they share it.
-IR_STAGES = tuple(dict.fromkeys(s for f in FAMILIES for s in f.stages + ((f.disassembly,) if f.disassembly else ())))
+IR_STAGES = tuple(dict.fromkeys(s for f in FAMILIES for s in f.ir_stages))
 TEXT_STAGES = tuple(dict.fromkeys(s for f in FAMILIES for s in f.stages))
 TARGET_PATTERN = "^(" + "|".join(f"{f.name}:{f.arch}" for f in FAMILIES) + ")$"
 
@@ -98,8 +103,7 @@ def triton_target(target: str) -> tuple[str, int | str, int]:
 
 def stages_of(target: str) -> tuple[str, ...]:
     """The IR stages a cell compiled for ``target`` can be fingerprinted at, in pipeline order."""
-    f = family(target)
-    return f.stages + ((f.disassembly,) if f.disassembly else ())
+    return family(target).ir_stages
 
 
 def visibility_variables() -> tuple[str, ...]:
