@@ -52,18 +52,29 @@ class Platform:
 
 
 FAMILIES = (
-    Family("cuda", r"[0-9]+", True, 32, ("ttir", "ttgir", "llir", "ptx"), "sass"),
-    # MUSA's stages were never recorded offline: the capture keeps what the shared ones are.
-    Family("musa", r"[0-9]+", True, 32, ("ttir", "ttgir", "llir", "ptx"), None),
-    Family("hip", r"gfx[0-9a-f]+", False, 64, ("ttir", "ttgir", "llir", "amdgcn"), None),
+    Family("cuda", arch=r"[0-9]+", numeric_arch=True, warp_size=32,
+           stages=("ttir", "ttgir", "llir", "ptx"), disassembly="sass"),
+    # MUSA's stages were never recorded on a MUSA host; ir_capture writes whichever of these appear.
+    Family("musa", arch=r"[0-9]+", numeric_arch=True, warp_size=32,
+           stages=("ttir", "ttgir", "llir", "ptx"), disassembly=None),
+    Family("hip", arch=r"gfx[0-9a-f]+", numeric_arch=False, warp_size=64,
+           stages=("ttir", "ttgir", "llir", "amdgcn"), disassembly=None),
 )
 BY_FAMILY = {family.name: family for family in FAMILIES}
 
 PLATFORMS = (
-    Platform("cuda", True, True, "nvml", "nvdisasm", ("cuda",), "CUDA_VISIBLE_DEVICES", "cuda", "nvidia", "GPU-"),
-    Platform("musa", True, True, "mthreads-gmi", None, ("musa",), "MUSA_VISIBLE_DEVICES", "musa", "mthreads"),
-    Platform("rocm", True, True, "amdsmi", None, ("hip",), "HIP_VISIBLE_DEVICES", "hip", "amd"),
-    Platform("cpu", False, False, None, None, tuple(BY_FAMILY), None, None, None),
+    Platform("cuda", executes=True, graph_capture=True, telemetry="nvml", disassembler="nvdisasm",
+             families=("cuda",), visibility_variable="CUDA_VISIBLE_DEVICES", runtime_version="cuda",
+             gems_vendor="nvidia", uuid_prefix="GPU-"),
+    Platform("musa", executes=True, graph_capture=True, telemetry="mthreads-gmi", disassembler=None,
+             families=("musa",), visibility_variable="MUSA_VISIBLE_DEVICES", runtime_version="musa",
+             gems_vendor="mthreads"),
+    Platform("rocm", executes=True, graph_capture=True, telemetry="amdsmi", disassembler=None,
+             families=("hip",), visibility_variable="HIP_VISIBLE_DEVICES", runtime_version="hip",
+             gems_vendor="amd"),
+    # compiles for any family offline (`campaign.plugins.compile_only`); nothing to see or sample
+    Platform("cpu", executes=False, graph_capture=False, telemetry=None, disassembler=None,
+             families=tuple(BY_FAMILY), visibility_variable=None, runtime_version=None, gems_vendor=None),
 )
 BY_NAME = {platform.name: platform for platform in PLATFORMS}
 
