@@ -2,10 +2,12 @@
 
 Installed with ``triton.runtime.driver.set_active`` at pytest_configure (restored at
 unconfigure), it makes an ordinary launch with CPU tensors go through the whole
-Triton pipeline for ``manifest.device.target`` ("cuda:90" -> ``GPUTarget("cuda", 90, 32)``)
-with the options the GPU would use, so the TTGIR equals what the device compiles.
-Nothing here trims the backend's stages: ptxas (shipped in Triton's wheel) builds the
-cubin as on a GPU, so SASS can be taken offline (`campaign.plugins.ir_capture`).
+Triton pipeline for ``manifest.device.target`` ("cuda:90" -> ``GPUTarget("cuda", 90, 32)``,
+"hip:gfx942" -> ``GPUTarget("hip", "gfx942", 64)``; the families are
+`campaign.contract.platforms.FAMILIES`) with the options the GPU would use, so the TTGIR
+equals what the device compiles. Nothing here trims the backend's stages: ptxas (shipped
+in Triton's wheel) builds the cubin as on a GPU, so SASS can be taken offline
+(`campaign.plugins.ir_capture`); for hip the wheel's LLVM writes amdgcn and the hsaco.
 
 Protocol with the rest of Triton 3.6 (runtime/jit.py, compiler/compiler.py):
 
@@ -21,6 +23,7 @@ Protocol with the rest of Triton 3.6 (runtime/jit.py, compiler/compiler.py):
 from __future__ import annotations
 
 import functools
+import importlib
 import itertools
 
 import pytest
@@ -30,16 +33,21 @@ from triton.backends.driver import DriverBase
 from triton.compiler.compiler import make_backend
 from triton.runtime.driver import driver as _active_driver
 
-# What the device reports through cuDeviceGetAttribute, per target arch. Only
+from campaign.contract.platforms import triton_target
+
+# What the device reports (cuDeviceGetAttribute, hipDeviceGetAttribute), per target. Only
 # max_shared_mem, max_num_regs, multiprocessor_count and warpSize are read while
 # compiling, pruning or sizing grids; clocks and bus width are unknown offline (0).
 DEVICE_PROPERTIES = {
     # H100 / H200 SXM: 227 KiB opt-in shared memory per block, 132 SMs.
-    90: {"max_shared_mem": 232448, "max_num_regs": 65536, "multiprocessor_count": 132, "warpSize": 32,
+    "cuda:90": {"max_shared_mem": 232448, "max_num_regs": 65536, "multiprocessor_count": 132, "warpSize": 32,
          "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0},
     # A100: 163 KiB opt-in shared memory per block, 108 SMs.
-    80: {"max_shared_mem": 166912, "max_num_regs": 65536, "multiprocessor_count": 108, "warpSize": 32,
+    "cuda:80": {"max_shared_mem": 166912, "max_num_regs": 65536, "multiprocessor_count": 108, "warpSize": 32,
          "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0},
+    # MI300X: 64 KiB LDS per workgroup, 304 CUs, wavefront 64.
+    "hip:gfx942": {"max_shared_mem": 65536, "max_num_regs": 65536, "multiprocessor_count": 304, "warpSize": 64,
+                   "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0, "arch": "gfx942"},
 }
 MAX_THREADS_PER_BLOCK = 1024
 
@@ -49,11 +57,16 @@ class NothingToTime(RuntimeError):
 
 
 def parse_target(text: str) -> GPUTarget:
-    """"cuda:90" -> GPUTarget("cuda", 90, 32): the manifest's device.target."""
-    backend, _, arch = text.partition(":")
-    if not backend or not arch.isdigit():
-        raise ValueError(f"target {text!r} is not <backend>:<arch>, e.g. cuda:90")
-    return GPUTarget(backend, int(arch), 32)
+    """"cuda:90" -> GPUTarget("cuda", 90, 32), "hip:gfx942" -> GPUTarget("hip", "gfx942", 64)."""
+    return GPUTarget(*triton_target(text))
+
+
+def capability(target: GPUTarget) -> tuple[int, int]:
+    """What torch reports as the device's capability: (9, 0) for cuda 90, (9, 4) for gfx942."""
+    if isinstance(target.arch, int):
+        return divmod(target.arch, 10)
+    digits = target.arch.removeprefix("gfx")
+    return int(digits[:-2]), int(digits[-2], 16)
 
 
 def _refuse_benchmark(kernel_call, *, quantiles=None, **kwargs):
@@ -96,9 +109,10 @@ class CompileOnlyLauncher:
 
 
 class CompileOnlyDriver(DriverBase):
-    def __init__(self, target: GPUTarget, properties: dict):
+    def __init__(self, target: GPUTarget, properties: dict, ty_to_cpp=None):
         super().__init__()
         self.target = target
+        self.ty_to_cpp = ty_to_cpp
         self.utils = CompileOnlyUtils(properties)
         self.launches = 0
         # Triton calls launcher_cls(src, metadata) once per loaded variant.
@@ -109,8 +123,7 @@ class CompileOnlyDriver(DriverBase):
         return False                                # never picked automatically; set_active only
 
     def map_python_to_cpp_type(self, ty: str) -> str:
-        from triton.backends.nvidia.driver import ty_to_cpp
-        return ty_to_cpp(ty)
+        return self.ty_to_cpp(ty)
 
     def get_current_target(self):
         return self.target
@@ -130,7 +143,7 @@ class CompileOnlyDriver(DriverBase):
         return 0
 
     def get_device_capability(self, device=None):
-        return divmod(self.target.arch, 10)
+        return capability(self.target)
 
     def get_device_interface(self):
         import torch
@@ -149,11 +162,13 @@ class CompileOnlyDriver(DriverBase):
 
 def build_driver(target_text: str) -> CompileOnlyDriver:
     target = parse_target(target_text)
-    make_backend(target)                            # refuses a target no installed Triton backend compiles
-    if target.arch not in DEVICE_PROPERTIES:
+    compiler = make_backend(target)                 # refuses a target no installed Triton backend compiles
+    if target_text not in DEVICE_PROPERTIES:
         raise ValueError(f"no device properties known for {target_text}: add them to DEVICE_PROPERTIES "
-                         f"(known: {sorted(DEVICE_PROPERTIES)})")
-    return CompileOnlyDriver(target, DEVICE_PROPERTIES[target.arch])
+                         f"(known: {', '.join(sorted(DEVICE_PROPERTIES))})")
+    # the type names of the launcher Triton would build for this target (its backend's driver module)
+    driver_module = importlib.import_module(type(compiler).__module__.rsplit(".", 1)[0] + ".driver")
+    return CompileOnlyDriver(target, DEVICE_PROPERTIES[target_text], driver_module.ty_to_cpp)
 
 
 class CompileOnlyPlugin:

@@ -2,7 +2,7 @@
 
 Files written into ``<cell_dir>/ir/`` (see `campaign.contract.artifacts`)::
 
-    <hash>-<kernel>.<stage>   stage in ttir, ttgir, llir, ptx; sass (see below)
+    <hash>-<kernel>.<stage>   stage in ttir, ttgir, llir, ptx (cuda) or amdgcn (hip); sass (see below)
     index.tsv                 header INDEX_COLUMNS = hash, kernel, launches, stages;
                               one row per variant, sorted by kernel then hash;
                               stages is a comma-joined list of the stages written
@@ -52,11 +52,12 @@ from triton import knobs
 
 from campaign.contract.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
 from campaign.contract.canonical import write_new
+from campaign.contract.platforms import TEXT_STAGES
 from campaign.contract.sasstext import sass_code
 from campaign.plugins import warmup
 from campaign.plugins.warmup import host_workers
 
-STAGES = ("ttir", "ttgir", "llir", "ptx")
+STAGES = TEXT_STAGES                # every family's text stages; a variant writes those its compiler made
 SASS_TOOL = "nvdisasm"
 # Under a second for the demo matmul; a hung tool must not hold the cell until its own timeout.
 DISASSEMBLE_TIMEOUT_S = 300

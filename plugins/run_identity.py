@@ -45,23 +45,26 @@ from typing import Optional
 
 from campaign.contract.artifacts import CODE_PATH_VARIABLES, IDENTITY_FILE, SCHEMA_VERSION
 from campaign.contract.canonical import write_json_new
+from campaign.contract.platforms import platform as backend_platform
 from campaign.contract.rootrecords import CALIBER_FIELDS, RunIdentity
+from campaign.contract.timers import L2_FLUSH, UNTIMED
 from campaign.worker import tunerstore
 
 __all__ = ("CALIBER_FIELDS", "L2_FLUSH", "device_section", "identity", "make", "timer_section")
 
 
-# do_bench clears L2 before every repetition; graph replay (do_bench_cudagraph) does not.
-L2_FLUSH = {"event": True, "direct": True, "graph": False}
-
-
 def timer_section(timer, executes: bool) -> dict:
     if not executes:
-        return {"kind": "none", "warmup_ms": None, "rep_ms": None, "return_mode": None,
+        return {"kind": UNTIMED, "warmup_ms": None, "rep_ms": None, "return_mode": None,
                 "direct_repeat": None, "l2_flush": None}
     return {"kind": timer.kind, "warmup_ms": timer.warmup_ms, "rep_ms": timer.rep_ms,
             "return_mode": timer.return_mode, "direct_repeat": timer.direct_repeat,
             "l2_flush": L2_FLUSH[timer.kind]}
+
+
+def _runtime_version(torch, backend: str) -> Optional[str]:
+    attribute = backend_platform(backend).runtime_version
+    return getattr(torch.version, attribute, None) if attribute else None
 
 
 def _installed(distribution: str) -> Optional[str]:
@@ -102,7 +105,7 @@ def identity(ctx) -> dict:
         "task_id": task.id,
         "backend": terms.device.backend,
         **device_section(ctx),
-        "cuda": getattr(torch.version, ctx.backend.name, None) if executes else None,
+        "runtime": _runtime_version(torch, terms.device.backend) if executes else None,
         "torch": torch.__version__,
         "triton": triton.__version__,
         "triton_env": dict(sorted(get_cache_invalidating_env_vars().items())),

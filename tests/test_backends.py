@@ -31,8 +31,8 @@ def test_every_backend_answers_the_whole_protocol(name):
 
 
 def test_unknown_backend_is_refused_with_the_known_names():
-    with pytest.raises(ValueError, match="unknown backend 'rocm'; known: cpu, cuda, musa"):
-        get_backend("rocm")
+    with pytest.raises(ValueError, match="unknown backend 'hip'; known: cpu, cuda, musa, rocm"):
+        get_backend("hip")
 
 
 def test_plan_puts_vendor_compat_first_and_only_on_its_backend():
@@ -72,7 +72,7 @@ def test_capabilities_per_backend():
     assert (cuda.visibility_variable, musa.visibility_variable, cpu.visibility_variable) == (
         "CUDA_VISIBLE_DEVICES", "MUSA_VISIBLE_DEVICES", None)
     assert (cuda.torch_device, musa.torch_device, cpu.torch_device) == ("cuda", "musa", "cpu")
-    assert visibility_variables() == ("CUDA_VISIBLE_DEVICES", "MUSA_VISIBLE_DEVICES")
+    assert visibility_variables() == ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "MUSA_VISIBLE_DEVICES")
 
 
 @pytest.mark.parametrize("text, verdict", [

@@ -18,7 +18,7 @@ from cellrun import kernel_test, manifest_data, plan_cell, run_cell
 
 def test_target_parsed_from_manifest_spelling():
     assert compile_only.parse_target("cuda:90") == GPUTarget("cuda", 90, 32)
-    with pytest.raises(ValueError, match="<backend>:<arch>"):
+    with pytest.raises(ValueError, match="<family>:<arch>"):
         compile_only.parse_target("sm_90")
 
 

@@ -20,7 +20,7 @@ from campaign.running import cellenv
 from cellrun import manifest_data, plan_cell, run_cell
 
 KEYS = {
-    "schema_version", "task_id", "backend", "device_name", "device_uuid", "device_target", "driver", "cuda",
+    "schema_version", "task_id", "backend", "device_name", "device_uuid", "device_target", "driver", "runtime",
     "torch", "triton", "triton_env", "flag_gems", "python", "platform", "bench_level", "shape_mode",
     "tuner_cache", "tuner_cache_at_start", "tuner_store_at_start", "autotune_mode", "autotune_source", "autotune_policy", "autotune_from", "env", "pinned_env",
     "harness_digest", "inherited_env", "timer", "direct_repeat",
@@ -45,7 +45,7 @@ def test_cpu_cell_identity_is_complete_and_read_at_run_time(tmp_path):
         assert set(identity) == KEYS and set(identity["timer"]) == TIMER_KEYS
         assert set(run_identity.CALIBER_FIELDS) <= set(identity)
     assert base["timer"] == dict.fromkeys(TIMER_KEYS) | {"kind": "none"}, "cpu times nothing"
-    assert (base["backend"], base["device_target"], base["device_uuid"], base["cuda"]) == ("cpu", "cuda:90", None, None)
+    assert (base["backend"], base["device_target"], base["device_uuid"], base["runtime"]) == ("cpu", "cuda:90", None, None)
     assert (base["torch"], base["triton"], base["python"]) == (torch.__version__, triton.__version__,
                                                               platform.python_version())
     assert base["flag_gems"] is None, "a builtin workload does not need flag_gems"
@@ -90,7 +90,7 @@ def test_executing_backend_reports_the_current_device_as_the_backend_enumerates_
     identity = run_identity.identity(SimpleNamespace(plan=plan, terms=cell_terms(manifest), backend=backend))
     assert (identity["device_name"], identity["device_uuid"], identity["device_target"], identity["driver"]) == (
         "NVIDIA H200", "GPU-bbbb", "cuda:90", "570.124.06")
-    assert identity["cuda"] == torch.version.cuda
+    assert identity["runtime"] == torch.version.cuda
     assert identity["timer"]["kind"] == "graph" and identity["timer"]["l2_flush"] is False
 
 

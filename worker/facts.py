@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from campaign.contract.platforms import triton_target
+
 
 @dataclass(frozen=True)
 class Installed:
@@ -103,14 +105,14 @@ def _git(where: str, *args: str) -> Optional[str]:
 
 
 def triton_backend_for(target: str) -> Optional[str]:
-    """The installed Triton backend that compiles ``target`` ("cuda:90"), or None."""
+    """The installed Triton backend that compiles ``target`` ("cuda:90", "hip:gfx942"), or None."""
     from triton.backends import backends
     from triton.backends.compiler import GPUTarget
 
-    kind, _, arch = target.partition(":")
-    if not arch.isdigit():
+    try:
+        gpu_target = GPUTarget(*triton_target(target))
+    except ValueError:
         return None
-    gpu_target = GPUTarget(kind, int(arch), 32)
     for name, backend in backends.items():
         if backend.compiler.supports_target(gpu_target):
             return name

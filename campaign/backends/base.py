@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional, Protocol
 
+from campaign.contract.platforms import platform
+
 CaptureVerdict = Literal["fallback", "poisoned", "fatal"]
 
 
@@ -18,8 +20,15 @@ CaptureVerdict = Literal["fallback", "poisoned", "fatal"]
 class Capabilities:
     executes: bool                  # False: compile-only, launches are counted, not run
     graph_capture: bool             # the device can capture and replay graphs
-    telemetry: Optional[str]        # "nvml" | "mthreads-gmi" | None
+    telemetry: Optional[str]        # a source of `campaign.running.telemetry`; None: nothing sampled
     disassembler: Optional[str]     # tool that yields sass, when present
+
+    @classmethod
+    def of(cls, name: str) -> "Capabilities":
+        """The capabilities the backend's row declares (`campaign.contract.platforms`): never retyped here."""
+        row = platform(name)
+        return cls(executes=row.executes, graph_capture=row.graph_capture, telemetry=row.telemetry,
+                   disassembler=row.disassembler)
 
 
 @dataclass(frozen=True)
@@ -27,12 +36,12 @@ class DeviceInfo:
     index: int
     name: str
     uuid: Optional[str]
-    target: str                     # "cuda:90"
+    target: str                     # "cuda:90", "hip:gfx942"
     driver: Optional[str] = None
 
 
 class Backend(Protocol):
-    name: str                       # "cuda" | "musa" | "cpu"
+    name: str                       # a name of `campaign.contract.platforms.BACKEND_NAMES`
     torch_device: str               # device string tensors are created on
     visibility_variable: Optional[str]
     capabilities: Capabilities

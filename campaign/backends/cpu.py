@@ -11,14 +11,15 @@ from typing import Optional
 
 from campaign.backends.base import Capabilities, CaptureVerdict, DeviceInfo
 
+NAME = "cpu"
+
 
 @dataclass(frozen=True)
 class CpuBackend:
-    name: str = "cpu"
+    name: str = NAME
     torch_device: str = "cpu"
     visibility_variable: Optional[str] = None
-    capabilities: Capabilities = Capabilities(executes=False, graph_capture=False, telemetry=None,
-                                              disassembler=None)
+    capabilities: Capabilities = Capabilities.of(NAME)
     capture_deny: frozenset[str] = frozenset()
     compat_plugins: tuple[str, ...] = ()
 

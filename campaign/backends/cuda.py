@@ -6,7 +6,9 @@ from typing import Callable, Optional
 
 from campaign.backends.base import Capabilities, CaptureVerdict, DeviceInfo
 from campaign.backends.capture import classify
+from campaign.contract.platforms import platform
 
+NAME = "cuda"
 # Device faults, as the CUDA runtime words them ("CUDA error: an illegal memory access
 # was encountered"). "device-side assert triggered" and never "device-side assert":
 # see campaign.backends.capture.
@@ -58,11 +60,10 @@ def _nvml_driver_version() -> Optional[str]:
 @dataclass(frozen=True)
 class CudaBackend:
     discover: Callable[[], list[DeviceInfo]] = torch_cuda_devices
-    name: str = "cuda"
+    name: str = NAME
     torch_device: str = "cuda"
-    visibility_variable: Optional[str] = "CUDA_VISIBLE_DEVICES"
-    capabilities: Capabilities = Capabilities(executes=True, graph_capture=True, telemetry="nvml",
-                                              disassembler="nvdisasm")
+    visibility_variable: Optional[str] = platform(NAME).visibility_variable
+    capabilities: Capabilities = Capabilities.of(NAME)
     capture_deny: frozenset[str] = frozenset()
     compat_plugins: tuple[str, ...] = ()
 

@@ -21,7 +21,9 @@ from typing import Callable, Optional
 
 from campaign.backends.base import Capabilities, CaptureVerdict, DeviceInfo
 from campaign.backends.capture import classify
+from campaign.contract.platforms import platform
 
+NAME = "musa"
 # MUSA's wording for a device fault has not been recorded, so none is guessed: an
 # unrecognised fault is classified fallback and surfaces when the row is re-run
 # uncaptured.
@@ -52,11 +54,10 @@ def torch_musa_devices() -> list[DeviceInfo]:
 @dataclass(frozen=True)
 class MusaBackend:
     discover: Callable[[], list[DeviceInfo]] = torch_musa_devices
-    name: str = "musa"
+    name: str = NAME
     torch_device: str = "musa"
-    visibility_variable: Optional[str] = "MUSA_VISIBLE_DEVICES"
-    capabilities: Capabilities = Capabilities(executes=True, graph_capture=True, telemetry="mthreads-gmi",
-                                              disassembler=None)
+    visibility_variable: Optional[str] = platform(NAME).visibility_variable
+    capabilities: Capabilities = Capabilities.of(NAME)
     capture_deny: frozenset[str] = CAPTURE_DENY
     compat_plugins: tuple[str, ...] = ("campaign.plugins.musa_compat",)
 

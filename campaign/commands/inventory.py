@@ -21,7 +21,7 @@ from pathlib import Path
 
 from campaign.contract import yamlio
 from campaign.contract.canonical import read_json
-from campaign.contract.errors import InputError, Refused
+from campaign.contract.errors import EXIT_OK, InputError, Refused
 from campaign.planning import checkout, harness, inventory, upstream
 from campaign.planning.upstreamtargets import NO_SRC_PATH
 
@@ -91,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     if args.out is None:
         sys.stdout.write(text)
-        return 0
+        return EXIT_OK
     try:
         with open(args.out, "x", encoding="utf-8") as handle:
             handle.write(text)
@@ -99,4 +99,4 @@ def main(args: argparse.Namespace) -> int:
         raise Refused("INVENTORY_REFUSED", "out", f"{args.out}: exists; an inventory is never overwritten") from None
     rows = text.count("\n") - 1
     print(f"{args.out}: {rows} benchmark items of {root} ({upstream.layout(root)} layout)")
-    return 0
+    return EXIT_OK

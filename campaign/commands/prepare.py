@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from campaign.flows import freeze
+from campaign.contract.errors import EXIT_OK
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,4 +28,4 @@ def main(args: argparse.Namespace) -> int:
     print(f"prepared {checked.manifest.campaign}: {len(checked.resolved)} workloads, "
           f"{len(tasks)} tasks ({checked.matrix.rounds} rounds x {len(checked.matrix.cells)} cells)")
     print(root)
-    return 0
+    return EXIT_OK

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from campaign.reaccount.derive import newest_sealed, reaccount
+from campaign.contract.errors import EXIT_OK
 
 
 def _floor(text: str) -> int:
@@ -41,4 +42,4 @@ def main(args: argparse.Namespace) -> int:
         print(f"  excluded by the floor: {task_id}: {len(files)} file(s) of {', '.join(kernels)}")
     if derived["excluded"]:
         print(f"  (every excluded file is named in {out}/receipt.json under \"excluded\")")
-    return 0
+    return EXIT_OK

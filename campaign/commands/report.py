@@ -21,6 +21,7 @@ from campaign.reporting import cardsection, report, speedup
 from campaign.judging.classify import classify
 from campaign.contract.records import Verdicts
 from campaign.judging.evidence import caliber_of, load_frame, load_root
+from campaign.contract.errors import EXIT_OK
 
 PREFIX = "REPORT_REFUSED"
 NOT_SEALED = ("> **Not sealed.** These verdicts are derived now from the root's files; no receipt records them, "
@@ -82,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(banner + report.markdown(verdicts, tuple(speedup.section(ev)) + tuple(cardsection.section(root)),
                                                   ir_pass=check.ir_pass))
-    return 0
+    return EXIT_OK
 
 
 def class_changes(sealed: Verdicts, derived: Verdicts) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from campaign.contract import canonical
 from campaign.contract.plans import Matrix
-from campaign.contract.errors import CampaignError
+from campaign.contract.errors import CampaignError, EXIT_OK
 from campaign.planning.harness import PROJECT_ROOT
 from campaign.contract.manifest import Manifest
 from campaign.contract.receiptmodel import ReceiptFile
@@ -52,4 +52,4 @@ def main(args: argparse.Namespace) -> int:
             print(f"wrote {path}")
     if stale:
         raise CampaignError([f"schemas/{name} differs from the models: run `campaign schema`" for name in stale])
-    return 0
+    return EXIT_OK

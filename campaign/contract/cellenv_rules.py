@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from campaign.backends import visibility_variables
+from campaign.contract.platforms import PLATFORMS, visibility_variables
 
 # FlagGems picks its vendor from GEMS_VENDOR first; without it, it probes by running
 # vendor tools in subprocesses with no timeout, which can hang an import (seeds) --
 # and which vendor it dispatches to is part of what a number means.
-GEMS_VENDOR = {"cuda": "nvidia", "musa": "mthreads"}
+GEMS_VENDOR = {p.name: p.gems_vendor for p in PLATFORMS if p.gems_vendor is not None}
 
 PINNED = {
     # Triton 3.9 warns when unset and 3.10 flips its default: never leave it implicit.

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal, Optional
 
 from campaign.contract.artifacts import SCHEMA_VERSION, Record
+from campaign.contract.timers import ROW_TIMERS
 
 
 class Preflight(Record):
@@ -85,7 +86,7 @@ class Row(Record):
     op: str
     shape: tuple[int, ...]
     dtype: str
-    timer: Literal["event", "graph", "direct", "none"]
+    timer: Literal[ROW_TIMERS]
     latency_ms: Optional[float] = None
     status: Literal["ok", "failed", "compiled"]
     markers: tuple[str, ...] = ()

@@ -12,15 +12,17 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.contract.manifest import Device
+from campaign.contract.platforms import UUID_PREFIXES
 
 DEVICE_FIELDS = ("name", "uuid", "target")
 
 
 def bare_uuid(text: str) -> str:
-    """torch reports bare uuids, nvidia-smi and NVML print them with a "GPU-" prefix; case
-    and the prefix do not count."""
+    """torch reports bare uuids, a vendor's tools may print them with a prefix (nvidia-smi and
+    NVML: "GPU-"; `campaign.contract.platforms.UUID_PREFIXES`); case and the prefix do not count."""
     text = text.strip().lower()
-    return text[4:] if text.startswith("gpu-") else text
+    prefix = next((p.lower() for p in UUID_PREFIXES if text.startswith(p.lower())), "")
+    return text[len(prefix):]
 
 
 def same_uuid(a: Optional[str], b: Optional[str]) -> bool:

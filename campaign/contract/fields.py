@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import difflib
-from typing import Annotated
+from typing import Annotated, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from campaign.contract import platforms
 
 # Numbers are strict (YAML's true or "600" is not an integer; .inf is not a time) and
 # bounded, so a typo cannot expand into a million-round matrix or a year-long timeout.
@@ -56,12 +58,17 @@ Reason = Annotated[str, StringConstraints(min_length=8, strip_whitespace=True)]
 Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*(\[[^\]\s]+\])?)?$")]
 
 CELL_NAMES = ("baseline", "control", "candidate")
-IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
+# Every stage of every target family (`campaign.contract.platforms`): what ir_stage may name.
+IR_STAGES = platforms.IR_STAGES
 
 
-def stages_below(stage: str) -> tuple[str, ...]:
-    """The IR stages after ``stage``: where a switch that moved the timing but not ``stage``'s IR acts."""
-    return IR_STAGES[IR_STAGES.index(stage) + 1:] if stage in IR_STAGES else ()
+def stages_below(stage: str, backend: Optional[str] = None) -> tuple[str, ...]:
+    """The IR stages after ``stage``: where a switch that moved the timing but not ``stage``'s IR acts.
+    In ``backend``'s one target family where it has one (every backend that times); without it, in
+    the list of every family's stages, which can name another family's (cuda's ptx below hip's llir)."""
+    families = platforms.platform(backend).families if backend is not None else ()
+    stages = platforms.BY_FAMILY[families[0]].ir_stages if len(families) == 1 else IR_STAGES
+    return stages[stages.index(stage) + 1:] if stage in stages else ()
 
 
 class FieldError(ValueError):

@@ -12,9 +12,11 @@ from typing import Annotated, Literal, Optional
 from pydantic import BeforeValidator, Field, StrictBool, StringConstraints, model_validator
 
 from campaign.contract import cellenv_rules, stripregex
-from campaign.contract.fields import (CELL_NAMES, MAX_IR_PASS_LANES, MAX_ROUNDS,
+from campaign.contract.fields import (CELL_NAMES, IR_STAGES, MAX_IR_PASS_LANES, MAX_ROUNDS,
                                       MAX_WORKLOADS_PER_PROCESS, CampaignId, Count, EnvName, EnvValue, FieldError,
                                       Millis, Model, Seconds, integer_only)
+from campaign.contract.platforms import BACKEND_NAMES, TARGET_PATTERN, family, platform, stages_of
+from campaign.contract.timers import TIMER_KINDS
 from campaign.contract.workloads import Workload
 
 SCHEMA_VERSION = 1
@@ -54,10 +56,10 @@ class Sources(Model):
 
 
 class Device(Model):
-    backend: Literal["cuda", "musa", "cpu"]
+    backend: Literal[BACKEND_NAMES]
     name: Optional[str] = None
     uuid: Optional[str] = None
-    target: Annotated[str, StringConstraints(pattern=r"^(cuda|musa):[0-9]+$")]
+    target: Annotated[str, StringConstraints(pattern=TARGET_PATTERN)]
     # Several cards of one host, one serial runner each (`campaign.running.cards`): the first
     # ``count`` visible, or these indices, or these uuids. None of them: one card, as ever.
     count: Optional[Annotated[int, Field(ge=1, le=64)]] = None
@@ -66,15 +68,19 @@ class Device(Model):
 
     @model_validator(mode="after")
     def _identified(self) -> "Device":
-        if self.backend != "cpu" and not (self.name or self.uuid or self.uuids):
-            raise FieldError(("name",), "a cuda or musa device needs a name and/or uuid: the campaign runs on one physical device")
+        executes = platform(self.backend).executes
+        if executes and not (self.name or self.uuid or self.uuids):
+            raise FieldError(("name",), f"a {self.backend} device needs a name and/or uuid: the campaign runs on one physical device")
+        if family(self.target).name not in platform(self.backend).families:
+            raise FieldError(("target",), f"backend {self.backend} runs {' or '.join(platform(self.backend).families)} "
+                                          f"targets, not {self.target}")
         chosen = [key for key in ("count", "indices", "uuids") if getattr(self, key) is not None]
         if len(chosen) > 1:
             raise FieldError((chosen[1],), f"{chosen[0]} and {chosen[1]} both name the cards: give one")
         if self.uuid is not None and chosen:
             raise FieldError((chosen[0],), f"uuid names one card and {chosen[0]} several: give uuids for several")
-        if self.backend == "cpu" and chosen and chosen[0] != "count":
-            raise FieldError((chosen[0],), "the cpu backend has no cards to name: `count` declares virtual ones")
+        if not executes and chosen and chosen[0] != "count":
+            raise FieldError((chosen[0],), f"the {self.backend} backend has no cards to name: `count` declares virtual ones")
         for key in ("indices", "uuids"):
             listed = getattr(self, key)
             if listed is not None and (not listed or len(set(listed)) != len(listed)):
@@ -97,7 +103,7 @@ class Cells(Model):
 class Switch(Model):
     name: EnvName
     cells: Cells
-    ir_stage: Literal["ttir", "ttgir", "llir", "ptx", "sass"] = "ttgir"
+    ir_stage: Literal[IR_STAGES] = "ttgir"
     strip_annotations: tuple[Annotated[str, Field(json_schema_extra={"format": "regex"})], ...] = ()
 
     @model_validator(mode="after")
@@ -121,7 +127,7 @@ class Switch(Model):
 
 
 class Timer(Model):
-    kind: Literal["event", "graph", "direct"] = "graph"
+    kind: Literal[TIMER_KINDS] = "graph"
     warmup_ms: Millis = 25.0
     rep_ms: Millis = 100.0
     return_mode: Literal["median", "mean", "min", "max"] = "median"
@@ -201,12 +207,13 @@ class Manifest(Model):
                 raise FieldError(("workloads", index, "provider"),
                                  f"provider {workload.provider} with defaults.shape_mode {self.defaults.shape_mode}: "
                                  "FlagGems' own benchmark items take shape_mode upstream, and only they do")
-        if self.device.backend == "cpu" and self.timer.kind == "graph":
-            # Nothing is timed on cpu; graph would be a label with nothing behind it.
-            raise FieldError(("timer", "kind"), "graph needs an accelerator; a cpu campaign times nothing: use event")
-        if self.switch.ir_stage == "sass" and self.device.backend == "cpu" and not self.device.target.startswith("cuda:"):
-            # offline sass is nvdisasm over the cubin Triton builds for a cuda target (ptxas and nvdisasm ship in its wheel)
-            raise FieldError(("switch", "ir_stage"), f"sass on cpu disassembles a cuda cubin; target {self.device.target} has none")
+        if not platform(self.device.backend).executes and self.timer.kind == "graph":
+            # Nothing is timed compile-only; graph would be a label with nothing behind it.
+            raise FieldError(("timer", "kind"), f"graph needs an accelerator; a {self.device.backend} campaign times nothing: use event")
+        if self.switch.ir_stage not in (stages := stages_of(self.device.target)):
+            # sass, offline too, is nvdisasm over the cubin of a cuda target (ptxas and nvdisasm ship in Triton's wheel)
+            raise FieldError(("switch", "ir_stage"), f"target {self.device.target} compiles to {', '.join(stages)}: "
+                                                     f"no {self.switch.ir_stage}")
         return self
 
     def timeout_for(self, workload: Workload) -> int:

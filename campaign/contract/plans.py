@@ -9,7 +9,9 @@ from typing import Literal, Optional
 from pydantic import model_serializer
 
 from campaign.contract.artifacts import SCHEMA_VERSION, Record
+from campaign.contract.fields import CELL_NAMES, IR_STAGES
 from campaign.contract.manifest import Device, Pin, Timer
+from campaign.contract.platforms import BACKEND_NAMES
 
 
 # A screen's IR pass: the round before the timed ones (`campaign.planning.matrix`).
@@ -53,7 +55,7 @@ class Task(Record):
     id: str                              # "<workload>/r<round>/<cell>"
     order: int                           # position in the run order (canaries first)
     round: int
-    cell: Literal["baseline", "control", "candidate"]
+    cell: Literal[CELL_NAMES]
     workload: str
     op: str
     provider: Literal["builtin", "flaggems", "pytest", "flaggems_upstream"]
@@ -94,14 +96,14 @@ class CellTerms(Record):
     timer: Timer
     bench_level: Literal["core", "comprehensive"]
     shape_mode: Literal["project", "subset", "upstream"]
-    ir_stage: Literal["ttir", "ttgir", "llir", "ptx", "sass"]
+    ir_stage: Literal[IR_STAGES]
     autotune_from: Optional[str] = None  # receipt sha256 of the sealed root whose configs every cell replays
 
 
 class Matrix(Record):
     schema_version: Literal[1] = SCHEMA_VERSION
     campaign: str
-    backend: Literal["cuda", "musa", "cpu"]
+    backend: Literal[BACKEND_NAMES]
     switch: str
     cells: tuple[str, ...]
     rounds: int

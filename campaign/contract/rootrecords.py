@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
+from pydantic import model_validator
+
 from campaign.contract.records import SealedRecord, Sha256
 
 
@@ -68,9 +70,12 @@ class TunerStore(SealedRecord):
 # a comparison. Defined here, beside the record, because both sides use it: the plugin that
 # writes every one of them and `campaign.judging.caliber`, which compares them.
 CALIBER_FIELDS = (
-    "backend", "device_name", "device_uuid", "device_target", "driver", "cuda", "torch", "triton", "flag_gems",
+    "backend", "device_name", "device_uuid", "device_target", "driver", "runtime", "torch", "triton", "flag_gems",
     "timer", "bench_level", "shape_mode", "tuner_cache", "direct_repeat", "autotune_policy", "autotune_from",
 )
+# A caliber field's key in roots sealed before it was renamed: the device runtime's version was
+# "cuda" until a second vendor's runtime (hip, musa) was recorded under the same key.
+SEALED_AS = {"runtime": "cuda"}
 
 
 class RunIdentity(SealedRecord):
@@ -83,7 +88,10 @@ class RunIdentity(SealedRecord):
     device_uuid: Optional[str]
     device_target: Optional[str]
     driver: Optional[str]
-    cuda: Optional[str]
+    # the device runtime's version (torch.version.cuda / .hip / .musa); one of the two keys,
+    # "cuda" in roots sealed before the rename (`SEALED_AS`)
+    runtime: Optional[str] = None
+    cuda: Optional[str] = None
     torch: str
     triton: str
     triton_env: dict[str, str]
@@ -107,6 +115,13 @@ class RunIdentity(SealedRecord):
     # absent before batches emptied FlagGems' tuner store between workloads
     tuner_store_at_start: Optional[TunerStore] = None
     inherited_env: dict[str, str] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_runtime_key(cls, data: object) -> object:
+        if isinstance(data, dict) and sum(key in data for key in ("runtime", "cuda")) != 1:
+            raise ValueError("run_identity.json names the runtime version once: runtime (or cuda, sealed before it)")
+        return data
 
 
 class RescoreRule(SealedRecord):

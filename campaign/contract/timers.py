@@ -31,6 +31,14 @@ from typing import Literal, Optional, Sequence
 from campaign.contract import clockreasons
 from campaign.contract.artifacts import FALLBACK_MARKER, POISONED_MARKER  # noqa: F401 (the timing code names them here)
 
+# The manifest's timer kinds (`Timer.kind`), the one list, and whether each flushes L2 before
+# every timed call (in the caliber): do_bench clears L2 before every repetition; graph replay
+# (do_bench_cudagraph) does not.
+L2_FLUSH = {"event": True, "graph": False, "direct": True}
+TIMER_KINDS = tuple(L2_FLUSH)
+UNTIMED = "none"                        # a row's timer where nothing ran: compile-only, or a failure before timing
+ROW_TIMERS = TIMER_KINDS + (UNTIMED,)
+
 # do_bench_cudagraph's choices, kept so a graph number means the same thing here:
 # 5 calls estimate one call's cost; 10 timed replays; 1000 calls when the estimate is 0.
 ESTIMATE_CALLS = 5

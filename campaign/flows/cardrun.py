@@ -39,7 +39,7 @@ class CardsRun:
 
 def discover(backend, device) -> list:
     """The cards the host shows (the cpu backend's declared virtual cards); replaced in tests."""
-    return cardplan.virtual_cards(device) if device.backend == "cpu" else backend.enumerate_devices()
+    return backend.enumerate_devices() if backend.capabilities.executes else cardplan.virtual_cards(device)
 
 
 def _comparable(manifest) -> dict:

@@ -116,7 +116,7 @@ def check(root: Path, prepare: dict, manifest: Manifest, backend) -> None:
         raise Refused(PREFIX, "versions", "; ".join(versions))
     if manifest.device.cards > 1:
         return   # each card is checked on its own (`campaign.planning.cardplan.select`): one failing is marked
-    devices = [] if manifest.device.backend == "cpu" else backend.enumerate_devices()
+    devices = backend.enumerate_devices() if backend.capabilities.executes else []
     problems = runchecks.device_problems(manifest.device, devices)
     if problems:
         raise Refused(PREFIX, "device", "; ".join(problems))

@@ -7,13 +7,17 @@ them back through here. ``run_identity.json`` (one per cell) is a flat object::
 
     {"schema_version": 1, "task_id": "mm/r1/baseline",
      "backend": "cuda", "device_name": "NVIDIA H200", "device_uuid": "GPU-…",
-     "driver": "570.124.06", "cuda": "12.8", "torch": "2.11.0+cu130",
+     "driver": "570.124.06", "runtime": "12.8", "torch": "2.11.0+cu130",
      "triton": "3.6.0", "flag_gems": "5.0.2",
      "timer": {"kind": "graph", "warmup_ms": 25.0, "rep_ms": 100.0,
                "return_mode": "median", "direct_repeat": null, "l2_flush": false},
      "bench_level": "core", "shape_mode": "project", "tuner_cache": "isolated",
      "direct_repeat": 1, "autotune_policy": "measured", "autotune_from": null,
      "autotune_mode": "record", "autotune_source": null}
+
+``runtime`` (the device runtime's version) is ``cuda`` in roots sealed before a second vendor's
+runtime was recorded (`campaign.contract.rootrecords.SEALED_AS`); it is read under its new name, so
+an old root and a new one compare field for field.
 
 ``autotune_from`` is the receipt digest of the sealed root whose recorded configs every
 cell replays (`campaign.planning.pinning`), null where the root recorded its own: configs
@@ -46,7 +50,7 @@ from typing import Iterable, Mapping, Optional, TextIO
 from campaign.contract.artifacts import IDENTITY_FILE, cell_dir_name
 from campaign.contract.plans import Task
 from campaign.contract.errors import EXIT_CALIBER, CampaignError
-from campaign.contract.rootrecords import CALIBER_FIELDS
+from campaign.contract.rootrecords import CALIBER_FIELDS, SEALED_AS
 
 # Fields added after roots were sealed without them: absent from every cell, the table omits them.
 RECORDED_SINCE = ("autotune_from",)
@@ -72,7 +76,7 @@ def flatten(identity: Mapping) -> dict[str, object]:
             for sub in TIMER_FIELDS:
                 out[f"timer.{sub}"] = timer.get(sub, MISSING)
         else:
-            out[name] = identity.get(name, MISSING)
+            out[name] = identity.get(name, identity.get(SEALED_AS.get(name), MISSING))
     return out
 
 

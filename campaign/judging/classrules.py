@@ -50,7 +50,8 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.judging import direction, significance, stats
-from campaign.contract.fields import IR_STAGES
+from campaign.contract import platforms
+from campaign.contract.fields import stages_below
 from campaign.contract.records import RegimeTiming, Timing
 from campaign.judging.evidence import TaskEvidence
 from campaign.judging.workload import WorkloadFacts, timed_out
@@ -161,9 +162,8 @@ def _incomparable(w: WorkloadFacts) -> Optional[str]:
     return None
 
 
-def _lower_stages(stage: str) -> str:
-    below = IR_STAGES[IR_STAGES.index(stage) + 1:] if stage in IR_STAGES else ()
-    return ", ".join(below) or "none lower: the switch acts outside the compiler's output"
+def _lower_stages(stage: str, backend: str) -> str:
+    return ", ".join(stages_below(stage, backend)) or "none lower: the switch acts outside the compiler's output"
 
 
 def decide(w: WorkloadFacts) -> tuple[str, str, bool]:
@@ -179,7 +179,7 @@ def decide(w: WorkloadFacts) -> tuple[str, str, bool]:
     if reason:
         return "X", reason, False
     b, c = w.ref_topology()["scoped"], w.topo["candidate"]["scoped"]
-    compile_only = w.ev.matrix.backend == "cpu" or any(not t.result.timed for t in w.done)
+    compile_only = not platforms.platform(w.ev.matrix.backend).executes or any(not t.result.timed for t in w.done)
     not_run = [cell for cell in w.cells if w.correct[cell]["state"] != "run"]
     if compile_only and c > b:
         return _untainted(w, "R", f"{_topo_text(w)}: increased (IR evidence alone: not timed)", False)
@@ -212,7 +212,7 @@ def _ir_equal(w: WorkloadFacts) -> tuple[str, str, bool]:
         return "X", (f"IR equal at {stage}, timing moved under an environmental throttle not cleared by re-timing: "
                      f"{'; '.join(w.environmental)} ({moved})"), False
     klass, reason, on_timing = "X", (f"IR equal at {stage} but timing moved: {moved}; the switch acts below "
-                                     f"{stage} (try {_lower_stages(stage)})"), True
+                                     f"{stage} (try {_lower_stages(stage, w.ev.matrix.backend)})"), True
     if w.capped:
         klass, reason, on_timing = clock_check(klass, reason, w.timing, w.cycles, w.capped)
     return _untainted(w, klass, reason, on_timing)

@@ -40,6 +40,7 @@ from campaign.judging import caliber, irevidence, stats
 from campaign.contract.fields import CELL_NAMES
 from campaign.contract.verdictnames import IR_CHANGED, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
 from campaign.judging.stats import Sample
+from campaign.contract.platforms import platform
 
 TIMEOUT_RCS = (124, 137)
 TIMEOUT_NAMES = ("timed_out", "killed")
@@ -230,8 +231,8 @@ def shape_range(f: Facts, v: Verdict) -> Range:
         return Range()
     vs = "control" if base.tuning_variants else "baseline"
     ref, cand = f.sides.get(vs), f.sides["candidate"]
-    if f.backend == "cpu":
-        return Range(label="not timed: cpu compiles only, no range")
+    if not platform(f.backend).executes:
+        return Range(label=f"not timed: {f.backend} compiles only, no range")
     if ref is None or not (ref.timed and cand.timed):
         missing = "" if vs == "baseline" else f"; {NOT_COMPARABLE}: not printed"
         return Range(label=f"not timed: a side ran untimed, no range{missing}")

@@ -18,6 +18,7 @@ from campaign.contract.devicerule import device_mismatches, same_uuid
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Device
 from campaign.planning.partition import Partition, Weight
+from campaign.contract.platforms import platform
 
 PARTITION_FILE = "partition.json"
 VIRTUAL = "cpu-virtual-"
@@ -87,7 +88,7 @@ def select(device: Device, found: Sequence[DeviceInfo], narrowed: Optional[Seque
             failed.append((Card(slot, index, uuid or f"index-{index}"), f"{name} is not visible"))
             continue
         card = Card(slot, index, info.uuid or f"index-{index}", info.name,
-                    None if device.backend == "cpu" else _visible(index, parent_visible))
+                    _visible(index, parent_visible) if platform(device.backend).executes else None)
         expected = device.model_copy(update={"uuid": uuid}) if uuid else device
         wrong = device_mismatches(expected, info.name, info.uuid, info.target)
         if wrong:

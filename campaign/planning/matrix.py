@@ -32,6 +32,7 @@ from campaign.contract.manifest import Manifest
 from campaign.contract.workloads import Workload
 from campaign.planning.pinning import pinned_source
 from campaign.planning.resolve import Resolved
+from campaign.contract.platforms import platform
 
 
 def cell_order(cells: tuple[str, ...], round_number: int, alternate: bool) -> tuple[str, ...]:
@@ -61,7 +62,7 @@ IR_CELLS = ("baseline", "candidate")
 def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = False,
            time_unchanged: bool = False) -> Matrix:
     cells = manifest.switch.cell_names()
-    policy = "first-config" if manifest.device.backend == "cpu" else "measured"
+    policy = "measured" if platform(manifest.device.backend).executes else "first-config"
     canaries = [w for w in manifest.workloads if w.canary]
     others = [w for w in manifest.workloads if not w.canary]
     rounds = range(IR_ROUND if ir_pass else 1, manifest.rounds.count + 1)

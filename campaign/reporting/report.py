@@ -24,6 +24,7 @@ from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
 from campaign.contract.verdictnames import CLASS_NAMES, CLASSES, RANGED, TIMING_MOVED
+from campaign.contract.platforms import platform
 
 AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
 
@@ -115,7 +116,7 @@ def _row(name: str, w: WorkloadVerdict, with_cycles: bool = False) -> str:
             f"| {delta} |{cycles} {iv} | {floor} | {counts} | {_markers(w)} |")
 
 
-def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
+def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str]:
     t = w.timing
     out = []
     orders = ", ".join(f"{o} {pct(d)} over {p.rounds_per_order.get(o, '?')} round(s) ({order_text(p, o)})"
@@ -134,7 +135,7 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming) -> list[str]:
                    f"geomean {pct(c.point)}, {interval_text(c.interval)}; A/A floor {c_floor}; {c.verdict}: {c.reason}")
     how = _moved(w)
     if how:
-        below = stages_below(w.ir.stage)
+        below = stages_below(w.ir.stage, backend)
         where = (f"set the IR stage to {' or '.join(below)}" if below
                  else "no stage is lower: it acts outside the compiler's output")
         way = (how if p.verdict != NEUTRAL else
@@ -179,7 +180,7 @@ def ir_pass_cells(sources: dict[str, Optional[str]]) -> list[str]:
     return [c for c, task in sources.items() if task and task.split("/")[-2] == f"r{IR_ROUND}"]
 
 
-def _details(name: str, w: WorkloadVerdict) -> list[str]:
+def _details(name: str, w: WorkloadVerdict, backend: str) -> list[str]:
     out = [f"### {name} — {w.klass} ({CLASS_NAMES[w.klass]})", "", w.reason, ""]
     ir = w.ir
     fps = {c: (fp[:12] if fp else "none") for c, fp in ir.fingerprints.items()}
@@ -219,7 +220,7 @@ def _details(name: str, w: WorkloadVerdict) -> list[str]:
     if p is None:
         out.append(f"- timing: no range printed ({w.screen}" + ("" if w.timing else ", nothing timed") + ")")
     else:
-        out += _timing_lines(w, p)
+        out += _timing_lines(w, p, backend)
     if w.clocks:
         out.append("- SM clock inside the timing windows, per side: " + "; ".join(
             f"{c} median {_mhz(k.sm_clock_median_mhz)}, min {_mhz(k.sm_clock_min_mhz)}, "
@@ -246,7 +247,7 @@ def does_not_prove(verdicts: AnyVerdicts) -> list[str]:
              "shapes recorded; other shapes, dtypes or devices are not covered.",
              "- Class C and B say no timing change was resolved beyond the A/A floor, not that none exists.",
              "- X is missing or incomparable evidence, not a verdict about the switch."]
-    if verdicts.backend == "cpu":
+    if not platform(verdicts.backend).executes:
         lines.append("- This is a compile-only campaign: nothing was executed or timed; IR and topology are real, "
                      "correctness and speed are not evidenced.")
     if verdicts.caliber.warnings:
@@ -302,7 +303,7 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optio
     out += [_row(name, w, with_cycles) for name, w in verdicts.workloads.items()]
     out.append("")
     for name, w in verdicts.workloads.items():
-        out += _details(name, w)
+        out += _details(name, w, verdicts.backend)
     out += list(beside)
     out += does_not_prove(verdicts)
     return "\n".join(out)

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from campaign.contract.cellenv_rules import GEMS_VENDOR, PINNED
 from campaign.contract.plans import CellPlan
-from campaign.backends import visibility_variables
+from campaign.contract.platforms import visibility_variables
 from campaign.contract.manifest import Manifest
 
 # Where tools, libraries and the interpreter's own packages are found. Tool paths

@@ -110,7 +110,7 @@ def task_folders(root: Path, task_ids: Iterable[str]) -> list[str]:
 def card_here(backend, variable: Optional[str]) -> Card:
     """The card Ray assigned this task: its uuid from the backend, or a labelled virtual one on cpu."""
     visible = (os.environ.get(variable) or "").split(",")[0].strip() if variable else ""
-    devices = [] if backend.name == "cpu" else backend.enumerate_devices()
+    devices = backend.enumerate_devices() if backend.capabilities.executes else []
     if devices:   # the first visible device is the one Ray assigned (one per task)
         return Card(slot=0, index=devices[0].index, uuid=devices[0].uuid, name=devices[0].name)
     import ray   # only a Ray task gets here: the card Ray assigned, by its id there
@@ -130,7 +130,7 @@ def _check_node(prepare: dict, manifest: Manifest, backend) -> None:
         harness.PROJECT_ROOT, harness.prepared_targets(prepare)))
     if drift:
         raise RuntimeError(f"node {here}: code differs from prepare: {', '.join(drift)}")
-    devices = [] if manifest.device.backend == "cpu" else backend.enumerate_devices()
+    devices = backend.enumerate_devices() if backend.capabilities.executes else []
     problems = runchecks.device_problems(manifest.device, devices)
     if problems:
         raise RuntimeError(f"node {here}: device: {'; '.join(problems)}")

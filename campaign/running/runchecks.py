@@ -15,6 +15,7 @@ from campaign.backends.base import DeviceInfo
 from campaign.contract.devicerule import device_mismatches, version_matches
 from campaign.planning.harness import changed_files
 from campaign.contract.manifest import Device, Pin, Sources
+from campaign.contract.platforms import platform
 
 
 def harness_problems(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
@@ -53,7 +54,7 @@ def version_problems(sources: Sources, installed: dict[str, Optional[str]]) -> l
 
 def device_problems(device: Device, present: list[DeviceInfo]) -> list[str]:
     """The first visible device (the one every cell runs on) against the manifest's."""
-    if device.backend == "cpu":
+    if not platform(device.backend).executes:
         return []  # nothing to enumerate: the target is declared, compiled for offline
     if not present:
         return [f"no {device.backend} device is visible"]

@@ -5,8 +5,9 @@ multi-round A/B reports, and leave no trace in a cell's own logs. A background
 thread samples every `INTERVAL_S` into <root>/telemetry.tsv (`COLUMNS`), often
 enough that a row's timing window holds samples; `campaign.judging.throttle` judges the
 samples inside each window, and a cell's status row summarises clocks over them
-only (its start and its compile time read the idle clock). cuda
-reads NVML (``pynvml``, optional), musa parses ``mthreads-gmi -q --json``,
+only (its start and its compile time read the idle clock). The backend names its source
+(`campaign.contract.platforms`), one of `SOURCES`: NVML (``pynvml``, optional), amdsmi
+(ROCm's ``amdsmi``, optional; no clock-event reasons), or ``mthreads-gmi -q --json``,
 whose values carry their units ("36C", "1888MHz", "477.68W") and whose power
 key is "Power Draw " with a trailing space -- keys are matched stripped. The
 devices come from the backend's visibility variable; several visible devices
@@ -183,15 +184,66 @@ class NvmlSource:
         return [nvml_sample(self._raw(handle), t) for handle in self.handles]
 
 
+def amdsmi_sample(raw: dict[str, Any], t: float) -> Sample:
+    """One device's amdsmi readings (clocks MHz, temperature C, power W, activity %); amdsmi
+    reports no clock-event reasons mask here, so the reasons are unknown (empty), never "none"."""
+    return Sample(t=t, device=str(raw["index"]), sm_clock_mhz=strip_unit(raw.get("sm_clock_mhz")),
+                  mem_clock_mhz=strip_unit(raw.get("mem_clock_mhz")), temp_c=strip_unit(raw.get("temp_c")),
+                  power_w=strip_unit(raw.get("power_w")), util_pct=strip_unit(raw.get("util_pct")))
+
+
+class AmdSmiSource:
+    def __init__(self, devices: Optional[list[str]], smi=None):
+        if smi is None:
+            try:
+                import amdsmi as smi
+            except ImportError:
+                raise RuntimeError("amdsmi is not installed (it ships with ROCm: pip install amdsmi)") from None
+        self.smi = smi
+        smi.amdsmi_init()
+        handles = smi.amdsmi_get_processor_handles()
+        # HIP_VISIBLE_DEVICES holds indices here; amdsmi's own uuids are not torch's, so none is matched
+        self.handles = [(str(i), h) for i, h in enumerate(handles)
+                        if devices is None or str(i) in devices]
+        if devices is not None and len(self.handles) != len(devices):
+            raise RuntimeError(f"amdsmi sees {len(handles)} devices; cannot sample {', '.join(devices)}")
+
+    def _raw(self, index: str, handle) -> dict[str, Any]:
+        smi = self.smi
+
+        def guarded(call, *args):
+            try:
+                return call(handle, *args)
+            except Exception:  # amdsmi's AmdSmiLibraryException: a metric this device does not report
+                return None
+
+        def clock(kind):
+            return (guarded(smi.amdsmi_get_clock_info, kind) or {}).get("clk")
+        power = guarded(smi.amdsmi_get_power_info) or {}
+        activity = guarded(smi.amdsmi_get_gpu_activity) or {}
+        return {"index": index, "sm_clock_mhz": clock(smi.AmdSmiClkType.GFX), "mem_clock_mhz": clock(smi.AmdSmiClkType.MEM),
+                "temp_c": guarded(smi.amdsmi_get_temp_metric, smi.AmdSmiTemperatureType.HOTSPOT,
+                                  smi.AmdSmiTemperatureMetric.CURRENT),
+                "power_w": power.get("current_socket_power", power.get("average_socket_power")),
+                "util_pct": activity.get("gfx_activity")}
+
+    def read(self, t: float) -> list[Sample]:
+        return [amdsmi_sample(self._raw(index, handle), t) for index, handle in self.handles]
+
+
+# The sources by the name a backend declares (`campaign.contract.platforms.Platform.telemetry`);
+# tests/test_vocabulary.py holds these keys equal to the platforms' names.
+SOURCES: dict[str, Callable[[Optional[list[str]]], Source]] = {
+    "nvml": NvmlSource, "mthreads-gmi": GmiSource, "amdsmi": AmdSmiSource}
+
+
 def make_source(kind: Optional[str], devices: Optional[list[str]]) -> Source:
     """The backend's telemetry source; RuntimeError (or the library's own) says why there is none."""
     if devices == []:
         raise RuntimeError("the visibility variable is set but names no device: nothing to sample")
-    if kind == "nvml":
-        return NvmlSource(devices)
-    if kind == "mthreads-gmi":
-        return GmiSource(devices)
-    raise RuntimeError(f"the backend declares no telemetry source ({kind!r})")
+    if kind not in SOURCES:
+        raise RuntimeError(f"the backend declares no telemetry source ({kind!r})")
+    return SOURCES[kind](devices)
 
 
 class Sampler:
