@@ -13,7 +13,7 @@ def _flaggems_entries():
     return entries
 
 
-def test_every_flaggems_target_exists_and_follows_the_protocol():
+def test_every_flaggems_target_exists_and_follows_the_protocol():  # noqa: C901 (one walk over every target, each protocol rule an assertion)
     import ast
 
     from campaign.planning import shapes as shape_sets

@@ -69,7 +69,7 @@ class _Frame:
         self.items += 1
 
 
-def _guard(text: str, where: str) -> None:
+def _guard(text: str, where: str) -> None:  # noqa: C901 (one pass over the YAML text, each bound a branch (billion laughs, depth, size))
     """The event pass: refuse, at its position, what must never reach the composer."""
     stack: list[_Frame] = []
     sizes: dict[Any, int] = {}              # anchor -> nodes of its value, aliases expanded

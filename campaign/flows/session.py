@@ -156,7 +156,7 @@ def _resume_hint(root: Path, mode: str, execution: Execution) -> str:
             + ("" if again else " (add --emit-manifest FILE there if a manifest should be emitted)"))
 
 
-def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None] = lambda root: None) -> int:
+def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None] = lambda root: None) -> int:  # noqa: C901 (the run's phases in order (lock, checks, runner, judge, seal), each with its named exit)
     """Run a prepared root's matrix and seal it; ``before_seal(root)`` writes what the seal must hash."""
     prepare = canonical.read_json(root / PREPARE_FILE)
     matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))

@@ -166,7 +166,7 @@ def _lower_stages(stage: str, backend: str) -> str:
     return ", ".join(stages_below(stage, backend)) or "none lower: the switch acts outside the compiler's output"
 
 
-def decide(w: WorkloadFacts) -> tuple[str, str, bool]:
+def decide(w: WorkloadFacts) -> tuple[str, str, bool]:  # noqa: C901 (the rules in their documented order, first match wins)
     """(class, reason, rests_on_timing): the last says whether a timing direction carries the
     class, so the campaign-wide correction (`holm_pass`) knows which claims it may take back."""
     reason = _evidence_missing(w)

@@ -88,7 +88,7 @@ def _strip_locs(text: str) -> str:
     return "\n".join(out_lines)
 
 
-def _strip_inline_locs(line: str) -> str:
+def _strip_inline_locs(line: str) -> str:  # noqa: C901 (a character scanner over one IR line)
     result, i = [], 0
     while True:
         j = line.find("loc(", i)

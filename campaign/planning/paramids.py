@@ -44,7 +44,7 @@ def _escaped(value: object) -> str:
     return str(value).encode("unicode_escape").decode("ascii")
 
 
-def _idval(node: ast.expr, module: Module, argname: str, index: int, depth: int = 0) -> tuple[str, ...]:
+def _idval(node: ast.expr, module: Module, argname: str, index: int, depth: int = 0) -> tuple[str, ...]:  # noqa: C901 (one branch per ast node kind pytest's ids follow)
     """The spellings pytest may give one value (more than one only for a name it cannot see)."""
     auto = f"{argname}{index}"
     if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
@@ -75,7 +75,7 @@ def _idval(node: ast.expr, module: Module, argname: str, index: int, depth: int 
     raise Unreadable(f"value {index} of {argname} is computed ({ast.unparse(node)})")
 
 
-def _layer(call: ast.Call, module: Module) -> Layer:
+def _layer(call: ast.Call, module: Module) -> Layer:  # noqa: C901 (one branch per parametrize call form)
     names_node, values_node = keyword(call, "argnames", 0), keyword(call, "argvalues", 1)
     if names_node is None or values_node is None:
         raise Unreadable(f"{ast.unparse(call)} has no literal argnames and argvalues")

@@ -134,7 +134,7 @@ class RayExecutor:
                                 + f"; `campaign run {self.setup.root}` (with or without --ray) runs them again")
         return Outcome(COMPLETED)
 
-    def _wave(self, ray, remote, workloads: list[str], rows: list[StatusRow], gpus: int,
+    def _wave(self, ray, remote, workloads: list[str], rows: list[StatusRow], gpus: int,  # noqa: C901 (a wave's wait, timeout, death and result paths side by side)
               probe: raywatch.GcsProbe) -> Optional[Outcome]:
         waiting = list(workloads)
         refs: dict[Any, tuple[str, float, float]] = {}     # ref -> (workload, deadline, budget)
