@@ -244,13 +244,26 @@ small_first[lambda meta: (triton.cdiv(256, meta["BLOCK_M"]), triton.cdiv(256, me
 """
 
 
-def test_first_config_cells_hold_every_configs_code_so_a_switch_past_the_first_config_is_a_change(tmp_path):
+@pytest.fixture(scope="module")
+def small_first_baseline(tmp_path_factory):
+    """The baseline cell of SMALL_FIRST, first-config: read by the test of every config's code and by
+    the test replaying measured winners, each of which ran this same cell for itself before."""
+    plan = plan_cell(tmp_path_factory.mktemp("small-first"), "baseline", cell="baseline")
+    run_cell(plan, kernel_test(SMALL_FIRST))
+    return plan
+
+
+def test_first_config_cells_hold_every_configs_code_so_a_switch_past_the_first_config_is_a_change(
+        small_first_baseline, tmp_path):
     from campaign.judging import irevidence
 
     cells = {}
     for cell, env in (("baseline", {}), ("candidate", {"DISABLE_MMA_V3": "1"})):
-        plan = plan_cell(tmp_path, cell, env=env, cell=cell)
-        run_cell(plan, kernel_test(SMALL_FIRST))
+        if cell == "baseline":
+            plan = small_first_baseline
+        else:
+            plan = plan_cell(tmp_path, cell, env=env, cell=cell)
+            run_cell(plan, kernel_test(SMALL_FIRST))
         cells[cell] = plan
         data = result(plan)
         assert [(w["configs"], w["warmed"], w["cold"]) for w in data["warmup"]] == [(2, 2, [])]
@@ -265,15 +278,13 @@ def test_first_config_cells_hold_every_configs_code_so_a_switch_past_the_first_c
     assert change.state == irevidence.DIFFER, "the first config alone is unchanged; the second config's code is not"
 
 
-def test_a_first_config_cell_replaying_measured_winners_holds_those_winners_code_alone(tmp_path):
+def test_a_first_config_cell_replaying_measured_winners_holds_those_winners_code_alone(small_first_baseline, tmp_path):
     """The compile-only backend replaying a device root's measured winners must give the
     device's IR (tests/gpu/test_cell_capture_gpu.py checks it on the H200): the winner's
     code, not every config's."""
     from campaign.judging import irevidence
 
-    recording = plan_cell(tmp_path, "baseline", cell="baseline")
-    run_cell(recording, kernel_test(SMALL_FIRST))
-    data = result(recording)
+    data = result(small_first_baseline)
     second = {**data["entries"][0]["config"], "kwargs": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
               "num_warps": 8, "num_stages": 3}
     measured = tmp_path / "measured.json"     # as a device cell would have recorded: the second config won

@@ -10,10 +10,13 @@ benchmarker with fixed timings (a clock stand-in) that still compiles what it is
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from cellrun import DEMO_DIR, environment, kernel_test, plan_cell
 
@@ -93,9 +96,17 @@ def fallback_lines(plan) -> list[str]:
 
 # -- correctness without re-tuning ----------------------------------------------------------
 
-def test_recording_cell_records_the_correctness_shapes_without_re_tuning_the_timed_ones(tmp_path):
-    plan = plan_cell(tmp_path, "baseline")
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A recording cell of BENCH with a correctness session over both keys: read as it is by the
+    recording test, copied by the replaying test, which steers an entry of its own copy."""
+    plan = plan_cell(tmp_path_factory.mktemp("recorded"), "baseline")
     run_sessions(plan, kernel_test(BENCH), kernel_test(CORRECT.format(block={128: 128, 256: 128})))
+    return plan
+
+
+def test_recording_cell_records_the_correctness_shapes_without_re_tuning_the_timed_ones(recorded):
+    plan = recorded
     bench, correct = read(plan, "autotune.json"), read(plan, "autotune-correctness.json")
     assert (correct["mode"], correct["session"], correct["fallbacks"]) == ("record", "correctness", [])
     assert set(keyed(correct["entries"])) == {KEY_128, KEY_256}
@@ -103,9 +114,9 @@ def test_recording_cell_records_the_correctness_shapes_without_re_tuning_the_tim
     assert correct["tuning_runs"] == 1, "the timed key is read back from the tuner, only the new one is decided"
 
 
-def test_replaying_cell_runs_correctness_on_the_recorded_configs_and_tunes_nothing(tmp_path):
-    record = plan_cell(tmp_path, "baseline")
-    run_sessions(record, kernel_test(BENCH), kernel_test(CORRECT.format(block={128: 128, 256: 128})))
+def test_replaying_cell_runs_correctness_on_the_recorded_configs_and_tunes_nothing(recorded, tmp_path):
+    shutil.copytree(recorded.cell_dir, tmp_path / "baseline", symlinks=True)
+    record = recorded.model_copy(update={"cell_dir": str(tmp_path / "baseline")})
     # steer the correctness-only key: a config first-config would never pick shows it was replayed
     recorded = Path(record.cell_dir) / "autotune-correctness.json"
     data = read(record, "autotune-correctness.json")
