@@ -54,6 +54,7 @@ from campaign.contract import platforms
 from campaign.contract.fields import stages_below
 from campaign.contract.records import RegimeTiming, Timing
 from campaign.judging.evidence import TaskEvidence
+from campaign.judging.clockrule import clock_check
 from campaign.judging.workload import WorkloadFacts, timed_out
 
 CRASH_OK = (0, 1)        # pytest: 0 all passed, 1 some tests failed (judged by outcomes and rows)
@@ -287,24 +288,3 @@ def _bound(timing: RegimeTiming) -> str:
     if timing.resolvable is None:
         return "; no effect is resolvable at this floor and these rounds"
     return f"; no change beyond ±{direction.pct(timing.resolvable)} (the smallest effect this floor and these rounds resolve)"
-
-
-def clock_check(klass: str, reason: str, t: Timing, cycles: Optional[Timing],
-                capped: list[str]) -> tuple[str, str, bool]:
-    """A timing direction with a side at a clock fact (the power cap, a low clock) stands when the
-    cycles (time x the window's SM clock) move the same way by the same rule; else X."""
-    timing, cyc = t.primary, (cycles.primary if cycles else None)
-    at = f"clock facts while timed: {'; '.join(capped)}"
-    time_text = f"time {direction.pct(timing.point, True)} ({timing.verdict})"
-    if cyc is None or cyc.point is None:
-        return "X", (f"would be {klass} ({reason}), but {at}, and the clock of the timed rows is unknown, so the gap "
-                     f"cannot be checked in cycles"), False
-    cycles_text = f"cycles {direction.pct(cyc.point, True)} ({cyc.verdict}: {cyc.reason})"
-    sides = ", ".join(side.split(" ", 1)[0] for side in capped)
-    if cyc.leaning != timing.verdict:
-        return "X", f"the clock difference explains the gap: {time_text}, {cycles_text}; {at}", False
-    if cyc.verdict != timing.verdict:
-        return "X", (f"the gap is not established in cycles (it leans {cyc.leaning}, short of the rule): {time_text}, "
-                     f"{cycles_text}; {at}"), False
-    return klass, (f"{reason}; cycles {direction.pct(cyc.point, True)} {cyc.verdict} too, beyond their own "
-                   f"{direction.pct(cyc.floor)} A/A floor (power cap or low clock on {sides})"), True

@@ -110,7 +110,7 @@ MUTATIONS = [
     ("a direction at a clock fact must hold in cycles", "campaign/judging/classrules.py",
      "    if on_timing and w.capped:\n", "    if False:\n",
      "tests/test_verdict_integrity.py::test_a_gap_the_clock_difference_explains_is_x_with_both_figures"),
-    ("cycles must lean the way time moved", "campaign/judging/classrules.py",
+    ("cycles must lean the way time moved", "campaign/judging/clockrule.py",
      "    if cyc.leaning != timing.verdict:\n", "    if False:\n",
      "tests/test_verdict_integrity.py::test_a_gap_the_clock_difference_explains_is_x_with_both_figures"),
     ("the band is symmetric in log ratio", "campaign/judging/direction.py",
