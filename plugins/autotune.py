@@ -40,8 +40,8 @@ import triton
 from triton.runtime.autotuner import Autotuner
 
 from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, REPLAY_FALLBACK_MARKER
-from campaign.contract.cellfiles import AutotuneEntry, AutotuneFile, TunedConfig, WarmupEntry
 from campaign.contract.canonical import read_json, write_json_new
+from campaign.contract.cellfiles import AutotuneEntry, AutotuneFile, TunedConfig, WarmupEntry
 from campaign.plugins import warmup
 
 SESSION_FILES = {"benchmark": AUTOTUNE_FILE, "correctness": AUTOTUNE_CORRECTNESS_FILE}

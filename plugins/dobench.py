@@ -47,8 +47,8 @@ import triton.testing
 
 from campaign.backends import plan
 from campaign.contract.artifacts import ROWS_FILE
-from campaign.contract.cellfiles import Row, Rows
 from campaign.contract.canonical import write_json_new
+from campaign.contract.cellfiles import Row, Rows
 from campaign.contract.fields import DTYPES
 from campaign.plugins import timing
 from campaign.plugins._device_timers import DeviceTimers

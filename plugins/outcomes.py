@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from campaign.contract.artifacts import OUTCOMES_FILE
-from campaign.contract.cellfiles import Outcome, Outcomes
 from campaign.contract.canonical import write_json_new
+from campaign.contract.cellfiles import Outcome, Outcomes
 
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 _DETAIL_CHARS = 500

@@ -56,11 +56,11 @@ import pytest
 import torch
 
 from campaign.backends import plan
-from campaign.planning import shapes as shape_sets
 from campaign.contract import timers
 from campaign.contract.artifacts import ROWS_FILE
-from campaign.contract.cellfiles import Row, Rows
 from campaign.contract.canonical import write_json_new
+from campaign.contract.cellfiles import Row, Rows
+from campaign.planning import shapes as shape_sets
 from campaign.plugins import rowclock
 from campaign.plugins._device_timers import CaptureFailure, DeviceTimers
 

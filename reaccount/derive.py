@@ -28,16 +28,16 @@ from pathlib import Path
 from typing import Optional, Union
 
 from campaign.contract import canonical
-from campaign.sealing import receipt
-from campaign.reporting import report
-from campaign.judging import direction
 from campaign.contract.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
-from campaign.contract.verdictnames import CLASSES
-from campaign.judging.classify import classify
-from campaign.judging.evidence import load_root
 from campaign.contract.errors import EXIT_INPUT, InputError, Refused
 from campaign.contract.receiptmodel import Receipt, ReceiptV1
 from campaign.contract.records import Verdicts
+from campaign.contract.verdictnames import CLASSES
+from campaign.judging import direction
+from campaign.judging.classify import classify
+from campaign.judging.evidence import load_root
+from campaign.reporting import report
+from campaign.sealing import receipt
 
 PREFIX = "REACCOUNT_REFUSED"
 DEMOTIONS = {("G", "C"), ("G", "B"), ("C", "B"), ("R", "B")}

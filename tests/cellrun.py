@@ -17,13 +17,14 @@ import textwrap
 from pathlib import Path
 from typing import Optional
 
+import taskplan
+from conftest import PROJECT_ROOT
+
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
 from campaign.contract.artifacts import TASK_FILE
 from campaign.contract.plans import CellPlan
 from campaign.running.cellenv import cell_env
-from conftest import PROJECT_ROOT
-import taskplan
 
 DEMO_DIR = PROJECT_ROOT / "ops" / "workloads" / "demo"
 CPU_PLUGINS = plugin_plan(get_backend("cpu"))

@@ -20,7 +20,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from campaign.contract import canonical, yamlio
+import taskplan
+from rootcells import DEMO, write_cell
+
+from campaign.contract import canonical, status, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, STATUS_FILE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
@@ -28,9 +31,6 @@ from campaign.flows.freeze import Checked, prepare_record
 from campaign.planning import harness
 from campaign.planning.matrix import expand
 from campaign.planning.resolve import Resolved
-from campaign.contract import status
-from rootcells import DEMO, write_cell
-import taskplan
 
 
 @dataclass(frozen=True)

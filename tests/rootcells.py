@@ -14,16 +14,25 @@ from typing import TYPE_CHECKING
 
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
-from campaign.contract import canonical
-from campaign.contract.artifacts import (AUTOTUNE_FILE, IDENTITY_FILE, INDEX_COLUMNS, IR_DIR, MARKERS, OUTCOMES_FILE,
-                                         RESULT_FILE, ROWS_FILE, TASK_FILE, cell_dir_name)
+from campaign.contract import canonical, status
+from campaign.contract.artifacts import (
+    AUTOTUNE_FILE,
+    IDENTITY_FILE,
+    INDEX_COLUMNS,
+    IR_DIR,
+    MARKERS,
+    OUTCOMES_FILE,
+    RESULT_FILE,
+    ROWS_FILE,
+    TASK_FILE,
+    cell_dir_name,
+)
 from campaign.contract.cellfiles import AutotuneFile, CellResult, Outcomes, Rows
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import CellPlan
 from campaign.contract.rootrecords import RunIdentity
 from campaign.planning import harness
 from campaign.planning.matrix import cell_terms
-from campaign.contract import status
 from campaign.running.cellenv import pinned_env
 
 if TYPE_CHECKING:
@@ -43,8 +52,8 @@ def ttgir(kernel: Kernel, cell: str) -> str:
              else '#mma = #ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [4, 1]}>',
              'module attributes {"ttg.num-warps" = 4 : i32, ttg.target = "cuda:90"} {',
              f'  tt.func public @{kernel.name}(%arg0: !tt.ptr<f16> loc("/work/{cell}/k.py":12:0)) attributes {{noinline = false}} {{',
-             f'    %0 = tt.get_program_id x : i32 loc(#loc1)',
-             f'    %1 = tt.splat %arg0 : !tt.ptr<f16> -> tensor<128x64x!tt.ptr<f16>, #blocked> loc(#loc2)']
+             '    %0 = tt.get_program_id x : i32 loc(#loc1)',
+             '    %1 = tt.splat %arg0 : !tt.ptr<f16> -> tensor<128x64x!tt.ptr<f16>, #blocked> loc(#loc2)']
     for i in range(kernel.converts):
         lines.append(f'    %c{i} = ttg.convert_layout %1 : tensor<128x64xf16, #blocked> -> tensor<128x64xf16, #mma> loc(#loc{3 + i % 2})')
     lines.append(f'    // body: {kernel.code}')

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import status
 from conftest import PROJECT_ROOT, run_cli
+
+from campaign.contract import status
 
 FAULTS = "tests/fixtures/workloads/bench_faults.py"
 

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from conftest import PROJECT_ROOT
+
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
 from campaign.contract.artifacts import RESULT_FILE, TASK_FILE
@@ -21,7 +23,6 @@ from campaign.contract.manifest import Manifest
 from campaign.contract.plans import CellPlan
 from campaign.planning.matrix import cell_terms
 from campaign.running.cellenv import cell_env, pinned_env
-from conftest import PROJECT_ROOT
 
 MANIFEST = {
     "schema_version": 1, "campaign": "worker-test", "description": "one cell through the worker",

@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import rootbuilder as rb
 from google.protobuf import json_format
 from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import STATEMENT_TYPE_URI, Statement
 
-import rootbuilder as rb
-from campaign.sealing import attest
 from campaign.contract import canonical
+from campaign.sealing import attest
 
 
 def _parsed(text: str) -> Statement:

@@ -11,11 +11,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from cellrun import kernel_test, plan_cell, run_cell
 
 from campaign.contract.cellfiles import AutotuneFile
 from campaign.plugins import autotune
 from campaign.worker.context import CellLog
-from cellrun import kernel_test, plan_cell, run_cell
 
 MATMULS = """
     for n in (128, 256, 128):

@@ -17,7 +17,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from cellrun import DEMO_DIR, environment, kernel_test, plan_cell
 
 from campaign.contract.cellfiles import AutotuneFile

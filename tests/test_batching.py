@@ -7,14 +7,15 @@ import signal
 import time
 from pathlib import Path
 
+from cellrun import read_index
+from conftest import run_cli
+from runroots import by_id, demo, fault, manifest, rows, run, start_run
+
 from campaign.contract import canonical
 from campaign.contract.plans import Matrix
 from campaign.judging import screening
 from campaign.judging.irevidence import fingerprint
 from campaign.running import batching
-from cellrun import read_index
-from conftest import run_cli
-from runroots import by_id, demo, fault, manifest, rows, run, start_run
 
 
 def _manifest(tmp_path: Path, workloads: list[str], per_process: int, rounds: int = 1) -> Path:

@@ -4,10 +4,10 @@ from __future__ import annotations
 import io
 
 import pytest
-
 import rootbuilder as rb
-from campaign.judging import caliber
+
 from campaign.contract.errors import EXIT_CALIBER, CampaignError
+from campaign.judging import caliber
 from campaign.judging.evidence import load_frame
 from campaign.plugins import run_identity
 

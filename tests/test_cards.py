@@ -15,11 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 import rootbuilder as rb
 import runroots as rr
+
 from campaign import cli
 from campaign.backends.base import DeviceInfo
+from campaign.contract import status
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Device
 from campaign.flows import cardrun
@@ -27,7 +28,6 @@ from campaign.judging import caliber
 from campaign.judging.evidence import load_frame
 from campaign.planning import cardplan
 from campaign.planning.partition import Weight
-from campaign.contract import status
 from campaign.running.lock import RunLock, _is_worker_group
 
 # add has no weight_s: it weighs the mean of the others (40, said "equal"); LPT puts matmul (50) on
@@ -251,7 +251,7 @@ def test_a_card_failing_its_check_marks_its_workloads_and_they_resume_on_another
     code = cli.main(["run", str(root), "--grace", "1", "--scratch-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 3, err
-    assert "RUN_FAILED check=card: card 1 (cpu-virtual-1): target cuda:80 is not the manifest's cuda:90" in err and f"--devices 0` runs them" in err
+    assert "RUN_FAILED check=card: card 1 (cpu-virtual-1): target cuda:80 is not the manifest's cuda:90" in err and "--devices 0` runs them" in err
     latest = status.latest(rr.rows(root))
     marked = {tid: row for tid, row in latest.items() if row.rc_name == status.CARD_FAILED}
     assert sorted(marked) == ["add/r1/baseline", "add/r1/candidate", "softmax/r1/baseline", "softmax/r1/candidate"]

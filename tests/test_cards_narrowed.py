@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import runroots as rr
+
 from campaign.backends import get_backend
 from campaign.flows import cardrun
 

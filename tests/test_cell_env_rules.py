@@ -4,13 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
 
-from campaign.contract import cellenv_rules, yamlio
 from campaign.backends import visibility_variables
+from campaign.contract import cellenv_rules, yamlio
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
 from campaign.running.cellenv import CACHE_VARIABLES, PINNED
-from conftest import FIXTURES
 
 BASE = (FIXTURES / "manifests" / "valid" / "minimal.yaml").read_text()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import shutil
 
 import rootbuilder as rb
+
 from campaign.judging.classify import classify_root
 
 

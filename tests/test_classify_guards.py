@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import rootbuilder as rb
+
 from campaign.judging.classify import classify_root
 
 

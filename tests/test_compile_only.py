@@ -6,6 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from cellrun import kernel_test, manifest_data, plan_cell, run_cell
 from triton.backends.compiler import GPUTarget
 from triton.runtime.driver import driver as active_driver
 
@@ -13,7 +14,6 @@ from campaign.contract.manifest import Manifest
 from campaign.planning.matrix import cell_terms
 from campaign.plugins import compile_only
 from campaign.worker.context import CellLog
-from cellrun import kernel_test, manifest_data, plan_cell, run_cell
 
 
 def test_target_parsed_from_manifest_spelling():

@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from taskplan import PROJECT_ROOT, manifest_data, run_worker, write_plan
 
 from campaign.contract import canonical
 from campaign.contract.cellfiles import CellResult, Outcomes
@@ -21,7 +22,6 @@ from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
 from campaign.planning import matrix
 from campaign.worker import cell
-from taskplan import PROJECT_ROOT, manifest_data, run_worker, write_plan
 
 DEMO_TESTS = "ops/workloads/demo/test_demo.py"
 CASES = "tests/fixtures/narrowing/narrowing_cases.py"

@@ -10,15 +10,15 @@ import tarfile
 import textwrap
 from pathlib import Path
 
-from campaign.contract import canonical
-from campaign.contract import status
+from conftest import PROJECT_ROOT
+from rootbuilder import Options, build, pointwise
+from taskplan import run_worker, write_plan
+
+from campaign.contract import canonical, status
 from campaign.contract.artifacts import PHASES_FILE, cell_dir_name
 from campaign.contract.cellfiles import PHASE_NAMES, CellResult, Phase, Phases
 from campaign.worker import facts
 from campaign.worker.phases import Recorder
-from rootbuilder import Options, build, pointwise
-from taskplan import write_plan, run_worker
-from conftest import PROJECT_ROOT
 
 RECEIPTS = PROJECT_ROOT / "receipts"
 # seconds per phase written into each recorded cell: exact in binary, so sums compare exactly

@@ -14,18 +14,18 @@ import sys
 import types
 from pathlib import Path
 
-import pytest
-
 import projectcopy
+import pytest
+from conftest import PROJECT_ROOT
+from timingsession import FakeReader, NoLoad
+
 from campaign.contract import canonical, timers, yamlio
 from campaign.contract.cellfiles import Row
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
-from campaign.planning.matrix import cell_terms
 from campaign.judging import direction, screening, stats
+from campaign.planning.matrix import cell_terms
 from campaign.plugins import dobench
-from conftest import PROJECT_ROOT
-from timingsession import FakeReader, NoLoad
 
 DATA = "tests/data/dobench"
 KERNEL = f"{DATA}/dobench_my_kernel.py"

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import pytest
+from taskplan import manifest_data, write_plan
 
 from campaign.contract.manifest import Manifest
 from campaign.running.cellenv import PINNED, cell_env, pinned_env
-from taskplan import manifest_data, write_plan
 
 PARENT = {
     "PATH": "/usr/bin:/bin", "HOME": "/home/me", "LANG": "C.UTF-8", "PYTHONPATH": "/opt/triton/python",

@@ -17,9 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-from campaign.contract import canonical
 from conftest import PROJECT_ROOT
 from runroots import by_id, fault, prepare, rows, run, start_run
+
+from campaign.contract import canonical
 
 # The cells around each fault compile nothing: what is proven is the runner's bookkeeping of its own
 # writes, which is the same for any cell, and a cell that skips compiling and timing costs about half

@@ -18,11 +18,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import PROJECT_ROOT
 
 from campaign.contract import yamlio
 from campaign.planning import upstream
-
-from conftest import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "tests" / "data"
 # the stand-in flag_gems package the stand-in benchmark modules import (as the installed one would be)

@@ -15,13 +15,13 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 import projectcopy
+import pytest
+from test_flaggems_checkout import DATA, make_checkout, manifest
+
 from campaign.contract import canonical
 from campaign.contract.cellfiles import Row
 from campaign.judging import stats
-from test_flaggems_checkout import DATA, make_checkout, manifest
 
 FAKE_FLAG_GEMS = DATA / "fake_flaggems_pkg"
 TRACE = """# a user's trace: FlagGems' layout ({shapes: [...]}), the op name's key and a Benchmark class's

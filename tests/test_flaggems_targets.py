@@ -2,8 +2,9 @@
 target exists and follows the bench protocol, the families cover the brief, the H200 manifest validates."""
 from __future__ import annotations
 
-from campaign.plugins import timing
 from conftest import PROJECT_ROOT
+
+from campaign.plugins import timing
 
 
 def _flaggems_entries():

@@ -11,14 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
-
 import rootbuilder as rb
-from campaign.contract.artifacts import first_free
+from conftest import PROJECT_ROOT
+
+from campaign.contract.artifacts import first_free, set_aside
 from campaign.contract.errors import Refused
 from campaign.flows import session
 from campaign.running.cellproc import end_group
-from campaign.contract.artifacts import set_aside
-from conftest import PROJECT_ROOT
 
 
 def _imports(path: Path) -> set[str]:

@@ -20,9 +20,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from campaign.flows.freeze import check
 from campaign.contract.errors import CampaignError
 from campaign.contract.fields import DTYPES
+from campaign.flows.freeze import check
 
 CASE_LIMIT_S = 10        # one case; a hang is a failure, not a stuck CI job
 REFUSED_ENV = ("LD_PRELOAD", "PYTHONPATH", "PATH", "BASH_ENV", "TRITON_KERNEL_DUMP", "TRITON_CACHE_DIR",

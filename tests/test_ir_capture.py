@@ -5,14 +5,14 @@ from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
+from cellrun import kernel_test, plan_cell, read_index, run_cell
 from triton import knobs
 
-from campaign.contract.artifacts import INDEX_COLUMNS
 from campaign.backends.cpu import CpuBackend
+from campaign.contract.artifacts import INDEX_COLUMNS
 from campaign.judging.irevidence import fingerprint, normalize
 from campaign.plugins import ir_capture
 from campaign.worker.context import CellLog
-from cellrun import kernel_test, plan_cell, read_index, run_cell
 
 STAGES = "ttir,ttgir,llir,ptx"
 

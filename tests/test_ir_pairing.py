@@ -14,9 +14,10 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
+from conftest import PROJECT_ROOT
+
 from campaign.judging import irevidence, irpairing, screening
 from campaign.judging.screening import Facts, Side
-from conftest import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "tests" / "data" / "irpairing"
 I32 = (DATA / "fill_scalar_kernel-i32.ttgir").read_text(encoding="utf-8")

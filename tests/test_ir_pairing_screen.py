@@ -13,12 +13,12 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
 import projectcopy
-from campaign.judging import screening
-from campaign.contract import status
+import pytest
 from conftest import PROJECT_ROOT
+
+from campaign.contract import status
+from campaign.judging import screening
 
 DATA = "tests/data/irpairing"
 BENCH = f"{DATA}/setup_fill_bench.py"

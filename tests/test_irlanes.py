@@ -13,14 +13,15 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import PROJECT_ROOT, run_cli
+from runroots import demo, fault, manifest
+
 from campaign.contract import status
 from campaign.flows import freeze
 from campaign.judging import screening, screenroot
 from campaign.planning.matrix import expand
 from campaign.running import batching
 from campaign.running.lock import RunLock, _read
-from conftest import PROJECT_ROOT, run_cli
-from runroots import demo, fault, manifest
 
 
 def test_the_runner_chooses_a_lane_per_four_cores_of_a_card_and_none_beside_a_shared_tuner_store():

@@ -4,11 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
 
 from campaign.contract import yamlio
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
-from conftest import FIXTURES
 
 INVALID = FIXTURES / "manifests" / "invalid"
 SEMANTIC = FIXTURES / "manifests" / "semantic"

@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, PROJECT_ROOT
 
 from campaign.contract import stripregex, yamlio
-from campaign.flows.freeze import check
 from campaign.contract.errors import CampaignError, InputError
 from campaign.contract.manifest import Manifest
-from conftest import FIXTURES, PROJECT_ROOT
+from campaign.flows.freeze import check
 
 BASE = (FIXTURES / "manifests" / "valid" / "minimal.yaml").read_text()
 HOSTILE_REGEX = r"([^Z]|.)*\x01"

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import json
 import tarfile
-from pathlib import Path
+
+from conftest import FIXTURES, PROJECT_ROOT
 
 from campaign.contract import canonical
 from campaign.contract.plans import Matrix
 from campaign.flows.freeze import check
 from campaign.planning.matrix import cell_order
-from conftest import FIXTURES, PROJECT_ROOT
 
 
 def test_demo_matrix_is_byte_identical_to_golden():

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from campaign.contract.cellfiles import Outcomes
 from campaign.contract.canonical import read_json
+from campaign.contract.cellfiles import Outcomes
 from campaign.plugins.outcomes import OutcomesPlugin, write_not_run
 
 pytest_plugins = ("pytester",)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from campaign.planning import partition
 from campaign.planning.partition import EQUAL, ROOT, SCREEN, Weight

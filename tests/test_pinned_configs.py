@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 import runroots
 from conftest import PROJECT_ROOT, run_cli
 

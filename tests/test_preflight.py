@@ -4,15 +4,16 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from campaign.contract.plans import Targets
+from taskplan import PROJECT_ROOT, write_plan
+
+from campaign.backends import get_backend
 from campaign.backends.base import DeviceInfo
 from campaign.backends.cuda import CudaBackend
 from campaign.backends.plan import plugin_plan
-from campaign.backends import get_backend
 from campaign.contract.manifest import Device, Pin
+from campaign.contract.plans import Targets
 from campaign.worker import preflight
 from campaign.worker.facts import Installed, triton_backend_for
-from taskplan import PROJECT_ROOT, write_plan
 
 H200 = DeviceInfo(index=0, name="NVIDIA H200", uuid="a1b2c3d4-0000-1111-2222-333344445555", target="cuda:90",
                   driver="570.86.15")

@@ -5,12 +5,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, PROJECT_ROOT
 
 from campaign.contract import canonical
-from campaign.planning import inventory
-from campaign.flows.freeze import claim_root
 from campaign.contract.errors import InputError
-from conftest import FIXTURES, PROJECT_ROOT
+from campaign.flows.freeze import claim_root
+from campaign.planning import inventory
 
 DEMO = PROJECT_ROOT / "manifests" / "demo-cpu.yaml"
 MINIMAL = FIXTURES / "manifests" / "valid" / "minimal.yaml"

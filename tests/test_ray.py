@@ -24,14 +24,13 @@ import time
 from pathlib import Path
 
 import pytest
-import ray.exceptions as rex     # imported here: importing Ray sets RAY_CLIENT_MODE, before any test's env is taken
+import ray.exceptions as rex  # imported here: importing Ray sets RAY_CLIENT_MODE, before any test's env is taken
+from conftest import PROJECT_ROOT, run_cli
 
-from campaign.contract import telemetryfile
+from campaign.contract import status, telemetryfile
 from campaign.contract.errors import Refused
 from campaign.running import raynode, raywatch
-from campaign.contract import status
 from campaign.running.rayexec import _place
-from conftest import PROJECT_ROOT, run_cli
 
 RAY = Path(sys.executable).parent / "ray"
 DEMO = (PROJECT_ROOT / "manifests" / "demo-cpu.yaml").read_text(encoding="utf-8")

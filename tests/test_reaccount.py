@@ -5,10 +5,11 @@ import json
 import os
 
 import rootbuilder as rb
-from campaign.flows import session
-from campaign.sealing import receipt
+
 from campaign.contract.canonical import read_json, sha256_file
+from campaign.flows import session
 from campaign.reaccount.derive import default_out, demote, reaccount
+from campaign.sealing import receipt
 
 
 def sealed_root(tmp_path, floor=0, name="root"):
@@ -104,7 +105,7 @@ def test_cli_defaults_to_the_newest_sealed_root_under_runs(tmp_path, cli):
     assert stamp <= read_json(newer / "receipt.json")["sealed_utc"]
     done = cli("reaccount", "--floor", "1", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"reaccounted runs/b-newer at launch floor 1 (sealed at 0) -> runs/b-newer.reaccount-floor1" in done.stdout
+    assert "reaccounted runs/b-newer at launch floor 1 (sealed at 0) -> runs/b-newer.reaccount-floor1" in done.stdout
     assert "gelu_backward: C -> B" in done.stdout
     assert (runs / "b-newer.reaccount-floor1" / "receipt.json").is_file()
     assert not (runs / "a-older.reaccount-floor1").exists()

@@ -3,11 +3,12 @@ judge (X, not B), and a sealed R becomes B only when the timing, not the floor a
 from __future__ import annotations
 
 import rootbuilder as rb
-from campaign.flows import session
-from campaign.sealing import receipt
+
 from campaign.contract.canonical import read_json
+from campaign.flows import session
 from campaign.judging.classify import classify_root
 from campaign.reaccount.derive import demote, reaccount, says_slower
+from campaign.sealing import receipt
 
 
 def sealed(tmp_path, workload, floor=0):

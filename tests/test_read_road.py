@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import rootbuilder as rb
+from conftest import PROJECT_ROOT
+
 from campaign.contract import artifacts
 from campaign.judging import evidence, screening, screenroot
 from campaign.judging.workload import WorkloadFacts, screen_verdict
 from campaign.running.runner import Runner, RunSetup
-from conftest import PROJECT_ROOT
 
 SCANNED = ("campaign", "worker", "plugins", "reaccount")
 NAMES = ("RESULT_FILE", "STATUS_FILE", "ROWS_FILE", "OUTCOMES_FILE", "IDENTITY_FILE", "AUTOTUNE_FILE",

@@ -12,7 +12,6 @@ import sys
 import tarfile
 
 import pytest
-
 from conftest import PROJECT_ROOT
 
 RECEIPTS = PROJECT_ROOT / "receipts"

@@ -10,10 +10,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from conftest import PROJECT_ROOT
 
 from campaign.judging import direction
 from campaign.judging.classify import classify_root
-from conftest import PROJECT_ROOT
 
 RECEIPTS = PROJECT_ROOT / "receipts"
 SEALED = sorted(p.parent for p in RECEIPTS.glob("*/root.tar.gz"))

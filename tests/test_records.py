@@ -9,16 +9,16 @@ from typing import get_args
 
 import jsonschema
 import pytest
+import rootbuilder as rb
+from conftest import PROJECT_ROOT
 from pydantic import ValidationError
 
-import rootbuilder as rb
-from campaign.flows import screen
 from campaign.contract import canonical
 from campaign.contract.receiptmodel import ReceiptFile, content_digest
-from campaign.contract.records import Verdicts, VerdictClass
+from campaign.contract.records import VerdictClass, Verdicts
 from campaign.contract.rootrecords import Prepare, Rescore, RunIdentity
 from campaign.contract.verdictnames import CLASSES
-from conftest import PROJECT_ROOT
+from campaign.flows import screen
 
 RECEIPTS = PROJECT_ROOT / "receipts"
 SCHEMAS = PROJECT_ROOT / "schemas"

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import rootbuilder as rb
-from campaign.reporting import report
-from campaign.judging.classify import classify_root
+
 from campaign.contract.errors import CampaignError
+from campaign.judging.classify import classify_root
+from campaign.reporting import report
 
 GOLDEN = Path(__file__).parent / "golden" / "report.md"
 

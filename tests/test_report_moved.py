@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 import rootbuilder as rb
+
 from campaign.judging import direction
 
 BARE_ORDER = re.compile(r"(baseline|candidate)-first [^,;]* round\(s\) \((faster|slower)\)")

@@ -6,6 +6,7 @@ mismatch: two timed cells on different timers, or an IR pass on other versions t
 from __future__ import annotations
 
 import rootbuilder as rb
+
 from campaign.judging import caliber, evidence
 from campaign.judging.evidence import load_frame
 

@@ -8,11 +8,12 @@ import os
 from pathlib import Path
 
 import rootbuilder as rb
-from campaign.contract import canonical
-from campaign.sealing import receipt
-from campaign.reporting import report
+
 from campaign.commands.report import NOT_SEALED
+from campaign.contract import canonical
 from campaign.contract.receiptmodel import content_digest
+from campaign.reporting import report
+from campaign.sealing import receipt
 
 
 def _reseal_verdicts(root: Path, edit) -> dict:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import given, settings, strategies as st
-
 import rootbuilder as rb
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from campaign.judging import direction, significance
 from campaign.judging.classify import classify_root
-from campaign.judging.direction import (BASELINE_FIRST, CANDIDATE_FIRST, FASTER, NEUTRAL, SLOWER, ORDERS,
-                                        resolvable, resolvable_each)
+from campaign.judging.direction import BASELINE_FIRST, CANDIDATE_FIRST, FASTER, NEUTRAL, ORDERS, SLOWER, resolvable, resolvable_each
 
 EPS = 1e-7
 

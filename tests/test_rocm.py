@@ -9,6 +9,7 @@ import types
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, PROJECT_ROOT
 
 from campaign.backends import get_backend
 from campaign.backends.rocm import target_of
@@ -17,7 +18,6 @@ from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
 from campaign.plugins import compile_only, run_identity
 from campaign.running import telemetry
-from conftest import FIXTURES, PROJECT_ROOT
 
 MINIMAL = (FIXTURES / "manifests" / "valid" / "minimal.yaml").read_text()
 

@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from timingsession import FakeGraphDevice, FakeReader, Wall
 
 from campaign.backends.base import DeviceInfo
 from campaign.backends.cpu import CpuBackend
@@ -19,7 +20,6 @@ from campaign.contract import canonical
 from campaign.contract.cellfiles import Row, RowClock, Rows
 from campaign.plugins import rowclock
 from campaign.plugins._device_timers import DeviceTimers
-from timingsession import FakeGraphDevice, FakeReader, Wall
 
 THERMAL, POWER_CAP, IDLE = 0x40, 0x4, 0x1
 

@@ -8,16 +8,16 @@ from types import SimpleNamespace
 
 import torch
 import triton
+from cellrun import manifest_data, plan_cell, run_cell
 
 from campaign.backends.base import DeviceInfo
 from campaign.backends.cuda import CudaBackend
+from campaign.contract.manifest import Manifest
 from campaign.judging.caliber import CALIBER_FIELDS as GUARD_FIELDS
 from campaign.judging.caliber import flatten
-from campaign.contract.manifest import Manifest
 from campaign.planning.matrix import cell_terms
 from campaign.plugins import run_identity
 from campaign.running import cellenv
-from cellrun import manifest_data, plan_cell, run_cell
 
 KEYS = {
     "schema_version", "task_id", "backend", "device_name", "device_uuid", "device_target", "driver", "runtime",

@@ -14,17 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from campaign.contract import canonical
-from campaign.contract import devicerule
-from campaign.flows import roots
-from campaign.running import runchecks
-from campaign.backends.base import DeviceInfo
-from campaign.contract.errors import Refused
-from campaign.running.lock import LOCK_FILE, RunLock
-from campaign.contract.manifest import Device, Pin, Sources
 from conftest import PROJECT_ROOT
 from runroots import demo, prepare, run
+
+from campaign.backends.base import DeviceInfo
+from campaign.contract import canonical, devicerule
+from campaign.contract.errors import Refused
+from campaign.contract.manifest import Device, Pin, Sources
+from campaign.flows import roots
+from campaign.running import runchecks
+from campaign.running.lock import LOCK_FILE, RunLock
 
 
 def test_harness_problems_name_every_file():
@@ -156,6 +155,7 @@ def test_the_worker_never_imports_parent_only_modules():
     planning and backends with the parent, and nothing of running, judging, sealing, reporting,
     the flows or the commands: what a cell does cannot depend on the parent's code paths."""
     import pkgutil
+
     import campaign.plugins
     plugins = [f"campaign.plugins.{m.name}" for m in pkgutil.iter_modules(campaign.plugins.__path__)]
     code = ("import importlib, sys\n"

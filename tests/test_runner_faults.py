@@ -8,8 +8,9 @@ import signal
 import time
 from pathlib import Path
 
-from campaign.contract import canonical
 from runroots import by_id, fault, prepare, rows, run, start_run
+
+from campaign.contract import canonical
 
 # The clean cells beside the faults compile nothing: the runner treats every cell alike, and one that
 # skips compiling and timing costs about half (real operators run in test_runner_rounds and test_cards)

@@ -6,8 +6,8 @@ import io
 from rich.console import Console
 
 from campaign.contract.plans import Autotune, Targets, Task
-from campaign.running.progress import PlainProgress, RichProgress, Tally, end_line, make_progress
 from campaign.contract.status import StatusRow
+from campaign.running.progress import PlainProgress, RichProgress, Tally, end_line, make_progress
 
 
 def _task(n: int) -> Task:

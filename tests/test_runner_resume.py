@@ -9,12 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-
-from campaign.contract import canonical
-from campaign.judging import screening
-from campaign.contract import status
 from conftest import PROJECT_ROOT, run_cli
 from runroots import by_id, demo, fault, manifest, prepare, rows, run, start_run
+
+from campaign.contract import canonical, status
+from campaign.judging import screening
 
 WAIT_CELL = ("slow", "r1", "candidate")
 # a screen waits first in its untimed IR pass (round 0), where the candidate runs the same benchmark

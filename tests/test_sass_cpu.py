@@ -10,12 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cellrun import DEMO_DIR, manifest_data, plan_cell, read_index, run_cell
+from conftest import FIXTURES, PROJECT_ROOT, run_cli
 
 from campaign.judging import screening
 from campaign.judging.irevidence import fingerprint, normalize
 from campaign.plugins import ir_capture
-from cellrun import DEMO_DIR, manifest_data, plan_cell, read_index, run_cell
-from conftest import FIXTURES, PROJECT_ROOT, run_cli
 
 RECORDED = FIXTURES / "sass"
 CELL_A = (RECORDED / "add_fp16-fusion1-cell-a.nvdisasm").read_text()
@@ -219,9 +219,9 @@ def test_a_disassembly_that_fails_leaves_a_marker_and_the_cell_is_evidence_missi
     markers = sorted(ir.glob("*.sass.failed"))
     assert markers and not list(ir.glob("*.sass"))
     assert "cannot read the cubin" in markers[0].read_text()
-    from campaign.judging.evidence import load_task
-    from campaign.contract.manifest import Manifest
     from campaign.contract.artifacts import cell_dir_name
+    from campaign.contract.manifest import Manifest
+    from campaign.judging.evidence import load_task
     root = tmp_path / "root"
     shutil.copytree(plan.cell_dir, root / cell_dir_name(plan.task.id))
     evidence = load_task(root, plan.task, Manifest.model_validate(_sass_manifest()), 1, None, read_rows=False)

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import FIXTURES, PROJECT_ROOT
 
-from campaign.contract import canonical, yamlio
 from campaign.commands import schema as schema_command
+from campaign.contract import canonical, yamlio
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
-from conftest import FIXTURES, PROJECT_ROOT
 
 SCHEMA_DIR = PROJECT_ROOT / "schemas"
 

@@ -9,16 +9,15 @@ import time
 from pathlib import Path
 
 import pytest
-
-from campaign.judging import caliber, screening
-from campaign.contract import canonical, yamlio
-from campaign.flows import freeze
-from campaign.contract.manifest import Manifest
-from campaign.judging.screening import Facts, Side
-from campaign.judging.stats import Sample
-from campaign.contract import status
 from conftest import PROJECT_ROOT, run_cli
 from runroots import fault, manifest
+
+from campaign.contract import canonical, status, yamlio
+from campaign.contract.manifest import Manifest
+from campaign.flows import freeze
+from campaign.judging import caliber, screening
+from campaign.judging.screening import Facts, Side
+from campaign.judging.stats import Sample
 
 DEMO = PROJECT_ROOT / "manifests" / "demo-cpu.yaml"
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import PROJECT_ROOT, run_cli
+
 from campaign.contract import canonical
 from campaign.contract.platforms import stages_of
 from campaign.judging import screening
-from conftest import PROJECT_ROOT, run_cli
 
 MANIFEST = PROJECT_ROOT / "manifests" / "demo-cpu-gfx942.yaml"
 

@@ -17,17 +17,17 @@ import shutil
 import stat
 from pathlib import Path
 
+from conftest import PROJECT_ROOT, run_cli
+from timingsession import BENCH_ADD, RecordedTimers, context, session
+
 from campaign.backends.cuda import CudaBackend
-from campaign.contract import canonical
+from campaign.contract import canonical, status
 from campaign.contract.plans import Matrix
 from campaign.flows import freeze
 from campaign.judging import evidence, irevidence, screening, screenroot
 from campaign.judging.screening import Facts, Side
 from campaign.planning.matrix import expand
-from campaign.contract import status
 from campaign.worker import cell
-from conftest import PROJECT_ROOT, run_cli
-from timingsession import BENCH_ADD, RecordedTimers, context, session
 
 pytest_plugins = ["pytester"]
 

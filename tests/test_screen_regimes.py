@@ -7,11 +7,12 @@ import tarfile
 from pathlib import Path
 
 import rootbuilder as rb
-from campaign.judging import screening
+from conftest import PROJECT_ROOT, run_cli
+
 from campaign.commands.screen import line
+from campaign.judging import screening
 from campaign.judging.screening import NOT_COMPARABLE, Facts, Range, Side
 from campaign.judging.stats import Sample
-from conftest import PROJECT_ROOT, run_cli
 
 KEYS = [("f", (n,), "float16", 0) for n in (1, 2, 3, 4)]
 H200_SCREEN = PROJECT_ROOT / "receipts" / "h200-disable-mma-v3-small-screen-20261129T094550Z"

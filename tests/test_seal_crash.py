@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import PROJECT_ROOT, run_cli
+from runroots import demo, prepare, run, start_run
 
 from campaign.contract import canonical
 from campaign.flows import session
 from campaign.sealing import receipt
-from conftest import PROJECT_ROOT, run_cli
-from runroots import demo, prepare, run, start_run
 
 RECEIPT_LIMIT = 16384    # above every file a resumed run writes, below the demo's receipt (~24 KB)
 

@@ -11,13 +11,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from runroots import demo, prepare, run
 
 from campaign.contract import canonical
-from campaign.flows import session
-from campaign.sealing import receipt
 from campaign.contract.errors import Refused
 from campaign.contract.receiptmodel import ReceiptFile, content_digest
-from runroots import demo, prepare, run
+from campaign.flows import session
+from campaign.sealing import receipt
 
 
 def _mode(path: Path) -> int:

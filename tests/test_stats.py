@@ -5,9 +5,10 @@ import math
 
 import pytest
 
-from campaign.judging import direction, stats
 from campaign.contract.cellfiles import Row
-from campaign.judging.direction import BASELINE_FIRST as BF, CANDIDATE_FIRST as CF
+from campaign.judging import direction, stats
+from campaign.judging.direction import BASELINE_FIRST as BF
+from campaign.judging.direction import CANDIDATE_FIRST as CF
 from campaign.judging.stats import Sample
 
 KEY_A = ("test_bench_mm", (4096, 4096, 4096), "float16", 0)

@@ -14,9 +14,10 @@ import os
 from pathlib import Path
 
 import projectcopy
+from conftest import PROJECT_ROOT
+
 from campaign.contract import canonical
 from campaign.planning import harness, targets
-from conftest import PROJECT_ROOT
 
 BENCH = """import os
 from pathlib import Path

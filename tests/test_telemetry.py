@@ -9,16 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from campaign.contract import canonical, yamlio
-from campaign.running import telemetry
-from campaign.contract.artifacts import ROWS_FILE
-from campaign.commands import add_execution_arguments
-from campaign.contract.manifest import Manifest
-from campaign.contract import telemetryfile
-from campaign.contract.telemetryfile import Sample
-from campaign.running.telemetry import Sampler
 from conftest import FIXTURES, PROJECT_ROOT
+
+from campaign.commands import add_execution_arguments
+from campaign.contract import canonical, telemetryfile, yamlio
+from campaign.contract.artifacts import ROWS_FILE
+from campaign.contract.manifest import Manifest
+from campaign.contract.telemetryfile import Sample
+from campaign.running import telemetry
+from campaign.running.telemetry import Sampler
 
 GMI = FIXTURES / "telemetry" / "mthreads-gmi-q-json.json"
 

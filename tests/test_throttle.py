@@ -11,17 +11,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import PROJECT_ROOT
+from rootbuilder import Options, build, pointwise
 
-from campaign.contract import canonical
-from campaign.judging import evidence, throttle
-from campaign.contract import telemetryfile
+from campaign.contract import canonical, telemetryfile
 from campaign.contract.artifacts import ROWS_FILE, TELEMETRY_FILE, cell_dir_name
 from campaign.contract.cellfiles import Row
 from campaign.contract.errors import InputError
 from campaign.contract.telemetryfile import Sample
-
-from conftest import PROJECT_ROOT
-from rootbuilder import Options, build, pointwise
+from campaign.judging import evidence, throttle
 
 RECORDED = PROJECT_ROOT / "receipts" / "h200-disable-mma-v3-small-20261129T083532Z" / "telemetry.tsv"
 

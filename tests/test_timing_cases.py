@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
+from timingsession import shape_project
 
 from campaign.plugins import timing
-from timingsession import shape_project
 
 
 def test_cases_come_from_the_providers_shape_file_dtype_major(tmp_path):

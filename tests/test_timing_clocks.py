@@ -9,11 +9,11 @@ import sys
 from dataclasses import dataclass
 
 import pytest
+from timingsession import BENCH_ADD, FakeGraphDevice, FakeReader, NoLoad, Wall, context, session
 
 from campaign.backends.cuda import CudaBackend
 from campaign.contract import timers
 from campaign.plugins._device_timers import DeviceTimers
-from timingsession import BENCH_ADD, FakeGraphDevice, FakeReader, NoLoad, Wall, context, session
 
 pytest_plugins = ["pytester"]
 

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import pytest
+from timingsession import CUDA_FAULT, CUDA_RNG, CUDA_SYNC, MUSA_POISON, MUSA_RNG, MUSA_SYNC
 
 from campaign.backends.cuda import CudaBackend
 from campaign.backends.musa import MusaBackend
 from campaign.contract import timers
 from campaign.plugins._device_timers import DeviceTimers
-from timingsession import CUDA_FAULT, CUDA_RNG, CUDA_SYNC, MUSA_POISON, MUSA_RNG, MUSA_SYNC
 
 
 def test_deny_key_is_the_function_name_minus_test_():
@@ -113,6 +113,7 @@ def test_check_timer_and_latency():
 
 def test_direct_repeat_under_an_event_timer_is_refused_by_the_manifest():
     from pydantic import ValidationError
+
     from campaign.contract.manifest import Timer
     with pytest.raises(ValidationError, match="event rows are never direct-timed"):
         Timer(kind="event", direct_repeat=2)

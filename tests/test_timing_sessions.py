@@ -4,15 +4,14 @@ demo kernels for sm_90 through the cpu backend's driver)."""
 from __future__ import annotations
 
 import pytest
+from conftest import PROJECT_ROOT
+from timingsession import BENCH_ADD, CUDA_FAULT, CUDA_RNG, CUDA_SYNC, MUSA_POISON, MUSA_RNG, MUSA_SYNC, OfflineMusa, RecordedTimers, context, session
 
 from campaign.backends.cpu import CpuBackend
 from campaign.backends.cuda import CudaBackend
 from campaign.contract import timers
 from campaign.contract.artifacts import ROWS_FILE
 from campaign.plugins import compile_only, timing
-from conftest import PROJECT_ROOT
-from timingsession import (BENCH_ADD, CUDA_FAULT, CUDA_RNG, CUDA_SYNC, MUSA_POISON, MUSA_RNG, MUSA_SYNC, OfflineMusa,
-                           RecordedTimers, context, session)
 
 pytest_plugins = ["pytester"]
 
@@ -140,8 +139,9 @@ def test_event_and_direct_kinds(pytester, tmp_path, kind, timer_name, repeat):
 
 
 def test_refusals_at_construction(tmp_path):
-    from campaign.backends.musa import MusaBackend
     import dataclasses
+
+    from campaign.backends.musa import MusaBackend
     no_graphs = dataclasses.replace(MusaBackend(), capabilities=dataclasses.replace(
         MusaBackend().capabilities, graph_capture=False))
     with pytest.raises(timers.TimerRefused, match="cannot capture graphs"):

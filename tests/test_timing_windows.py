@@ -2,10 +2,11 @@
 graph set-up excluded (`campaign.judging.throttle` reads telemetry inside it)."""
 from __future__ import annotations
 
+from timingsession import BENCH_ADD, CUDA_SYNC, FakeGraphDevice, Wall, context, session
+
 from campaign.backends.cuda import CudaBackend
 from campaign.contract import timers
 from campaign.plugins._device_timers import CaptureFailure, DeviceTimers
-from timingsession import BENCH_ADD, CUDA_SYNC, FakeGraphDevice, Wall, context, session
 
 pytest_plugins = ["pytester"]
 

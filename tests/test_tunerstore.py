@@ -13,16 +13,16 @@ from hashlib import md5
 from pathlib import Path
 
 import pytest
-import sqlalchemy
-import sqlalchemy.orm
-
 import rootbuilder as rb
 import runroots
+import sqlalchemy
+import sqlalchemy.orm
+from conftest import run_cli
+
 from campaign.contract import canonical
 from campaign.judging.classify import classify_root
 from campaign.running import batching
 from campaign.worker import tunerstore
-from conftest import run_cli
 
 STORE_TARGET = "tests/fixtures/workloads/bench_tunerstore.py::test_bench_tune"
 

@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import projectcopy
 import pytest
 
-import projectcopy
 from campaign.planning import paramids, targets
 
 GROUND = '''import enum

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import rootbuilder as rb
+
 from campaign.contract.records import WorkloadVerdict
 from campaign.judging.classify import classify_root, holm_pass
 

@@ -15,14 +15,14 @@ reaccount/; docstrings are prose and not read. Two rules:
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+
+from conftest import PROJECT_ROOT
 
 from campaign.backends import BACKENDS
 from campaign.contract import platforms, timers
 from campaign.contract.errors import EXIT_CALIBER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_PREFLIGHT, EXIT_REFUSED, EXIT_VERIFY
 from campaign.contract.fields import CELL_NAMES
 from campaign.running.telemetry import SOURCES
-from conftest import PROJECT_ROOT
 
 FOLDERS = ("campaign", "worker", "plugins", "reaccount")
 PLATFORMS = "campaign/contract/platforms.py"

@@ -13,10 +13,11 @@ import threading
 import time
 from pathlib import Path
 
-from campaign.contract import canonical
-from campaign.running.cellproc import POLL_S, STOPPED, TIMED_OUT, Clock, watch
 from conftest import run_cli
 from runroots import by_id, demo, prepare, rows, run, start_run
+
+from campaign.contract import canonical
+from campaign.running.cellproc import POLL_S, STOPPED, TIMED_OUT, Clock, watch
 
 WATCH = "tests/fixtures/workloads/bench_watch.py"
 GRACE_S = 1.0          # runroots.run/start_run pass --grace 1

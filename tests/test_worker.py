@@ -11,15 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
+from taskplan import manifest_data, run_worker, write_plan
 
-from campaign.contract.artifacts import INDEX_COLUMNS
-from campaign.contract.cellfiles import CellResult, Outcomes
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
+from campaign.contract.artifacts import INDEX_COLUMNS
 from campaign.contract.canonical import read_json
+from campaign.contract.cellfiles import CellResult, Outcomes
 from campaign.worker import cell
 from campaign.worker.__main__ import Cell
-from taskplan import manifest_data, run_worker, write_plan
 
 
 def _require_planned_plugins(backend: str = "cpu") -> None:

@@ -10,9 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from campaign.contract import canonical
 from runroots import by_id, fault, prepare, run, start_run
 from taskplan import run_worker, write_plan
+
+from campaign.contract import canonical
 
 
 def _gone(pid: int) -> bool:

@@ -15,13 +15,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import taskplan
+
 from campaign.backends.musa import MusaBackend
 from campaign.contract.artifacts import ROWS_FILE
 from campaign.contract.cellfiles import Rows
 from campaign.plugins import timing
 from campaign.plugins._device_timers import CaptureFailure, DeviceTimers
 from campaign.worker.context import CellContext
-import taskplan
 
 # Recorded wording. CUDA: torch's assertNotCapturing for the RNG, the runtime's refusal
 # of a synchronising call while capturing, and a device fault (each with the DSA line

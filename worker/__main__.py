@@ -33,13 +33,13 @@ from typing import Optional
 
 import pytest
 
-from campaign.contract.artifacts import RUN_LOG
-from campaign.contract.plans import CellPlan
-from campaign.contract.cellfiles import CellResult, Correctness, Preflight
 from campaign.backends import get_backend
 from campaign.backends.plan import OUTCOMES
+from campaign.contract.artifacts import RUN_LOG
 from campaign.contract.canonical import read_json, write_json_new
+from campaign.contract.cellfiles import CellResult, Correctness, Preflight
 from campaign.contract.errors import EXIT_INPUT, EXIT_PREFLIGHT, EXIT_REFUSED
+from campaign.contract.plans import CellPlan
 from campaign.worker import cell, facts, lifeline, phases, preflight
 from campaign.worker.context import CellContext, CellLog
 

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Iterator
 
 from campaign.contract.artifacts import PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir
-from campaign.contract.plans import BatchRecord, CellPlan
 from campaign.contract.canonical import read_json
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, EXIT_REFUSED
+from campaign.contract.plans import BatchRecord, CellPlan
 from campaign.contract.progresslines import event_line
 from campaign.worker import lifeline, tunerstore
 

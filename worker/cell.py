@@ -14,10 +14,10 @@ from typing import Callable, Optional
 import pytest
 
 from campaign.contract.artifacts import AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, IR_DIR, OUTCOMES_FILE, ROWS_FILE
-from campaign.contract.plans import CellPlan
-from campaign.contract.cellfiles import AutotuneFile, AutotuneSummary, Correctness, Outcomes, Rows, RowCounts
 from campaign.contract.canonical import read_json
+from campaign.contract.cellfiles import AutotuneFile, AutotuneSummary, Correctness, Outcomes, RowCounts, Rows
 from campaign.contract.fields import DTYPES
+from campaign.contract.plans import CellPlan
 from campaign.contract.timers import POISONED_MARKER
 
 PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q")
@@ -116,7 +116,7 @@ def correctness_plugins(plan: CellPlan, say: Callable[[str], None], ctx=None) ->
     keeps are the task's (`campaign.planning.matrix.correctness_dtypes`)."""
     dtypes = plan.task.correctness_dtypes
     if ctx is not None and AUTOTUNE_PLUGIN in plan.plugins:
-        from campaign.plugins import autotune            # imports triton: only in a worker
+        from campaign.plugins import autotune  # imports triton: only in a worker
         say("correctness: autotune " + ("records" if plan.task.autotune.mode == "record" else "replays")
             + " the configs of the correctness shapes")
         return [autotune.make(ctx, session="correctness"), *correctness_plugins(plan, say)]

@@ -43,8 +43,8 @@ from typing import Callable, Iterator, Optional
 import pytest
 
 from campaign.contract.artifacts import PHASES_FILE
-from campaign.contract.cellfiles import PHASE_NAMES, Phase, Phases
 from campaign.contract.canonical import write_json_new
+from campaign.contract.cellfiles import PHASE_NAMES, Phase, Phases
 from campaign.worker.facts import process_age_s
 
 LABELS = {

@@ -15,14 +15,14 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
-from campaign.planning import shapes, targets
-from campaign.contract.plans import CellPlan
-from campaign.contract.cellfiles import AutotuneFile, Preflight
 from campaign.backends.base import Backend, DeviceInfo
 from campaign.backends.plan import plugin_plan
 from campaign.contract.canonical import read_json
+from campaign.contract.cellfiles import AutotuneFile, Preflight
 from campaign.contract.devicerule import device_mismatches, version_matches
 from campaign.contract.manifest import Device, Pin
+from campaign.contract.plans import CellPlan
+from campaign.planning import shapes, targets
 from campaign.worker import facts
 
 CHECKS = ("interpreter", "targets", "replay_file", "shape_file", "plugin_plan", "device", "versions")

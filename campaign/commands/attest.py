@@ -10,9 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.sealing import attest
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, Refused
+from campaign.sealing import attest
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,13 +16,12 @@ from typing import Optional
 
 from pydantic import ValidationError
 
-from campaign.reporting import cost
 from campaign.contract import status
-from campaign.contract.artifacts import (BATCH_FILE, BATCHES_DIR, MATRIX_FILE, PHASES_FILE, RECEIPT_FILE, STATUS_FILE,
-                                         cell_dir_name)
-from campaign.contract.plans import BatchRecord, Matrix
+from campaign.contract.artifacts import BATCH_FILE, BATCHES_DIR, MATRIX_FILE, PHASES_FILE, RECEIPT_FILE, STATUS_FILE, cell_dir_name
 from campaign.contract.cellfiles import Phases
 from campaign.contract.errors import EXIT_OK, InputError
+from campaign.contract.plans import BatchRecord, Matrix
+from campaign.reporting import cost
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

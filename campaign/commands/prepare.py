@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from campaign.flows import freeze
 from campaign.contract.errors import EXIT_OK
+from campaign.flows import freeze
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from campaign.reaccount.derive import newest_sealed, reaccount
 from campaign.contract.errors import EXIT_OK
+from campaign.reaccount.derive import newest_sealed, reaccount
 
 
 def _floor(text: str) -> int:

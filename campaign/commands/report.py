@@ -15,13 +15,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.judging import caliber
-from campaign.sealing import receipt
-from campaign.reporting import cardsection, report, speedup
-from campaign.judging.classify import classify
-from campaign.contract.records import Verdicts
-from campaign.judging.evidence import caliber_of, load_frame, load_root
 from campaign.contract.errors import EXIT_OK
+from campaign.contract.records import Verdicts
+from campaign.judging import caliber
+from campaign.judging.classify import classify
+from campaign.judging.evidence import caliber_of, load_frame, load_root
+from campaign.reporting import cardsection, report, speedup
+from campaign.sealing import receipt
 
 PREFIX = "REPORT_REFUSED"
 NOT_SEALED = ("> **Not sealed.** These verdicts are derived now from the root's files; no receipt records them, "

@@ -9,13 +9,13 @@ import argparse
 from pathlib import Path
 
 from campaign.contract import canonical
-from campaign.contract.plans import Matrix
-from campaign.contract.errors import CampaignError, EXIT_OK
-from campaign.planning.harness import PROJECT_ROOT
+from campaign.contract.errors import EXIT_OK, CampaignError
 from campaign.contract.manifest import Manifest
+from campaign.contract.plans import Matrix
 from campaign.contract.receiptmodel import ReceiptFile
 from campaign.contract.records import Verdicts
 from campaign.contract.rootrecords import Prepare, Rescore, RunIdentity
+from campaign.planning.harness import PROJECT_ROOT
 
 SCHEMAS = {"manifest.schema.json": Manifest, "matrix.schema.json": Matrix, "receipt.schema.json": ReceiptFile,
            "prepare.schema.json": Prepare, "run_identity.schema.json": RunIdentity,

@@ -8,8 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.flows.freeze import check
 from campaign.contract.errors import EXIT_OK, CampaignError
+from campaign.flows.freeze import check
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

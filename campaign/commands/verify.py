@@ -13,8 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.sealing import verification as verify
 from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, Refused
+from campaign.sealing import verification as verify
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,9 +12,22 @@ from typing import Annotated, Literal, Optional
 from pydantic import BeforeValidator, Field, StrictBool, StringConstraints, model_validator
 
 from campaign.contract import cellenv_rules, stripregex
-from campaign.contract.fields import (CELL_NAMES, IR_STAGES, MAX_IR_PASS_LANES, MAX_ROUNDS,
-                                      MAX_WORKLOADS_PER_PROCESS, CampaignId, Count, EnvName, EnvValue, FieldError,
-                                      Millis, Model, Seconds, integer_only)
+from campaign.contract.fields import (
+    CELL_NAMES,
+    IR_STAGES,
+    MAX_IR_PASS_LANES,
+    MAX_ROUNDS,
+    MAX_WORKLOADS_PER_PROCESS,
+    CampaignId,
+    Count,
+    EnvName,
+    EnvValue,
+    FieldError,
+    Millis,
+    Model,
+    Seconds,
+    integer_only,
+)
 from campaign.contract.platforms import BACKEND_NAMES, TARGET_PATTERN, family, platform, stages_of
 from campaign.contract.timers import TIMER_KINDS
 from campaign.contract.workloads import Workload

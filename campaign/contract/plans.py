@@ -13,7 +13,6 @@ from campaign.contract.fields import CELL_NAMES, IR_STAGES
 from campaign.contract.manifest import Device, Pin, Timer
 from campaign.contract.platforms import BACKEND_NAMES
 
-
 # A screen's IR pass: the round before the timed ones (`campaign.planning.matrix`).
 IR_ROUND = 0
 

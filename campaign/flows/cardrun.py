@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from campaign.contract import canonical
+from campaign.contract import canonical, status
 from campaign.contract.artifacts import RECEIPT_FILE, first_free
 from campaign.contract.errors import InputError
 from campaign.judging import evidence
 from campaign.planning import cardplan, partition
 from campaign.planning.cardplan import PARTITION_FILE, Card
-from campaign.contract import status
 from campaign.running.cards import FAILED, CardLines, LocalCards, group_runner
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Outcome, RunSetup
 from campaign.running.telemetry import Sampler, make_source, visible_devices
 from campaign.sealing import receipt
+
 
 @dataclass(frozen=True)
 class CardsRun:

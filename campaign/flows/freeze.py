@@ -17,11 +17,11 @@ from typing import Any
 
 from campaign import __version__
 from campaign.contract import canonical, yamlio
-from campaign.planning import harness, inventory, pinning
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, first_free
-from campaign.contract.plans import Matrix
 from campaign.contract.manifest import Manifest
+from campaign.contract.plans import Matrix
 from campaign.contract.rootrecords import Prepare
+from campaign.planning import harness, inventory, pinning
 from campaign.planning.matrix import expand
 from campaign.planning.resolve import Resolved, resolve
 

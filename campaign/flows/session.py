@@ -33,17 +33,16 @@ from typing import Any, Callable, Optional
 
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
-from campaign.contract import canonical, yamlio
+from campaign.contract import canonical, faults, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE
-from campaign.contract.plans import Matrix
 from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PREFLIGHT, CampaignError, InputError, Refused
 from campaign.contract.manifest import Manifest, Sources
+from campaign.contract.plans import Matrix
 from campaign.flows import cardrun
 from campaign.flows.roots import prepared_roots, root_mode
 from campaign.judging.classify import classify_root
 from campaign.planning import harness
 from campaign.running import batching, rayexec, runchecks
-from campaign.contract import faults
 from campaign.running.cellenv import pinned_env
 from campaign.running.lock import RunLock
 from campaign.running.progress import make_progress

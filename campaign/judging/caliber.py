@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional, TextIO
 
 from campaign.contract.artifacts import IDENTITY_FILE, cell_dir_name
-from campaign.contract.plans import Task
 from campaign.contract.errors import EXIT_CALIBER, CampaignError
+from campaign.contract.plans import Task
 from campaign.contract.rootrecords import CALIBER_FIELDS, SEALED_AS
 
 # Fields added after roots were sealed without them: absent from every cell, the table omits them.

@@ -18,13 +18,24 @@ import dataclasses
 from pathlib import Path
 from typing import Mapping, Optional
 
-from campaign.judging import direction, significance, stats
 from campaign.contract.artifacts import SCHEMA_VERSION
+from campaign.contract.records import (
+    Environment,
+    IRJudgement,
+    PinnedSwitch,
+    RegimeTiming,
+    Rounds,
+    Rule,
+    SideClocks,
+    Timing,
+    Topology,
+    Verdicts,
+    WorkloadVerdict,
+)
+from campaign.contract.verdictnames import CLASSES, NOISE_FLOOR, RESULT, TIMING_MOVED
+from campaign.judging import direction, significance, stats
 from campaign.judging.classrules import decide
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
-from campaign.contract.records import (Environment, IRJudgement, PinnedSwitch, RegimeTiming, Rounds, Rule, SideClocks,
-                                       Timing, Topology, Verdicts, WorkloadVerdict)
-from campaign.contract.verdictnames import CLASSES, NOISE_FLOOR, RESULT, TIMING_MOVED
 from campaign.judging.workload import WorkloadFacts, screen_verdict
 
 

@@ -49,12 +49,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from campaign.judging import direction, significance, stats
 from campaign.contract import platforms
 from campaign.contract.fields import stages_below
 from campaign.contract.records import RegimeTiming, Timing
-from campaign.judging.evidence import TaskEvidence
+from campaign.judging import direction, significance, stats
 from campaign.judging.clockrule import clock_check
+from campaign.judging.evidence import TaskEvidence
 from campaign.judging.workload import WorkloadFacts, timed_out
 
 CRASH_OK = (0, 1)        # pytest: 0 all passed, 1 some tests failed (judged by outcomes and rows)

@@ -18,17 +18,26 @@ from typing import Iterable, Optional
 
 from pydantic import ValidationError
 
-from campaign.judging import caliber, irevidence, throttle
-from campaign.contract import status
-from campaign.contract import yamlio
-from campaign.contract.artifacts import (AUTOTUNE_FILE, FAILED_SUFFIX, IR_DIR, MANIFEST_FILE, MATRIX_FILE,
-                                         OUTCOMES_FILE, REPLAY_FALLBACK_MARKER, RESULT_FILE, ROWS_FILE, STATUS_FILE,
-                                         TELEMETRY_FILE, cell_dir_name)
-from campaign.contract.plans import Matrix, Task
+from campaign.contract import status, telemetryfile, yamlio
+from campaign.contract.artifacts import (
+    AUTOTUNE_FILE,
+    FAILED_SUFFIX,
+    IR_DIR,
+    MANIFEST_FILE,
+    MATRIX_FILE,
+    OUTCOMES_FILE,
+    REPLAY_FALLBACK_MARKER,
+    RESULT_FILE,
+    ROWS_FILE,
+    STATUS_FILE,
+    TELEMETRY_FILE,
+    cell_dir_name,
+)
 from campaign.contract.cellfiles import AutotuneFile, CellResult, Outcomes, Row, Rows
-from campaign.contract import telemetryfile
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
+from campaign.contract.plans import Matrix, Task
+from campaign.judging import caliber, irevidence, throttle
 
 
 @dataclass(frozen=True)

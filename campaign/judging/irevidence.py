@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
 from campaign.contract import stripregex
-from campaign.contract.sasstext import sass_code
 from campaign.contract.artifacts import INDEX_COLUMNS, INDEX_FILE
 from campaign.contract.cellfiles import AutotuneFile
+from campaign.contract.sasstext import sass_code
 from campaign.judging import irpairing
 from campaign.judging.irpairing import CellIR, VariantDigest
 

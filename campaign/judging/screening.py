@@ -36,11 +36,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from campaign.judging import caliber, irevidence, stats
 from campaign.contract.fields import CELL_NAMES
-from campaign.contract.verdictnames import IR_CHANGED, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
-from campaign.judging.stats import Sample
 from campaign.contract.platforms import platform
+from campaign.contract.verdictnames import IR_CHANGED, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
+from campaign.judging import caliber, irevidence, stats
+from campaign.judging.stats import Sample
 
 TIMEOUT_RCS = (124, 137)
 TIMEOUT_NAMES = ("timed_out", "killed")

@@ -13,13 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign.judging import evidence, irevidence, screening, stats
-from campaign.contract import yamlio
+from campaign.contract import status, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE
-from campaign.contract.plans import IR_ROUND, Matrix
-from campaign.contract import status
-from campaign.judging.evidence import TaskEvidence
 from campaign.contract.manifest import Manifest
+from campaign.contract.plans import IR_ROUND, Matrix
+from campaign.judging import evidence, irevidence, screening, stats
+from campaign.judging.evidence import TaskEvidence
 
 SCREEN_FILE = "screen.tsv"
 

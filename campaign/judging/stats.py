@@ -29,13 +29,24 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
-from campaign.judging import significance
 from campaign.contract.artifacts import FALLBACK_MARKER
 from campaign.contract.cellfiles import Row
 from campaign.contract.records import Key, RegimeTiming, ShapeCounts, ShapeTiming, Timing
 from campaign.contract.verdictnames import RESULT
-from campaign.judging.direction import (BASELINE_FIRST, FASTER, NEUTRAL, SLOWER, aa_floor, direction, geomean,
-                                        interval, judge, orders_verdict, resolvable)
+from campaign.judging import significance
+from campaign.judging.direction import (
+    BASELINE_FIRST,
+    FASTER,
+    NEUTRAL,
+    SLOWER,
+    aa_floor,
+    direction,
+    geomean,
+    interval,
+    judge,
+    orders_verdict,
+    resolvable,
+)
 
 Paired = dict[int, tuple[float, float, Optional[float]]]    # round -> (reference, candidate, control) latency
 

@@ -30,10 +30,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping, Optional, Sequence
 
-from campaign.judging import stats
 from campaign.contract import clockreasons
 from campaign.contract.cellfiles import Row
 from campaign.contract.telemetryfile import Sample
+from campaign.judging import stats
 
 CLOCK_FRACTION = 0.90
 CLOCK_LOW = clockreasons.CLOCK_LOW

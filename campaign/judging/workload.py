@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from campaign.judging import direction, irevidence, screening, screenroot, stats, throttle
 from campaign.contract import clockreasons, verdictnames
-from campaign.contract.plans import IR_ROUND, Targets
 from campaign.contract.cellfiles import Outcomes
+from campaign.contract.plans import IR_ROUND, Targets
+from campaign.judging import direction, irevidence, screening, screenroot, stats, throttle
 from campaign.judging.evidence import RootEvidence, TaskEvidence
 
 

@@ -17,8 +17,8 @@ from campaign.backends.base import DeviceInfo
 from campaign.contract.devicerule import device_mismatches, same_uuid
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Device
-from campaign.planning.partition import Partition, Weight
 from campaign.contract.platforms import platform
+from campaign.planning.partition import Partition, Weight
 
 PARTITION_FILE = "partition.json"
 VIRTUAL = "cpu-virtual-"

@@ -13,8 +13,8 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterable
 
-from campaign.planning import checkout, targetfiles
 from campaign.contract.canonical import sha256_file
+from campaign.planning import checkout, targetfiles
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HARNESS_DIRS = ("campaign", "worker", "plugins", "reaccount", "ops")

@@ -27,12 +27,12 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.contract.artifacts import task_id
-from campaign.contract.plans import IR_ROUND, Autotune, CellTerms, Matrix, Targets, Task
 from campaign.contract.manifest import Manifest
+from campaign.contract.plans import IR_ROUND, Autotune, CellTerms, Matrix, Targets, Task
+from campaign.contract.platforms import platform
 from campaign.contract.workloads import Workload
 from campaign.planning.pinning import pinned_source
 from campaign.planning.resolve import Resolved
-from campaign.contract.platforms import platform
 
 
 def cell_order(cells: tuple[str, ...], round_number: int, alternate: bool) -> tuple[str, ...]:

@@ -27,9 +27,9 @@ from typing import Optional
 
 from campaign.contract import canonical, yamlio
 from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, MATRIX_FILE, RECEIPT_FILE, cell_dir
-from campaign.contract.plans import IR_ROUND, Matrix
 from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, CampaignError
 from campaign.contract.manifest import Manifest
+from campaign.contract.plans import IR_ROUND, Matrix
 
 PINNED_DIR = "autotune_from"
 CHECK = "autotune_from"
@@ -71,7 +71,7 @@ class _Refusal:
 
 
 def _verified_source(spec, source: Path, refuse: _Refusal) -> Matrix:
-    from campaign.sealing import rootfiles, verification     # the sealing stage: only where a root is pinned
+    from campaign.sealing import rootfiles, verification  # the sealing stage: only where a root is pinned
 
     receipt = source / RECEIPT_FILE
     if not source.is_dir():

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from campaign.planning import shapes as shape_sets
-from campaign.planning import checkout, targets, upstreamtargets
-from campaign.contract.plans import Targets
-from campaign.contract.errors import CampaignError, EXIT_INPUT
-from campaign.planning.inventory import Inventory
+from campaign.contract.errors import EXIT_INPUT, CampaignError
 from campaign.contract.manifest import Manifest
+from campaign.contract.plans import Targets
 from campaign.contract.workloads import Workload
 from campaign.contract.yamlio import position
+from campaign.planning import checkout, targets, upstreamtargets
+from campaign.planning import shapes as shape_sets
+from campaign.planning.inventory import Inventory
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.contract import yamlio
-from campaign.contract.plans import Targets
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
+from campaign.contract.plans import Targets
 from campaign.contract.workloads import Workload
 from campaign.planning import checkout, upstream
 from campaign.planning.inventory import Inventory

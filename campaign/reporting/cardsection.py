@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from campaign.contract.status import StatusRow
 from campaign.judging import evidence
 from campaign.planning.cardplan import PARTITION_FILE
-from campaign.contract.status import StatusRow
 
 
 def _s(value: Optional[float]) -> str:

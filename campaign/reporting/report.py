@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Optional, Union
 
 from campaign.contract import canonical
-from campaign.judging.caliber import TIMING_FIELDS
-from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, moved
-from campaign.judging.significance import MIN_ROUNDS_PER_ORDER
-from campaign.judging.irpairing import EXCEPTION
 from campaign.contract.errors import CampaignError
 from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
+from campaign.contract.platforms import platform
 from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
 from campaign.contract.verdictnames import CLASS_NAMES, CLASSES, RANGED, TIMING_MOVED
-from campaign.contract.platforms import platform
+from campaign.judging.caliber import TIMING_FIELDS
+from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, moved
+from campaign.judging.irpairing import EXCEPTION
+from campaign.judging.significance import MIN_ROUNDS_PER_ORDER
 
 AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
 

@@ -34,15 +34,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical
-from campaign.contract.artifacts import (BATCH_FILE, BATCHES_DIR, PROGRESS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE,
-                                         cell_dir, first_free, set_aside)
+from campaign.contract import canonical, faults, status
+from campaign.contract.artifacts import BATCH_FILE, BATCHES_DIR, PROGRESS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir, first_free, set_aside
 from campaign.contract.plans import BatchRecord, CellPlan, Task
 from campaign.running import batching
-from campaign.contract import faults, status
 from campaign.running.cellenv import cell_env
-from campaign.running.cellproc import (STOPPED, TIMED_OUT, Clock, Ended, stopped_note, timed_out,
-                                       timeout_note, watch)
+from campaign.running.cellproc import STOPPED, TIMED_OUT, Clock, Ended, stopped_note, timed_out, timeout_note, watch
 from campaign.running.cellresult import status_row
 
 

@@ -34,7 +34,6 @@ from typing import Optional, Sequence
 from campaign.contract.plans import Task
 from campaign.contract.progresslines import Event, parse
 
-
 # The runner's bound. Every later workload of a process starts as a fresh one would (its Triton
 # tuners and FlagGems' tuner store emptied, `campaign.worker.batch`), so the bound weighs what a
 # process saves against what one process risks: on the H200 a pointwise cell spends about 8 s of

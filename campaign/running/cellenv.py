@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Mapping
 
 from campaign.contract.cellenv_rules import GEMS_VENDOR, PINNED
+from campaign.contract.manifest import Manifest
 from campaign.contract.plans import CellPlan
 from campaign.contract.platforms import visibility_variables
-from campaign.contract.manifest import Manifest
 
 # Where tools, libraries and the interpreter's own packages are found. Tool paths
 # (ptxas, cuobjdump, nvdisasm) select binaries, not behaviour; CUDA_DEVICE_ORDER

@@ -4,13 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical
+from campaign.contract import canonical, status
 from campaign.contract.artifacts import RESULT_FILE, STDERR_LOG
 from campaign.contract.cellfiles import CellResult
 from campaign.contract.plans import Task
-from campaign.contract import status
-from campaign.running.cellproc import Ended
 from campaign.contract.status import StatusRow
+from campaign.running.cellproc import Ended
 
 
 def read_result(path: Path) -> tuple[Optional[CellResult], str]:

@@ -39,15 +39,24 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from campaign.contract.artifacts import (CELLS_DIR, INTERRUPTED_SUFFIX, LOCK_FILE, RECEIPT_FILE, STATUS_FILE,
-                                         TELEMETRY_FILE, cell_dir, first_free, set_aside)
+from campaign.contract import status
+from campaign.contract.artifacts import (
+    CELLS_DIR,
+    INTERRUPTED_SUFFIX,
+    LOCK_FILE,
+    RECEIPT_FILE,
+    STATUS_FILE,
+    TELEMETRY_FILE,
+    cell_dir,
+    first_free,
+    set_aside,
+)
 from campaign.contract.errors import CampaignError, Refused
+from campaign.contract.status import StatusRow
 from campaign.contract.telemetryfile import COLUMNS
 from campaign.planning.pinning import PINNED_DIR
 from campaign.running import raynode, raywatch
-from campaign.contract import status
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Events, Outcome, RunSetup
-from campaign.contract.status import StatusRow
 from campaign.running.telemetry import ERR_FILE
 
 PREFIX = "RUN_REFUSED"

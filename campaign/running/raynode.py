@@ -30,16 +30,14 @@ from typing import Any, Callable, Iterable, Optional
 
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
-from campaign.contract import canonical, yamlio
-from campaign.contract.artifacts import (CELLS_DIR, INTERRUPTED_SUFFIX, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE,
-                                         STATUS_FILE)
+from campaign.contract import canonical, status, yamlio
+from campaign.contract.artifacts import CELLS_DIR, INTERRUPTED_SUFFIX, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, STATUS_FILE
 from campaign.contract.errors import Refused
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
 from campaign.planning import harness
-from campaign.running import runchecks
-from campaign.contract import status
 from campaign.planning.cardplan import VIRTUAL, Card
+from campaign.running import runchecks
 from campaign.running.cards import run_group
 from campaign.running.cellenv import pinned_env
 from campaign.running.telemetry import Sampler, make_source, visible_devices
@@ -113,7 +111,7 @@ def card_here(backend, variable: Optional[str]) -> Card:
     devices = backend.enumerate_devices() if backend.capabilities.executes else []
     if devices:   # the first visible device is the one Ray assigned (one per task)
         return Card(slot=0, index=devices[0].index, uuid=devices[0].uuid, name=devices[0].name)
-    import ray   # only a Ray task gets here: the card Ray assigned, by its id there
+    import ray  # only a Ray task gets here: the card Ray assigned, by its id there
 
     ids = ray.get_runtime_context().get_accelerator_ids().get("GPU") or [visible or "0"]
     index = int(ids[0]) if str(ids[0]).isdigit() else 0

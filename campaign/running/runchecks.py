@@ -13,9 +13,9 @@ from typing import Optional
 
 from campaign.backends.base import DeviceInfo
 from campaign.contract.devicerule import device_mismatches, version_matches
-from campaign.planning.harness import changed_files
 from campaign.contract.manifest import Device, Pin, Sources
 from campaign.contract.platforms import platform
+from campaign.planning.harness import changed_files
 
 
 def harness_problems(recorded: dict[str, str], current: dict[str, str]) -> list[str]:

@@ -26,21 +26,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Optional, Protocol
 
-from campaign.contract import canonical
-from campaign.running import batching
-from campaign.contract import faults, status
-from campaign.running.batch import BatchRun
-from campaign.running.cellresult import status_row
-from campaign.contract.artifacts import (AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE,
-                                         set_aside)
+from campaign.contract import canonical, faults, status
+from campaign.contract.artifacts import AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, set_aside
 from campaign.contract.artifacts import cell_dir as cell_folder
+from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, CellPlan, Matrix, Task
-from campaign.running.cellproc import Ended, wait_worker
+from campaign.contract.status import StatusRow
 from campaign.judging import evidence, irevidence
 from campaign.planning import pinning
-from campaign.contract.manifest import Manifest
-from campaign.contract.status import StatusRow
+from campaign.running import batching
+from campaign.running.batch import BatchRun
 from campaign.running.cellenv import cell_env
+from campaign.running.cellproc import Ended, wait_worker
+from campaign.running.cellresult import status_row
 
 COMPLETED, CANARY_FAILED, INTERRUPTED = "completed", "canary_failed", "interrupted"
 

@@ -25,19 +25,26 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from campaign import __version__
+from campaign.contract import canonical, status
+from campaign.contract.artifacts import (
+    IDENTITY_FILE,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    MATRIX_FILE,
+    PREPARE_FILE,
+    RECEIPT_FILE,
+    STATUS_FILE,
+    cell_dir,
+    cell_dir_name,
+)
+from campaign.contract.errors import EXIT_VERIFY, Refused
+from campaign.contract.plans import Matrix
+from campaign.contract.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt, content_digest
 from campaign.judging import caliber
-from campaign.contract import canonical
 from campaign.planning import harness
 from campaign.sealing import rootfiles
-from campaign.contract import status
-from campaign.contract.artifacts import (IDENTITY_FILE, LOCK_FILE, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE,
-                                         RECEIPT_FILE, STATUS_FILE, cell_dir, cell_dir_name)
-from campaign.contract.plans import Matrix
-from campaign.contract.errors import EXIT_VERIFY, Refused
-from campaign.contract.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt, content_digest
 from campaign.sealing.rootfiles import SEALED_FILE_MODE, SEALED_FOLDER_MODE, mode_text
-from campaign.sealing.verification import (UNRECORDED, UNVERIFIED, Difference, Verification,  # noqa: F401 (re-exported)
-                                   check, require_verified, verify_root, writable_entries)
+from campaign.sealing.verification import UNRECORDED, UNVERIFIED, Difference, Verification, check, require_verified, verify_root, writable_entries  # noqa: F401 (re-exported)
 
 PARTIAL_FILE = RECEIPT_FILE + ".partial"
 PREFIX = "SEAL_REFUSED"

@@ -18,11 +18,10 @@ from typing import Optional, Union
 
 from pydantic import ValidationError
 
-from campaign.sealing import rootfiles
-from campaign.contract.artifacts import RECEIPT_FILE
+from campaign.contract.artifacts import LOCK_FILE, RECEIPT_FILE
 from campaign.contract.errors import EXIT_VERIFY, Refused
-from campaign.contract.artifacts import LOCK_FILE
 from campaign.contract.receiptmodel import Receipt, ReceiptFile, ReceiptV1, content_digest
+from campaign.sealing import rootfiles
 
 # Not recorded at seal: the receipt itself and the live run lock (removed right after).
 # Verify leaves out only the receipt: a lock found in a sealed root is an extra file.

@@ -13,11 +13,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
 import projectcopy
-from campaign.contract import canonical
+import pytest
 from conftest import PROJECT_ROOT
+
+from campaign.contract import canonical
 
 pytestmark = pytest.mark.gpu
 

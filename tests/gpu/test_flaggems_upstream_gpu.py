@@ -22,12 +22,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import projectcopy
+import pytest
+from conftest import PROJECT_ROOT
+
 from campaign.contract import canonical
 from campaign.plugins import musa_compat
-from conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.gpu
 

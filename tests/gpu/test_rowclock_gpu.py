@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import PROJECT_ROOT
+from timingsession import context
 
 from campaign.backends.cuda import CudaBackend
 from campaign.contract import timers
 from campaign.contract.artifacts import ROWS_FILE
 from campaign.contract.cellfiles import Rows
 from campaign.plugins import timing
-from conftest import PROJECT_ROOT
-from timingsession import context
 
 pytestmark = pytest.mark.gpu
 pytest_plugins = ["pytester"]

@@ -16,17 +16,17 @@ import time
 from pathlib import Path
 
 import pytest
-
-from campaign.contract import telemetryfile
-from campaign.running import telemetry
-from campaign.judging import throttle
-from campaign.contract.artifacts import ROWS_FILE
-from campaign.contract.cellfiles import Rows
-from campaign.backends.cuda import CudaBackend
-from campaign.plugins import timing
-from campaign.worker.context import CellContext
 from conftest import PROJECT_ROOT
 from timingsession import context
+
+from campaign.backends.cuda import CudaBackend
+from campaign.contract import telemetryfile
+from campaign.contract.artifacts import ROWS_FILE
+from campaign.contract.cellfiles import Rows
+from campaign.judging import throttle
+from campaign.plugins import timing
+from campaign.running import telemetry
+from campaign.worker.context import CellContext
 
 pytestmark = pytest.mark.gpu
 pytest_plugins = ["pytester"]

@@ -13,16 +13,16 @@ import json
 from dataclasses import dataclass
 
 import pytest
+from conftest import PROJECT_ROOT
+from timingsession import context
 
-from campaign.planning import inventory, shapes
+from campaign.backends.cuda import CudaBackend
 from campaign.contract import timers
 from campaign.contract.artifacts import ROWS_FILE
 from campaign.contract.cellfiles import Rows
-from campaign.backends.cuda import CudaBackend
+from campaign.planning import inventory, shapes
 from campaign.plugins import timing
 from campaign.worker.context import CellContext
-from conftest import PROJECT_ROOT
-from timingsession import context
 
 pytestmark = pytest.mark.gpu
 pytest_plugins = ["pytester"]

@@ -1,6 +1,5 @@
 """A test that runs its kernel but never times it: no do_bench call, so no row."""
 import torch
-
 from dobench_my_kernel import DEVICE, scale_add
 
 

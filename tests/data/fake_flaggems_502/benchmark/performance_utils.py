@@ -2,10 +2,9 @@
 # shapes from the shape file (op name, then the class chain, then DEFAULT_SHAPES), dtypes from
 # --dtypes or the op's own, and per shape the torch side then the FlagGems side (under
 # flag_gems.use_gems, or an explicit gems_op), each timed with triton.testing.do_bench.
+import flag_gems
 import torch
 import triton
-
-import flag_gems
 
 from .attri_util import DEFAULT_SHAPES, FLOAT_DTYPES
 from .conftest import Config, emit_record_logger

@@ -2,13 +2,12 @@
 # shapes from the shape file (op name, then the class chain, then DEFAULT_SHAPES), dtypes from
 # --dtypes or the op's own, and per shape the torch side then the FlagGems side (under
 # flag_gems.use_gems, or an explicit gems_op), each timed with triton.testing.do_bench.
+import flag_gems
 import torch
 import triton
 
-import flag_gems
-
-from .consts import DEFAULT_SHAPES, FLOAT_DTYPES
 from .conftest import Config
+from .consts import DEFAULT_SHAPES, FLOAT_DTYPES
 
 
 def load_table(path):

@@ -1,7 +1,6 @@
+import flag_gems
 import pytest
 import torch
-
-import flag_gems
 
 from . import base, consts
 
