@@ -50,7 +50,7 @@ from campaign.contract.artifacts import ROWS_FILE
 from campaign.contract.canonical import write_json_new
 from campaign.contract.cellfiles import Row, Rows
 from campaign.contract.fields import DTYPES
-from campaign.plugins import timing
+from campaign.plugins import timing, timingclock
 from campaign.plugins._device_timers import DeviceTimers
 
 APIS = ("do_bench", "do_bench_cudagraph")
@@ -224,7 +224,7 @@ class DoBenchPlugin:
         self.ctx.log.line(f"dobench: {len(rows)} rows written from {len(self.calls)} test(s) "
                           f"({', '.join(f'{k} {v}' for k, v in counts.items())}; {reference} reference)")
         if counts["ok"]:
-            self.ctx.log.line(timing.clocks_line(rows))
+            self.ctx.log.line(timingclock.clocks_line(rows))
 
 
 def returned(row: Row, options: Mapping[str, Any]):

@@ -28,18 +28,8 @@ provider's shape file, narrowed by the workload's subset) times the task's dtype
   own clock (``clock``: `campaign.contract.cellfiles.RowClock`), the SM clock and clocks-event
   reasons the worker read inside that window (`campaign.plugins.rowclock`); None where no
   clock can be read (run.log says why, once).
-- A timed row whose window saw an environmental clock reason (thermal, hardware slowdown,
-  power brake: `campaign.contract.clockreasons`) is timed again, at most
-  `campaign.contract.timers.RETIMES` times; the row keeps the last attempt's latency, window
-  and clock, ``clock.retimed`` names each re-time's reasons and run.log has a line for each.
-  The power cap (``sw_power_cap``) is the card's operating point and never re-times.
-- Before a timed task's first row (only where the backend executes), the device runs a
-  fixed dense load for `campaign.contract.timers.STEADY_CLOCK_S` seconds, so the clock the
-  first row meets does not depend on what ran before the cell; run.log says how long and
-  the SM clock before and after. It runs at the first ``measure``, not at configure: by then
-  the test has built its inputs on the device, so the device and its context exist in every
-  timing plugin built on this one (`campaign.plugins.dobench` calls ``measure`` and never this
-  plugin's configure), and only the first row's compile runs between the load and its window.
+- Re-timing on an environmental clock reason, and the steady-clock load before the first
+  timed row: `campaign.plugins.timingclock`.
 - A planned case the test never measured (it raised first, or was poisoned) still gets a
   failed row saying so: no case disappears from the table.
 """
@@ -47,7 +37,6 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -61,7 +50,7 @@ from campaign.contract.artifacts import ROWS_FILE
 from campaign.contract.canonical import write_json_new
 from campaign.contract.cellfiles import Row, Rows
 from campaign.planning import shapes as shape_sets
-from campaign.plugins import rowclock
+from campaign.plugins import rowclock, timingclock
 from campaign.plugins._device_timers import CaptureFailure, DeviceTimers
 
 
@@ -188,7 +177,7 @@ class TimingPlugin:
         counts = {status: sum(row.status == status for row in self.rows) for status in ("ok", "failed", "compiled")}
         self.ctx.log.line(f"timing: {len(self.rows)} rows written ({', '.join(f'{k} {v}' for k, v in counts.items())})")
         if counts["ok"]:
-            self.ctx.log.line(clocks_line(self.rows))
+            self.ctx.log.line(timingclock.clocks_line(self.rows))
 
     # -- measuring ----------------------------------------------------------------------
     def measure(self, bench: Bench, case: Case, fn) -> Row:
@@ -204,9 +193,9 @@ class TimingPlugin:
             return self._add(Row(**base, timer="none", status="compiled"))
         if not self.steadied:
             self.steadied = True
-            self._steady_clock()
+            timingclock.steady_clock(self.row_clocks, self.steady_load, self.ctx.log)
         kind = self.timer.kind
-        self._forget_window()
+        timingclock.forget_window(self.device_timers)
         if kind == "event":
             return self._timed(base, "event", lambda: self.device_timers.event(fn, **self._bench_args()), l2_flush=True)
         if kind == "direct":
@@ -218,8 +207,8 @@ class TimingPlugin:
     def _graph(self, base: dict, fn) -> Row:
         backend = self.ctx.backend
         try:
-            latency, retimed = self._retiming(base, lambda: self.device_timers.graph(
-                fn, backend.device_interface(), backend.graph_class(), **self._bench_args()))
+            latency, retimed = timingclock.retiming(self.device_timers, self.ctx.log, base, lambda: (
+                self.device_timers.graph(fn, backend.device_interface(), backend.graph_class(), **self._bench_args())))
         except CaptureFailure as failure:
             text = timers.error_text(failure.cause)
             decision = timers.decide(backend.classify_capture_failure(text))
@@ -254,68 +243,20 @@ class TimingPlugin:
 
     def _timed(self, base: dict, timer: str, run, **extra) -> Row:
         try:
-            latency, retimed = self._retiming(base, run)
+            latency, retimed = timingclock.retiming(self.device_timers, self.ctx.log, base, run)
         except Exception as exc:
             return self._add(Row(**base, timer=timer, status="failed", error=timers.error_text(exc), **extra))
         return self._checked(base, timer, latency, retimed, **extra)
-
-    def _retiming(self, base: dict, run) -> tuple[Any, tuple[str, ...]]:
-        """``run()``'s latency, run again while its window's clock saw an environmental reason
-        (at most `timers.RETIMES` times), and each re-time's cause. What raises propagates:
-        the last attempt is the row's, its failure included."""
-        causes: list[str] = []
-        latency = run()
-        while len(causes) < timers.RETIMES:
-            clock = self.device_timers.clock
-            cause = timers.retime_cause(clock.reasons) if clock is not None else None
-            if cause is None:
-                break
-            causes.append(cause)
-            self.ctx.log.line(f"row {base['function']} {shape_sets.format_shape(base['shape'])} {base['dtype']}: "
-                              f"re-timed ({len(causes)} of {timers.RETIMES}): {cause} inside its window")
-            self._forget_window()
-            latency = run()
-        return latency, tuple(causes)
 
     def _checked(self, base: dict, timer: str, latency, retimed: tuple[str, ...] = (), **extra) -> Row:
         try:
             value = timers.check_latency(latency)
         except timers.TimerRefused as exc:
             return self._add(Row(**base, timer=timer, status="failed", error=str(exc), **extra))
-        return self._add(Row(**base, timer=timer, status="ok", latency_ms=value, **extra, **self._window_and_clock(retimed)))
-
-    def _steady_clock(self) -> None:
-        """`timers.STEADY_CLOCK_S` of dense load before the first timed row (see the module
-        docstring for why here). A load that fails is said in run.log and the rows are timed
-        as they come: each row's own clock still says what it ran at."""
-        seconds = timers.STEADY_CLOCK_S
-        if seconds <= 0:
-            return
-        before = self.row_clocks.read_now()
-        started = time.monotonic()
-        try:
-            ran = self.steady_load(seconds)
-        except Exception as exc:
-            self.ctx.log.line(f"steady clock: the load failed after {time.monotonic() - started:.2f} s; rows timed "
-                              f"without it: {timers.error_text(exc, limit=300).splitlines()[0]}")
-            return
-        elapsed = time.monotonic() - started
-        self.ctx.log.line(f"steady clock: {elapsed:.2f} s of dense load ({ran} fp16 matmuls) before the first "
-                          f"timed row; SM clock {sm_mhz(before)} -> {sm_mhz(self.row_clocks.read_now())}")
+        attached = timingclock.window_and_clock(self.device_timers, retimed)
+        return self._add(Row(**base, timer=timer, status="ok", latency_ms=value, **extra, **attached))
 
     # -- helpers ------------------------------------------------------------------------
-    def _forget_window(self) -> None:
-        # a timer that returns without recording a window must not hand on the previous row's
-        self.device_timers.window = None
-        self.device_timers.clock = None
-
-    def _window_and_clock(self, retimed: tuple[str, ...]) -> dict:
-        window, clock = self.device_timers.window, self.device_timers.clock
-        out = {} if window is None else dict(window_start_unix=window[0], window_end_unix=window[1])
-        if clock is not None:
-            out["clock"] = clock.model_copy(update={"retimed": retimed})
-        return out
-
     def _bench_args(self) -> dict:
         return dict(warmup_ms=self.timer.warmup_ms, rep_ms=self.timer.rep_ms, return_mode=self.timer.return_mode)
 
@@ -345,20 +286,6 @@ class TimingPlugin:
         self.ctx.log.line(f"row {row.function} {shape_sets.format_shape(row.shape)} {row.dtype} "
                           f"timer={row.timer} {row.status} {latency}")
         return row
-
-
-def sm_mhz(read: Optional[rowclock.Read]) -> str:
-    return "not read" if read is None or read[0] is None else f"{read[0]:g} MHz"
-
-
-def clocks_line(rows: list[Row]) -> str:
-    """run.log's summary of the ok rows' clocks: how many were read, re-timed, still throttled."""
-    ok = [row for row in rows if row.status == "ok"]
-    read = [row.clock for row in ok if row.clock is not None and row.clock.samples]
-    retimed = sum(bool(row.clock and row.clock.retimed) for row in ok)
-    persisted = sum(bool(row.clock and timers.retime_cause(row.clock.reasons)) for row in ok)
-    return (f"row clocks: {len(read)} of {len(ok)} ok rows read; {retimed} re-timed; "
-            f"{persisted} still environmental after their re-times")
 
 
 def make(ctx):
