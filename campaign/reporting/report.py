@@ -7,7 +7,8 @@ the noise floor unless every round moved beyond the A/A floor (then the move is
 said, established or not, with the stages below the IR stage to try), and nothing
 is printed where nothing reached Triton, nothing ran, or a cell timed out. A run
 order's verdict reads plain faster/slower only where the workload's direction is
-established; otherwise it is a leaning. `forest_plot` is the one edge (optional matplotlib).
+established; otherwise it is a leaning (each workload's row and section: `campaign.reporting.workloadtext`).
+`forest_plot` is the one edge (optional matplotlib).
 """
 from __future__ import annotations
 
@@ -16,225 +17,19 @@ from typing import Optional, Union
 
 from campaign.contract import canonical
 from campaign.contract.errors import CampaignError
-from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.platforms import platform
-from campaign.contract.records import Interval, RegimeTiming, Verdicts, WorkloadVerdict
-from campaign.contract.verdictnames import CLASS_NAMES, CLASSES, RANGED, TIMING_MOVED
+from campaign.contract.records import Verdicts
+from campaign.contract.verdictnames import CLASSES
 from campaign.judging.caliber import TIMING_FIELDS
-from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, moved
-from campaign.judging.irpairing import EXCEPTION
-from campaign.judging.significance import MIN_ROUNDS_PER_ORDER
+from campaign.reporting import workloadtext
 
 AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
 
 
 
-def pct(value: Optional[float], signed: bool = True) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value * 100:+.2f}%" if signed else f"{abs(value) * 100:.2f}%"
-
-
-def _mhz(value: Optional[float]) -> str:
-    return "n/a" if value is None else f"{value:.0f} MHz"
-
-
 def json_text(verdicts: AnyVerdicts) -> str:
     return canonical.dumps(Verdicts.read(verdicts).dump())
-
-
-def interval_text(iv: Optional[Interval]) -> str:
-    if iv is None:
-        return "no interval (single round)"
-    return f"{pct(iv.low)} … {pct(iv.high)} ({iv.method})"
-
-
-def _topology(w: WorkloadVerdict, scoped: bool) -> str:
-    cells = w.topology.cells
-    b, c = cells.get(w.ir.reference), cells.get("candidate")
-    if not (b and c):
-        return "n/a"
-    return f"{b.scoped} → {c.scoped}" if scoped else f"{b.unscoped} → {c.unscoped}"
-
-
-def _markers(w: WorkloadVerdict) -> str:
-    totals: dict[str, int] = {}
-    for counts in w.markers.values():
-        for name, n in counts.items():
-            totals[name] = totals.get(name, 0) + n
-    shown = [f"{name} {n}" for name, n in sorted(totals.items()) if n]
-    return ", ".join(shown) or "none"
-
-
-def _timing(w: WorkloadVerdict) -> Optional[RegimeTiming]:
-    t = w.timing
-    return t.primary if t is not None and t.primary is not None and w.screen in RANGED else None
-
-
-def _moved(w: WorkloadVerdict) -> Optional[str]:
-    """With the IR unchanged, how the timing moved beyond the A/A floor anyway ("not established: 3 rounds",
-    "faster in both orders": `campaign.judging.classify.timing_label`); None where it did not."""
-    label = w.timing.label if w.timing is not None else ""
-    if not label.startswith(TIMING_MOVED):
-        return None
-    return label[len(TIMING_MOVED):].strip().removeprefix("(").removesuffix(")")
-
-
-def _delta_label(w: WorkloadVerdict) -> str:
-    if w.timing.label.startswith("noise"):
-        return " (noise floor)"
-    how = _moved(w)
-    return f" (IR unchanged; timing moved, {how})" if how else ""
-
-
-def order_text(p: RegimeTiming, order: str) -> str:
-    """One run order's verdict: plain faster/slower only where the workload's direction is established;
-    otherwise what the order leans to (an order with too few rounds for a verdict of its own leans
-    where its one delta lies against the floor), neutral, or the noise floor."""
-    verdict = p.order_verdicts[order]
-    if verdict == NEUTRAL and p.rounds_per_order.get(order, 0) < MIN_ROUNDS_PER_ORDER:
-        deltas = [d for _, o, d in p.rounds if o == order]
-        lean = moved(deltas, None, p.floor) if len(deltas) == 1 else NEUTRAL
-        return f"leaning {lean}, {len(deltas)} round" if lean != NEUTRAL else verdict
-    established = p.verdict in (FASTER, SLOWER)
-    return f"leaning {verdict}" if verdict in (FASTER, SLOWER) and not established else verdict
-
-
-def _row(name: str, w: WorkloadVerdict, with_cycles: bool = False) -> str:
-    p = _timing(w)
-    if p is None:
-        delta = iv = floor = counts = "—"
-    else:
-        label = _delta_label(w)
-        delta, iv = pct(p.point) + label, interval_text(p.interval)
-        floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
-        k = p.counts
-        counts = f"{k.faster}/{k.slower}/{k.neutral}/{k.sign_flipping}"
-    cycles = f" {pct(w.cycles.point) if w.cycles is not None and p is not None else '—'} |" if with_cycles else ""
-    return (f"| {name} | {w.klass} | {w.screen} | {_topology(w, True)} | {_topology(w, False)} "
-            f"| {delta} |{cycles} {iv} | {floor} | {counts} | {_markers(w)} |")
-
-
-def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str]:
-    t = w.timing
-    out = []
-    orders = ", ".join(f"{o} {pct(d)} over {p.rounds_per_order.get(o, '?')} round(s) ({order_text(p, o)})"
-                       for o, d in p.by_order.items())
-    floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
-    shape_floor = (f", per-shape floors up to {pct(p.shape_floor_max, False)}"
-                   if p.shape_floor_max is not None else "")
-    p_text = f"; pooled t-test p = {p.p_value:.2g} ({p.df} df)" if p.p_value is not None else ""
-    out.append(f"- timing [{p.regime}, {t.label}]: geomean {pct(p.point)}, {interval_text(p.interval)}; "
-               f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}"
-               + _resolvable_text(p))
-    c = w.cycles
-    if c is not None and c.point is not None:
-        c_floor = pct(c.floor, signed=False) if c.floor is not None else "unknown"
-        out.append(f"- cycles (each row's time x the SM clock of its window; the gap confirmed under the clock): "
-                   f"geomean {pct(c.point)}, {interval_text(c.interval)}; A/A floor {c_floor}; {c.verdict}: {c.reason}")
-    how = _moved(w)
-    if how:
-        below = stages_below(w.ir.stage, backend)
-        where = (f"set the IR stage to {' or '.join(below)}" if below
-                 else "no stage is lower: it acts outside the compiler's output")
-        way = (how if p.verdict != NEUTRAL else
-               f"leaning {moved([d for _, _, d in p.rounds], p.interval, p.floor)} ({how})")
-        out.append(f"- the IR is unchanged at {w.ir.stage} but the timing moved {pct(p.point)} beyond the "
-                   f"±{pct(p.floor, False)} A/A floor, {way}: not the noise floor. The switch acts below "
-                   f"{w.ir.stage}: {where}")
-    if t.references:
-        out.append("- rounds taken against the control (their baseline benchmarked configs, so its timings are "
-                   "not comparable): " + ", ".join(f"round {r}" for r in t.references))
-    if t.coverage is not None and t.coverage < 1:
-        out.append(f"- coverage: {pct(t.coverage, False)} of the timed shapes paired in every round")
-    k = p.counts
-    out.append(f"- shapes: {k.faster} faster, {k.slower} slower, {k.neutral} neutral, "
-               f"{k.sign_flipping} sign-flipping" + (f" ({', '.join(p.sign_flips)})" if p.sign_flips else ""))
-    spreads = [s.side_spread.get("baseline") for s in p.shapes if s.side_spread.get("baseline") is not None]
-    deltas = [s.delta_spread for s in p.shapes if s.delta_spread is not None]
-    if spreads:
-        out.append(f"- dispersion: baseline side spread up to {pct(max(spreads), False)} (machine noise); "
-                   f"per-round delta spread up to {pct(max(deltas), False)} (verdict stability)")
-    for other in t.others:
-        out.append(f"- other timing regime [{other.regime}] (never pooled): geomean {pct(other.point)}, "
-                   f"{interval_text(other.interval)}, {len(other.shapes)} shape(s)")
-    if t.mixed_pairs:
-        out.append(f"- {t.mixed_pairs} pair(s) dropped: the two sides were timed differently")
-    return out
-
-
-def _resolvable_text(p: RegimeTiming) -> str:
-    """The smallest effect the rule would have claimed at this spread (`campaign.judging.direction.resolvable`);
-    nothing for verdicts sealed before it was computed."""
-    if "resolvable" not in p.model_fields_set:
-        return ""
-    if p.resolvable is None:
-        return ("; resolvable at this floor and rounds: none (a direction needs an A/A floor and "
-                f">= {MIN_ROUNDS_PER_ORDER} rounds in each order)")
-    return f"; resolvable at this floor and rounds: ±{pct(p.resolvable, False)}"
-
-
-def ir_pass_cells(sources: dict[str, Optional[str]]) -> list[str]:
-    """The cells whose IR came from a screen's IR pass (task ids ``<workload>/r0/<cell>``)."""
-    return [c for c, task in sources.items() if task and task.split("/")[-2] == f"r{IR_ROUND}"]
-
-
-def _details(name: str, w: WorkloadVerdict, backend: str) -> list[str]:
-    out = [f"### {name} — {w.klass} ({CLASS_NAMES[w.klass]})", "", w.reason, ""]
-    ir = w.ir
-    fps = {c: (fp[:12] if fp else "none") for c, fp in ir.fingerprints.items()}
-    control = {True: "control IR equals baseline", False: "control IR DIFFERS from baseline (leak)",
-               None: "control not compared"}[ir.control_matches]
-    if ir.reference != "baseline":
-        control = ("the baseline only recorded (its ir/ holds every config tried): the control stands in for it"
-                   + ("; every control variant is among the recording cell's" if ir.control_matches else ""))
-    by_ir_pass = ir_pass_cells(ir.sources)
-    if by_ir_pass:
-        control = (f"from the IR pass (round {IR_ROUND}: {', '.join(by_ir_pass)}, each on its first autotune "
-                    "config, untimed, no correctness): round 1 was not timed")
-    unpaired = f"; {EXCEPTION}: {'; '.join(ir.unpaired)}" if ir.unpaired else ""
-    out.append(f"- IR ({ir.stage}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"{unpaired}; {control}")
-    for taint in w.taints:
-        out.append(f"- **not isolated**: {taint}")
-    failed = {c: keys for c, keys in w.rows_failed.items() if keys}
-    if failed:
-        out.append("- rows failed (per shape): " + "; ".join(
-            f"{c} {len(keys)} ({', '.join(keys[:3])}{' …' if len(keys) > 3 else ''})" for c, keys in failed.items()))
-    cells = w.topology.cells
-    excluded = sorted({f for c in cells.values() if c for f in c.excluded})
-    unjoinable = sorted({f for c in cells.values() if c for f in c.unjoinable})
-    out.append(f"- topology at launch floor {w.topology.floor}: scoped {_topology(w, True)}, "
-               f"unscoped {_topology(w, False)}; excluded by the floor: {', '.join(excluded) or 'none'}"
-               + (f"; unjoinable: {', '.join(unjoinable)}" if unjoinable else ""))
-    corr = []
-    for cell, c in w.correctness.items():
-        if c.state != "run":
-            corr.append(f"{cell} not run ({c.reason})")
-        else:
-            corr.append(f"{cell} {c.passed} passed / {c.failed + c.error} failed")
-    outside = max((c.outside_target for c in w.correctness.values()), default=0)
-    out.append("- correctness (scoped to the target): " + "; ".join(corr)
-               + (f"; {outside} outcome(s) outside the target ignored" if outside else ""))
-    p = _timing(w)
-    if p is None:
-        out.append(f"- timing: no range printed ({w.screen}" + ("" if w.timing else ", nothing timed") + ")")
-    else:
-        out += _timing_lines(w, p, backend)
-    if w.clocks:
-        out.append("- SM clock inside the timing windows, per side: " + "; ".join(
-            f"{c} median {_mhz(k.sm_clock_median_mhz)}, min {_mhz(k.sm_clock_min_mhz)}, "
-            f"{k.throttled_rows} throttled / {k.unsampled_rows} unsampled of {k.rows} row(s)"
-            + (f" ({', '.join(f'{r} {n}' for r, n in k.reasons.items())})" if k.reasons else "")
-            + (f"; {k.capped_rows} at a clock fact (power cap or low clock), {k.environmental_rows} environmental, "
-               f"{k.retimed_rows} re-timed" if "capped_rows" in k.model_fields_set else "")
-            for c, k in w.clocks.items()))
-    out.append(f"- markers: {_markers(w)}")
-    if w.rounds.skipped:
-        why = "the IR pass decided round 1 was not worth timing" if by_ir_pass else "adaptive rounds"
-        out.append(f"- skipped by {why}: {len(w.rounds.skipped)} task(s)")
-    out.append("")
-    return out
 
 
 def does_not_prove(verdicts: AnyVerdicts) -> list[str]:
@@ -300,10 +95,10 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optio
             "| workload | class | screen | scoped | unscoped | geomean Δ |" + (" cycles Δ |" if with_cycles else "")
             + " interval | A/A floor | faster/slower/neutral/flip | markers |",
             "|" + " --- |" * (11 if with_cycles else 10)]
-    out += [_row(name, w, with_cycles) for name, w in verdicts.workloads.items()]
+    out += [workloadtext.table_row(name, w, with_cycles) for name, w in verdicts.workloads.items()]
     out.append("")
     for name, w in verdicts.workloads.items():
-        out += _details(name, w, verdicts.backend)
+        out += workloadtext.details(name, w, verdicts.backend)
     out += list(beside)
     out += does_not_prove(verdicts)
     return "\n".join(out)
@@ -314,7 +109,7 @@ def forest_points(verdicts: AnyVerdicts) -> list[dict]:
     the A/A floor and whether the range is the noise floor (IR unchanged)."""
     out = []
     for name, w in Verdicts.read(verdicts).workloads.items():
-        p = _timing(w)
+        p = workloadtext.ranged_timing(w)
         if p is None or p.point is None:
             continue
         iv = p.interval
