@@ -41,6 +41,7 @@ from campaign.running import batching
 from campaign.running.cellenv import cell_env
 from campaign.running.cellproc import STOPPED, TIMED_OUT, Clock, Ended, stopped_note, timed_out, timeout_note, watch
 from campaign.running.cellresult import status_row
+from campaign.running.rounds import skipped_row
 
 
 class BatchRun:
@@ -63,9 +64,9 @@ class BatchRun:
                 return True
             runnable = []
             for task in todo:               # adaptive rounds: decided per workload before its process starts
-                skip = runner.ir_skip(task, latest)
+                skip = runner.rounds.skip(task, latest)
                 if skip:
-                    latest = runner.record(task, runner.skipped_row(task, *skip), rows)
+                    latest = runner.record(task, skipped_row(task, *skip), rows)
                 else:
                     runnable.append(task)
             if not runnable:
