@@ -24,13 +24,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping, Optional, Protocol
+from typing import Optional
 
 from campaign.contract import canonical, faults, status
 from campaign.contract.artifacts import AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, set_aside
 from campaign.contract.artifacts import cell_dir as cell_folder
-from campaign.contract.manifest import Manifest
-from campaign.contract.plans import CellPlan, Matrix, Task
+from campaign.contract.plans import CellPlan, Task
 from campaign.contract.status import StatusRow
 from campaign.planning import pinning
 from campaign.running import batching
@@ -39,46 +38,9 @@ from campaign.running.cellenv import cell_env
 from campaign.running.cellproc import Ended, wait_worker
 from campaign.running.cellresult import status_row
 from campaign.running.rounds import Rounds, skipped_row
+from campaign.running.runsetup import Events, RunSetup, Telemetry
 
 COMPLETED, CANARY_FAILED, INTERRUPTED = "completed", "canary_failed", "interrupted"
-
-
-class Events(Protocol):
-    def started(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow]) -> None: ...
-    def cell_started(self, task: Task) -> None: ...
-    def cell_ended(self, task: Task, row: StatusRow, settled: bool = True) -> None: ...
-    def note(self, text: str) -> None: ...
-
-
-class Telemetry(Protocol):
-    def mark(self) -> None: ...
-    def window(self, start: float, end: float, cell_dir: Path): ...
-
-
-@dataclass
-class RunSetup:
-    """What the session flow built once and passes down; nothing here is read from globals."""
-
-    root: Path
-    project_root: Path
-    matrix: Matrix
-    manifest: Manifest
-    harness_digest: str
-    plugins: tuple[str, ...]
-    pinned_env: dict[str, str]
-    parent_env: Mapping[str, str]
-    scratch: Path                        # outside the root: per-cell caches, deleted after each cell
-    python: str
-    grace_s: float = 10.0
-    lock: Optional[object] = None        # campaign.running.lock.RunLock: told which worker group runs
-    # Several cards (`campaign.running.cards`): this runner's workloads (None: all), its card
-    # (rows carry its uuid; the lock holds one running entry per card) and the variable that pins it.
-    workloads: Optional[frozenset[str]] = None
-    card: Optional[object] = None         # campaign.planning.cardplan.Card
-    visibility_variable: Optional[str] = None
-    # IR-pass processes at once on this runner's card (`batching.lanes`) and why; 1: one at a time
-    lanes: int = 1
-    lanes_why: str = ""
 
 
 @dataclass(frozen=True)
