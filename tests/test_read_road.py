@@ -10,7 +10,6 @@ same files two ways again.
 from __future__ import annotations
 
 import ast
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from conftest import PROJECT_ROOT
 from campaign.contract import artifacts
 from campaign.judging import evidence, screening, screenroot
 from campaign.judging.workload import WorkloadFacts, screen_verdict
-from campaign.running.runner import Runner, RunSetup
+from campaign.running.rounds import Rounds
 
 SCANNED = ("campaign", "worker", "plugins", "reaccount")
 NAMES = ("RESULT_FILE", "STATUS_FILE", "ROWS_FILE", "OUTCOMES_FILE", "IDENTITY_FILE", "AUTOTUNE_FILE",
@@ -204,16 +203,14 @@ class _Notes:
         self.lines.append(text)
 
 
-def _three_answers(root: Path, tmp_path: Path, workload: str) -> dict[str, object]:
+def _three_answers(root: Path, workload: str) -> dict[str, object]:
     """"Did the IR change" for one workload as the screen, the runner and the classifier answer it."""
     facts = {f.workload: f for f in screenroot.gather(root)}[workload]
     screen = screening.verdict(facts).name
     ev = evidence.load_root(root)
     w = WorkloadFacts(workload, [t for t in ev.tasks.values() if t.task.workload == workload], ev)
-    setup = RunSetup(root=root, project_root=PROJECT_ROOT, matrix=ev.matrix, manifest=ev.manifest, harness_digest="",
-                     plugins=(), pinned_env={}, parent_env={}, scratch=tmp_path / "scratch", python=sys.executable)
     notes = _Notes()
-    skip = Runner(setup, notes, telemetry=None)._ir_verdict(workload, evidence.latest_status(root))
+    skip = Rounds(root, ev.matrix, ev.manifest, notes.note).verdict(workload, evidence.latest_status(root))
     runner = skip[0] if skip else ("no pair" if any("no control" in n for n in notes.lines) else "runs")
     assert screen_verdict(w) == screen, "the classifier's screen column is the screen's own verdict"
     return {"screen": screen, "runner": runner, "classifier": w.ir_changed()}
@@ -254,4 +251,4 @@ def test_the_screen_the_runner_and_the_classifier_give_one_answer(tmp_path, case
     root = rb.build(tmp_path, [workload], options)
     if bend:
         bend(root)
-    assert _three_answers(root, tmp_path, workload.name) == expected
+    assert _three_answers(root, workload.name) == expected

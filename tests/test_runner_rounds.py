@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runroots import by_id, demo, fault, prepare, rows, run
+from conftest import run_cli
+from runroots import by_id, demo, fault, manifest, prepare, rows, run
 
 
 def test_later_rounds_only_where_the_ir_changed(tmp_path: Path):
@@ -36,3 +37,38 @@ def test_later_rounds_only_where_the_ir_changed(tmp_path: Path):
 
     line = (root / "status.tsv").read_text().splitlines()[0]
     assert line.split("\t")[:6] == ["task_id", "round", "workload", "cell", "rc", "rc_name"]
+
+
+def _round2_notes(root: Path) -> list[str]:
+    """What the rounds policy does with round 2 of ``add`` before round 1 ran: a note when it
+    asks round 1's IR (the policy is on), none when every later round runs regardless."""
+    from campaign.judging.evidence import load_frame
+    from campaign.running.rounds import Rounds
+    manifest, matrix = load_frame(root)
+    notes: list[str] = []
+    task = next(t for t in matrix.tasks if t.id == "add/r2/baseline")
+    assert Rounds(root, matrix, manifest, notes.append).skip(task, {}) is None
+    return notes
+
+
+def _edit_manifest_copy(root: Path, old: str, new: str) -> None:
+    copy = root / "manifest.yaml"
+    text = copy.read_text(encoding="utf-8")
+    assert old in text
+    copy.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def test_the_rounds_policy_is_the_matrix_not_an_edited_manifest_copy(tmp_path: Path):
+    on = prepare(tmp_path, [demo("add")], rounds=2)
+    assert "later_only_if_ir_changed" not in (on / "matrix.json").read_text()   # the default: old roots' bytes
+    _edit_manifest_copy(on, "later_only_if_ir_changed: true", "later_only_if_ir_changed: false")
+    assert _round2_notes(on) == ["add: round 1 baseline has not finished; later rounds run"]
+
+    path = manifest(tmp_path, [demo("add")], rounds=2, campaign="rounds-off")
+    path.write_text(path.read_text().replace("later_only_if_ir_changed: true", "later_only_if_ir_changed: false"))
+    done = run_cli("prepare", path, "--runs-dir", tmp_path / "runs")
+    assert done.returncode == 0, done.stderr
+    off = Path(done.stdout.strip().splitlines()[-1])
+    assert '"later_only_if_ir_changed":false' in (off / "matrix.json").read_text().replace(" ", "")
+    _edit_manifest_copy(off, "later_only_if_ir_changed: false", "later_only_if_ir_changed: true")
+    assert _round2_notes(off) == []

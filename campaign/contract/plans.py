@@ -111,6 +111,10 @@ class Matrix(Record):
     # A screen with an IR pass (round 0) times round 1 only where round 0's IR differs; True
     # (`campaign screen --time-unchanged`) times every workload's round 1 regardless.
     time_unchanged: bool = False
+    # The manifest's rounds policy, frozen here so a resumed run follows what was prepared, not
+    # a later edit of the root's manifest copy. True (every root before it was recorded here: the
+    # manifest's default) rounds after the first run only where round 1's IR differs.
+    later_only_if_ir_changed: bool = True
 
     @model_serializer(mode="wrap")
     def _old_roots_unchanged(self, handler):
@@ -119,6 +123,8 @@ class Matrix(Record):
             data.pop("terms", None)
         if not self.time_unchanged:
             data.pop("time_unchanged", None)
+        if self.later_only_if_ir_changed:
+            data.pop("later_only_if_ir_changed", None)
         return data
 
 

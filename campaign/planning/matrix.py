@@ -17,7 +17,8 @@ benchmarks configs, so the pair is compared directly and nothing replays round 0
 compiles every config of every autotune key (`campaign.plugins.warmup.compile_every`), so the
 pair compares the code of every config a tuner could pick, not the first one alone.
 The runner times round 1 of a workload only where round 0's IR differs, unless
-``time_unchanged`` (`campaign.running.runner.Runner.ir_skip`).
+``time_unchanged`` (`campaign.running.rounds.Rounds.skip`); rounds after the first run only where
+round 1's IR differs while ``later_only_if_ir_changed``, frozen here from the manifest.
 
 The matrix also carries the cells' terms (`CellTerms`: device, pins, timer, bench level, IR
 stage) and each task's correctness dtypes, so a worker reads its cell from task.json alone.
@@ -108,6 +109,7 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = Fa
         tasks=tuple(tasks),
         terms=cell_terms(manifest),
         time_unchanged=time_unchanged,
+        later_only_if_ir_changed=manifest.rounds.later_only_if_ir_changed,
     )
 
 

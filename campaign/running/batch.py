@@ -29,29 +29,50 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Protocol
 
 from campaign.contract import canonical, faults, status
 from campaign.contract.artifacts import BATCH_FILE, BATCHES_DIR, PROGRESS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir, first_free, set_aside
 from campaign.contract.plans import BatchRecord, CellPlan, Task
+from campaign.contract.status import StatusRow
 from campaign.running import batching
 from campaign.running.cellenv import cell_env
 from campaign.running.cellproc import STOPPED, TIMED_OUT, Clock, Ended, stopped_note, timed_out, timeout_note, watch
 from campaign.running.cellresult import status_row
+from campaign.running.rounds import Rounds, skipped_row
+from campaign.running.runsetup import Events, RunSetup, Telemetry
+
+
+class CellRunner(Protocol):
+    """What a batch uses of the runner that owns it (`campaign.running.runner.Runner`), named
+    here so that this module does not import the runner, which imports it."""
+
+    setup: RunSetup
+    events: Events
+    telemetry: Telemetry
+    stop: threading.Event
+    stop_reason: str
+    rounds: Rounds
+
+    def plan(self, task: Task, cell_dir: Path) -> CellPlan: ...
+    def drop_caches(self, plan: CellPlan) -> None: ...
+    def worker_running(self, task_id: Optional[str], pgid: Optional[int]) -> None: ...
+    def record(self, task: Task, row: StatusRow, rows: list[StatusRow]) -> dict[str, StatusRow]: ...
 
 
 class BatchRun:
-    def __init__(self, runner, group: tuple[Task, ...]):
+    def __init__(self, runner: CellRunner, group: tuple[Task, ...]):
         self.runner = runner
         self.setup = runner.setup
         self.group = group
         self.prepared: dict[str, CellPlan] = {}     # task id -> plan of a folder no workload used yet
         self.previous: Optional[str] = None
 
-    def run(self, rows: list) -> bool:
+    def run(self, rows: list[StatusRow]) -> bool:
         """Run the group's unsettled tasks; True when the runner was stopped."""
         runner = self.runner
         latest = status.settled(rows)
@@ -63,9 +84,9 @@ class BatchRun:
                 return True
             runnable = []
             for task in todo:               # adaptive rounds: decided per workload before its process starts
-                skip = runner.ir_skip(task, latest)
+                skip = runner.rounds.skip(task, latest)
                 if skip:
-                    latest = runner.record(task, runner.skipped_row(task, *skip), rows)
+                    latest = runner.record(task, skipped_row(task, *skip), rows)
                 else:
                     runnable.append(task)
             if not runnable:

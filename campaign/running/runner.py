@@ -12,7 +12,7 @@ is not ``interrupted``, nor the task's first death by a signal -- that one is
 run once more, at once). Unfinished tasks whose cell folder exists (a killed
 runner, an interrupted or killed cell) have it moved aside to
 ``<cell>.interrupted-<n>`` -- kept, never deleted -- and are run again.
-Adaptive rounds: see `Runner.ir_skip`. A batch of one side's workloads shares a process
+Adaptive rounds: `campaign.running.rounds`. A batch of one side's workloads shares a process
 (`campaign.running.batch`), at most `batching.bound` of them; a bound of 1 is the above.
 """
 from __future__ import annotations
@@ -24,61 +24,23 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping, Optional, Protocol
+from typing import Optional
 
 from campaign.contract import canonical, faults, status
 from campaign.contract.artifacts import AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, set_aside
 from campaign.contract.artifacts import cell_dir as cell_folder
-from campaign.contract.manifest import Manifest
-from campaign.contract.plans import IR_ROUND, CellPlan, Matrix, Task
+from campaign.contract.plans import CellPlan, Task
 from campaign.contract.status import StatusRow
-from campaign.judging import evidence, irevidence
 from campaign.planning import pinning
 from campaign.running import batching
 from campaign.running.batch import BatchRun
 from campaign.running.cellenv import cell_env
 from campaign.running.cellproc import Ended, wait_worker
 from campaign.running.cellresult import status_row
+from campaign.running.rounds import Rounds, skipped_row
+from campaign.running.runsetup import Events, RunSetup, Telemetry
 
 COMPLETED, CANARY_FAILED, INTERRUPTED = "completed", "canary_failed", "interrupted"
-
-
-class Events(Protocol):
-    def started(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow]) -> None: ...
-    def cell_started(self, task: Task) -> None: ...
-    def cell_ended(self, task: Task, row: StatusRow, settled: bool = True) -> None: ...
-    def note(self, text: str) -> None: ...
-
-
-class Telemetry(Protocol):
-    def mark(self) -> None: ...
-    def window(self, start: float, end: float, cell_dir: Path): ...
-
-
-@dataclass
-class RunSetup:
-    """What the session flow built once and passes down; nothing here is read from globals."""
-
-    root: Path
-    project_root: Path
-    matrix: Matrix
-    manifest: Manifest
-    harness_digest: str
-    plugins: tuple[str, ...]
-    pinned_env: dict[str, str]
-    parent_env: Mapping[str, str]
-    scratch: Path                        # outside the root: per-cell caches, deleted after each cell
-    python: str
-    grace_s: float = 10.0
-    lock: Optional[object] = None        # campaign.running.lock.RunLock: told which worker group runs
-    # Several cards (`campaign.running.cards`): this runner's workloads (None: all), its card
-    # (rows carry its uuid; the lock holds one running entry per card) and the variable that pins it.
-    workloads: Optional[frozenset[str]] = None
-    card: Optional[object] = None         # campaign.planning.cardplan.Card
-    visibility_variable: Optional[str] = None
-    # IR-pass processes at once on this runner's card (`batching.lanes`) and why; 1: one at a time
-    lanes: int = 1
-    lanes_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,7 +60,7 @@ class Runner:
         self.telemetry = telemetry
         self.stop = threading.Event()
         self.stop_reason = ""
-        self._ir_verdicts: dict[tuple[str, int], Optional[tuple[str, str]]] = {}
+        self.rounds = Rounds(setup.root, setup.matrix, setup.manifest, lambda text: self.events.note(text))
         self._recording = threading.Lock()
         self._lane = threading.local()       # the IR-pass lane this thread runs (`_lanes`); unset: none
 
@@ -152,8 +114,8 @@ class Runner:
             if folder.exists():
                 moved = set_aside(folder)
                 self.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
-            skip = self.ir_skip(task, latest)
-            row = self.skipped_row(task, *skip) if skip else self.run_cell(task)
+            skip = self.rounds.skip(task, latest)
+            row = skipped_row(task, *skip) if skip else self.run_cell(task)
             latest = self.record(task, row, rows)
             if row.rc_name == status.INTERRUPTED:
                 return Outcome(INTERRUPTED, self.stop_reason)
@@ -216,71 +178,6 @@ class Runner:
             latest = status.settled(rows)
             self.events.cell_ended(task, row, task.id in latest)
             return latest
-
-    # -- adaptive rounds -------------------------------------------------------------
-
-    def ir_skip(self, task: Task, latest: dict[str, StatusRow]) -> Optional[tuple[str, str]]:
-        """(marker, why) when a round is not worth running; None: run it.
-
-        Rounds after the first measure a workload only when round 1's baseline and
-        candidate generated different IR. Equal fingerprints: the switch changed no
-        code, the rounds would measure noise (SWITCH_NO_IR_DIFF). A side without IR
-        files is no comparable IR -- never "identical" -- and is skipped under that
-        name (NO_COMPARABLE_IR): more rounds cannot supply IR the first did not.
-        In a root with an IR pass (a screen's round 0), round 1 itself is timed only
-        when round 0's pair differs, by the same rule, unless the matrix says
-        ``time_unchanged``.
-        """
-        matrix, manifest = self.setup.matrix, self.setup.manifest
-        if task.round == 1:
-            if matrix.time_unchanged or not any(t.workload == task.workload and t.round == IR_ROUND
-                                                for t in matrix.tasks):
-                return None
-            decided_by = IR_ROUND
-        elif task.round > 1 and manifest.rounds.later_only_if_ir_changed:
-            decided_by = 1
-        else:
-            return None
-        key = (task.workload, decided_by)
-        if key not in self._ir_verdicts:
-            self._ir_verdicts[key] = self._ir_verdict(task.workload, latest, decided_by)
-        return self._ir_verdicts[key]
-
-    def _ir_verdict(self, workload: str, latest: dict[str, StatusRow],
-                    decided_by: int = 1) -> Optional[tuple[str, str]]:
-        # the deciding round's cells read through evidence and judged by irevidence.ir_change, as
-        # the screen and the classifier judge them
-        setup = self.setup
-        first = {t.cell: t for t in setup.matrix.tasks if t.workload == workload and t.round == decided_by}
-        tuned = evidence.cell_tuned(setup.root, first["baseline"])
-        cells = self._comparable_pair(tuned)
-        name = "the IR pass (round 0)" if decided_by == IR_ROUND else f"round {decided_by}"
-        if cells is None:
-            self.events.note(f"{workload}: {name} baseline benchmarked autotune configs and there is no control: "
-                             "no replaying cell to compare the candidate with; later rounds run")
-            return None
-        for cell in cells:
-            if first[cell].id not in latest:
-                self.events.note(f"{workload}: {name} {cell} has not finished; later rounds run")
-                return None
-        prints = {cell: evidence.cell_ir(setup.root, first[cell], setup.manifest) for cell in cells}
-        change = irevidence.ir_change(tuned, setup.matrix.cells, prints)
-        stage = setup.manifest.switch.ir_stage
-        untimed = "; not timed: IR unchanged" if decided_by == IR_ROUND else ""
-        if change.missing:
-            return ("NO_COMPARABLE_IR", f"{name} {' and '.join(change.missing)} has no *.{stage} file: "
-                    "no comparable IR (this does not mean the switch is inert)")
-        if change.state == irevidence.EQUAL:
-            return ("SWITCH_NO_IR_DIFF", f"{name} {cells[0]} and {cells[1]} {stage} fingerprints are "
-                    f"{change.equal_text}: the switch changed no generated code{untimed}")
-        return None
-
-    def _comparable_pair(self, baseline_tuned: bool) -> Optional[tuple[str, str]]:
-        return irevidence.comparable_pair(baseline_tuned, self.setup.matrix.cells)
-
-    def skipped_row(self, task: Task, marker: str, why: str) -> StatusRow:
-        return StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,
-                         rc=None, rc_name=status.SKIPPED, note=f"{marker}: {why}")
 
     # -- one cell --------------------------------------------------------------------
 

@@ -1,0 +1,79 @@
+"""Adaptive rounds: whether a task's round is worth timing, decided from the root's own cells.
+
+Rounds after the first measure a workload only when round 1's baseline and candidate
+generated different IR, while the matrix's frozen ``later_only_if_ir_changed`` says so
+(the manifest copy is not read for the policy: a resume follows what was prepared). Equal
+fingerprints: the switch changed no code, the rounds would measure noise
+(SWITCH_NO_IR_DIFF). A side without IR files is no comparable IR -- never "identical" --
+and is skipped under that name (NO_COMPARABLE_IR): more rounds cannot supply IR the first
+did not. In a root with an IR pass (a screen's round 0), round 1 itself is timed only when
+round 0's pair differs, by the same rule, unless the matrix says ``time_unchanged``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional
+
+from campaign.contract import status
+from campaign.contract.manifest import Manifest
+from campaign.contract.plans import IR_ROUND, Matrix, Task
+from campaign.contract.status import StatusRow
+from campaign.judging import evidence, irevidence
+
+Skip = Optional[tuple[str, str]]         # (marker, why) when a round is not worth running; None: run it
+
+
+class Rounds:
+    """One root's skip decisions, each workload's verdict judged once per deciding round."""
+
+    def __init__(self, root: Path, matrix: Matrix, manifest: Manifest, note: Callable[[str], None]):
+        self.root, self.matrix, self.manifest, self.note = root, matrix, manifest, note
+        self._verdicts: dict[tuple[str, int], Skip] = {}
+
+    def skip(self, task: Task, latest: dict[str, StatusRow]) -> Skip:
+        matrix = self.matrix
+        if task.round == 1:
+            if matrix.time_unchanged or not any(t.workload == task.workload and t.round == IR_ROUND
+                                                for t in matrix.tasks):
+                return None
+            decided_by = IR_ROUND
+        elif task.round > 1 and matrix.later_only_if_ir_changed:
+            decided_by = 1
+        else:
+            return None
+        key = (task.workload, decided_by)
+        if key not in self._verdicts:
+            self._verdicts[key] = self.verdict(task.workload, latest, decided_by)
+        return self._verdicts[key]
+
+    def verdict(self, workload: str, latest: dict[str, StatusRow], decided_by: int = 1) -> Skip:
+        # the deciding round's cells read through evidence and judged by irevidence.ir_change, as
+        # the screen and the classifier judge them
+        first = {t.cell: t for t in self.matrix.tasks if t.workload == workload and t.round == decided_by}
+        tuned = evidence.cell_tuned(self.root, first["baseline"])
+        cells = irevidence.comparable_pair(tuned, self.matrix.cells)
+        name = "the IR pass (round 0)" if decided_by == IR_ROUND else f"round {decided_by}"
+        if cells is None:
+            self.note(f"{workload}: {name} baseline benchmarked autotune configs and there is no control: "
+                      "no replaying cell to compare the candidate with; later rounds run")
+            return None
+        for cell in cells:
+            if first[cell].id not in latest:
+                self.note(f"{workload}: {name} {cell} has not finished; later rounds run")
+                return None
+        prints = {cell: evidence.cell_ir(self.root, first[cell], self.manifest) for cell in cells}
+        change = irevidence.ir_change(tuned, self.matrix.cells, prints)
+        stage = self.manifest.switch.ir_stage
+        untimed = "; not timed: IR unchanged" if decided_by == IR_ROUND else ""
+        if change.missing:
+            return ("NO_COMPARABLE_IR", f"{name} {' and '.join(change.missing)} has no *.{stage} file: "
+                    "no comparable IR (this does not mean the switch is inert)")
+        if change.state == irevidence.EQUAL:
+            return ("SWITCH_NO_IR_DIFF", f"{name} {cells[0]} and {cells[1]} {stage} fingerprints are "
+                    f"{change.equal_text}: the switch changed no generated code{untimed}")
+        return None
+
+
+def skipped_row(task: Task, marker: str, why: str) -> StatusRow:
+    return StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,
+                     rc=None, rc_name=status.SKIPPED, note=f"{marker}: {why}")

@@ -1,0 +1,51 @@
+"""What the session flow passes down to a runner: its setup (`RunSetup`), built once, and the
+seams it reports through (`Events`, `Telemetry`). Apart from `campaign.running.runner` so the
+runner's helpers (`campaign.running.batch`) can name them without importing the runner.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional, Protocol
+
+from campaign.contract.manifest import Manifest
+from campaign.contract.plans import Matrix, Task
+from campaign.contract.status import StatusRow
+
+
+class Events(Protocol):
+    def started(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow]) -> None: ...
+    def cell_started(self, task: Task) -> None: ...
+    def cell_ended(self, task: Task, row: StatusRow, settled: bool = True) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+class Telemetry(Protocol):
+    def mark(self) -> None: ...
+    def window(self, start: float, end: float, cell_dir: Path): ...
+
+
+@dataclass
+class RunSetup:
+    """What the session flow built once and passes down; nothing here is read from globals."""
+
+    root: Path
+    project_root: Path
+    matrix: Matrix
+    manifest: Manifest
+    harness_digest: str
+    plugins: tuple[str, ...]
+    pinned_env: dict[str, str]
+    parent_env: Mapping[str, str]
+    scratch: Path                        # outside the root: per-cell caches, deleted after each cell
+    python: str
+    grace_s: float = 10.0
+    lock: Optional[object] = None        # campaign.running.lock.RunLock: told which worker group runs
+    # Several cards (`campaign.running.cards`): this runner's workloads (None: all), its card
+    # (rows carry its uuid; the lock holds one running entry per card) and the variable that pins it.
+    workloads: Optional[frozenset[str]] = None
+    card: Optional[object] = None         # campaign.planning.cardplan.Card
+    visibility_variable: Optional[str] = None
+    # IR-pass processes at once on this runner's card (`batching.lanes`) and why; 1: one at a time
+    lanes: int = 1
+    lanes_why: str = ""
