@@ -38,7 +38,6 @@ ALLOWED = {
     ("campaign/backends/cuda.py", "cuda"): "the module behind the row joins it by name; also torch's device string",
     ("campaign/backends/musa.py", "musa"): "the module behind the row joins it by name; also torch's device string",
     ("campaign/backends/rocm.py", "rocm"): "the module behind the row joins it by name",
-    ("campaign/backends/rocm.py", "cuda"): "torch's device string, which a ROCm torch keeps",
     ("campaign/backends/cpu.py", "cpu"): "the module behind the row joins it by name; also torch's device string",
     ("plugins/compile_only.py", "cpu"): "torch.device('cpu'): torch's word, where the compile-only tensors live",
     ("campaign/running/telemetry.py", "nvml"): "SOURCES, the source registry (held equal to the rows below)",

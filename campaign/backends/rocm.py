@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 from campaign.backends.base import Capabilities, CaptureVerdict, DeviceInfo
 from campaign.backends.capture import classify
+from campaign.backends.cuda import CudaBackend
 from campaign.contract.platforms import platform
 
 NAME = "rocm"
@@ -63,27 +64,14 @@ def amdsmi_driver_version() -> Optional[str]:
 
 
 @dataclass(frozen=True)
-class RocmBackend:
+class RocmBackend(CudaBackend):
+    """CUDA's interface, devices, graph class and capture handling through ``torch.cuda``: a ROCm
+    torch answers there. What differs is the data: discovery, name, visibility, capabilities."""
+
     discover: Callable[[], list[DeviceInfo]] = torch_rocm_devices
     name: str = NAME
-    torch_device: str = "cuda"              # a ROCm torch keeps CUDA's device string
     visibility_variable: Optional[str] = platform(NAME).visibility_variable
     capabilities: Capabilities = Capabilities.of(NAME)
-    capture_deny: frozenset[str] = frozenset()
-    compat_plugins: tuple[str, ...] = ()
-
-    def enumerate_devices(self) -> list[DeviceInfo]:
-        return list(self.discover())
-
-    def device_interface(self):
-        import torch
-
-        return torch.cuda
-
-    def graph_class(self):
-        import torch
-
-        return torch.cuda.CUDAGraph
 
     def classify_capture_failure(self, text: str) -> CaptureVerdict:
         return classify(text, FATAL, POISONED)
