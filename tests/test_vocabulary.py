@@ -43,6 +43,7 @@ ALLOWED = {
     ("campaign/running/telemetry.py", "nvml"): "SOURCES, the source registry (held equal to the rows below)",
     ("campaign/running/telemetry.py", "mthreads-gmi"): "SOURCES, the source registry (held equal to the rows below)",
     ("campaign/running/telemetry.py", "amdsmi"): "SOURCES, the source registry (held equal to the rows below)",
+    ("campaign/running/telemetrysources.py", "mthreads-gmi"): "the executable's name in its own argv (gmi_argv)",
     ("plugins/rowclock.py", "nvml"): "a row's own clock is read through NVML and nothing else",
     ("campaign/contract/rootrecords.py", "cuda"): "the runtime version's key in roots sealed before it was "
                                                   "named runtime: they must still validate and report",
