@@ -62,9 +62,7 @@ class NvmlReader:
         self.nvml = nvml
         self.handle = handle
         self.device = device
-        # the Throttle name is the older one (deprecated in NVML 12, same bits)
-        self._reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) \
-            or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        self._reasons = clockreasons.nvml_reader(nvml)
 
     def _guarded(self, call, *args):
         try:

@@ -38,3 +38,10 @@ def names(mask: int) -> tuple[str, ...]:
 def environmental(reasons: Iterable[str]) -> tuple[str, ...]:
     """The reasons that are neither benign nor a clock fact, sorted: what re-times a row."""
     return tuple(sorted(set(reasons) - BENIGN - CLOCK_FACTS))
+
+
+def nvml_reader(nvml):
+    """The NVML call that reads a device's clocks-event reasons mask: the Event name, or on an older
+    pynvml the Throttle one (deprecated in NVML 12, the same bits). Read by the parent's sampler and
+    the worker's row clock alike."""
+    return getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons

@@ -126,8 +126,7 @@ class NvmlSource:
             except nv.NVMLError:
                 return None
         util = guarded(nv.nvmlDeviceGetUtilizationRates)
-        reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) \
-            or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        reasons = clockreasons.nvml_reader(nv)
         return {"index": nv.nvmlDeviceGetIndex(handle),
                 "sm_clock_mhz": guarded(nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_SM),
                 "mem_clock_mhz": guarded(nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_MEM),
