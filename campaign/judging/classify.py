@@ -34,7 +34,7 @@ from campaign.contract.records import (
 )
 from campaign.contract.verdictnames import CLASSES, NOISE_FLOOR, RESULT, TIMING_MOVED
 from campaign.judging import direction, significance, stats
-from campaign.judging.classrules import decide
+from campaign.judging.classrules import decide, topology_class
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
 from campaign.judging.workload import WorkloadFacts, screen_verdict
 
@@ -57,15 +57,12 @@ def holm_pass(workloads: Mapping[str, WorkloadVerdict], claims: Mapping[str, Opt
 
 
 def _untimed_class(w: WorkloadVerdict) -> str:
-    """The class a workload takes when its timing claim is taken back: what the timing-neutral rules
-    give (`campaign.judging.classrules.timing_class`): identical code B; else its topology reduced C,
-    increased R, unchanged B."""
-    if not w.ir.changed:
-        return "B"
+    """The class a workload takes when its timing claim is taken back: identical code B; else what its
+    topology gives with the timing neutral (`campaign.judging.classrules.topology_class`)."""
     ref, cand = w.topology.cells.get(w.ir.reference), w.topology.cells.get("candidate")
-    if not ref or not cand or ref.scoped == cand.scoped:
+    if not w.ir.changed or not ref or not cand:
         return "B"
-    return "C" if cand.scoped < ref.scoped else "R"
+    return topology_class((ref.scoped, cand.scoped))
 
 
 def timing_label(identical: bool, p: RegimeTiming) -> str:

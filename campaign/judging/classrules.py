@@ -274,13 +274,20 @@ def timing_class(t: Optional[Timing], scoped: tuple[int, int], topo: str,
         klass = "G" if timing.verdict == direction.FASTER else "R"
         return klass, (f"{timing.verdict} in both orders: {where} ({topo}){_topology_note(timing.verdict, scoped)}; "
                        "correct"), True
-    b, c = scoped
-    bound = _bound(timing)
-    if c < b:
+    klass, bound = topology_class(scoped), _bound(timing)
+    if klass == "C":
         return "C", f"{topo}: reduced; correct; timing neutral: {where}{bound}", False
-    if c > b:
+    if klass == "R":
         return "R", f"{topo}: increased (IR evidence alone); correct; timing neutral: {where}{bound}", False
     return "B", f"{topo}: not reduced; correct; timing {timing.verdict}: {where}{bound}", False
+
+
+def topology_class(scoped: tuple[int, int]) -> str:
+    """The class of a changed, correct workload whose timing claims nothing, from its scoped topology
+    (reference, candidate): reduced C, increased R (IR evidence alone), else B. Holm's take-back
+    (`campaign.judging.classify.holm_pass`) falls to it too."""
+    b, c = scoped
+    return "C" if c < b else "R" if c > b else "B"
 
 
 def _bound(timing: RegimeTiming) -> str:
