@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from types import SimpleNamespace
 
 import pytest
 
@@ -131,6 +132,25 @@ def test_cuda_discovery_finds_nothing_without_a_gpu():
 
     assert not torch.cuda.is_available(), "this test describes a machine without a GPU"
     assert torch_cuda_devices() == []
+
+
+def test_cuda_and_rocm_discovery_read_each_device_through_torch_cuda(monkeypatch):
+    # device discovery mocked (torch.cuda's enumeration), as on a two-card host of each vendor
+    import torch
+
+    from campaign.backends import rocm
+
+    cards = [SimpleNamespace(name="NVIDIA H200", uuid="b179ba2c", major=9, minor=0, gcnArchName="gfx942:sramecc+:xnack-"),
+             SimpleNamespace(name="NVIDIA H200", uuid=None, major=9, minor=0, gcnArchName="gfx942")]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: len(cards))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: cards[i])
+    monkeypatch.setattr(torch.version, "hip", "6.2", raising=False)
+    monkeypatch.setattr(rocm, "amdsmi_driver_version", lambda: "6.8.5")
+    cuda_found, rocm_found = torch_cuda_devices(), rocm.torch_rocm_devices()
+    assert [(d.index, d.uuid, d.target) for d in cuda_found] == [(0, "b179ba2c", "cuda:90"), (1, None, "cuda:90")]
+    assert [(d.index, d.uuid, d.target, d.driver) for d in rocm_found] == [
+        (0, "b179ba2c", "hip:gfx942", "6.8.5"), (1, None, "hip:gfx942", "6.8.5")]
 
 
 def test_musa_discovery_finds_nothing_without_torch_musa():

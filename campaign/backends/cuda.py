@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from campaign.backends.base import Capabilities, CaptureVerdict, DeviceInfo
 from campaign.backends.capture import classify
@@ -29,13 +29,19 @@ def torch_cuda_devices() -> list[DeviceInfo]:
 
     if not torch.cuda.is_available():
         return []
-    driver = _nvml_driver_version()
+    return torch_devices(lambda props: f"cuda:{props.major * 10 + props.minor}", _nvml_driver_version())
+
+
+def torch_devices(target: Callable[[Any], str], driver: Optional[str]) -> list[DeviceInfo]:
+    """Every device ``torch.cuda`` enumerates (a ROCm torch's too), its target read from its
+    properties by ``target``."""
+    import torch
+
     devices = []
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
         uuid = str(props.uuid) if getattr(props, "uuid", None) else None
-        devices.append(DeviceInfo(index=index, name=props.name, uuid=uuid,
-                                  target=f"cuda:{props.major * 10 + props.minor}", driver=driver))
+        devices.append(DeviceInfo(index=index, name=props.name, uuid=uuid, target=target(props), driver=driver))
     return devices
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from campaign.backends.base import Capabilities, CaptureVerdict, DeviceInfo
 from campaign.backends.capture import classify
-from campaign.backends.cuda import CudaBackend
+from campaign.backends.cuda import CudaBackend, torch_devices
 from campaign.contract.platforms import platform
 
 NAME = "rocm"
@@ -35,14 +35,7 @@ def torch_rocm_devices() -> list[DeviceInfo]:
 
     if getattr(torch.version, platform(NAME).runtime_version, None) is None or not torch.cuda.is_available():
         return []
-    driver = amdsmi_driver_version()
-    devices = []
-    for index in range(torch.cuda.device_count()):
-        props = torch.cuda.get_device_properties(index)
-        uuid = getattr(props, "uuid", None)
-        devices.append(DeviceInfo(index=index, name=props.name, uuid=str(uuid) if uuid else None,
-                                  target=target_of(getattr(props, "gcnArchName", "unknown")), driver=driver))
-    return devices
+    return torch_devices(lambda props: target_of(getattr(props, "gcnArchName", "unknown")), amdsmi_driver_version())
 
 
 def amdsmi_driver_version() -> Optional[str]:
