@@ -107,3 +107,27 @@ def test_a_root_that_no_longer_verifies_is_refused(tmp_path):
     done = run_cli("compare", root)
     assert done.returncode == 5, done.stdout
     assert "COMPARE_REFUSED check=verify:" in done.stderr and "changed: status.tsv" in done.stderr
+
+
+def test_a_screen_root_is_compared_beside_a_campaign_root(roots, tmp_path):
+    first, _ = roots
+    screened = rb.screen_root(tmp_path, [rb.mm()])
+    done = run_cli("compare", first, screened, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [r["mode"] for r in data["roots"]] == ["campaign", "screen"]
+    assert {"field": "mode", "values": ["campaign", "screen"]} in data["differences"]
+    sealed = json.loads((screened / "receipt.json").read_text(encoding="utf-8"))["verdicts"]["workloads"]["matmul"]
+    entry = next(r for r in data["workloads"] if r["workload"] == "matmul")["entries"][1]
+    assert (entry["class"], entry["screen"]) == (sealed["class"], sealed["screen"])
+    assert data["not_in_every_root"] == {"add": [1]}
+
+
+def test_a_receipt_without_verdicts_is_refused(tmp_path):
+    from campaign.sealing import receipt
+    root = rb.build(tmp_path, [rb.pointwise()])
+    receipt.seal(root, receipt.Judgement(None, "the classifier raised ValueError", ()))
+    done = run_cli("compare", root)
+    assert done.returncode == 1, done.stdout
+    assert (f"COMPARE_REFUSED check=verdicts: {root / 'receipt.json'}: verdicts is null "
+            "(the classifier raised ValueError)") in done.stderr

@@ -163,10 +163,10 @@ def ir_pass_cells(sources: dict[str, Optional[str]]) -> list[str]:
     return [c for c, task in sources.items() if task and task.split("/")[-2] == f"r{IR_ROUND}"]
 
 
-def details(name: str, w: WorkloadVerdict, backend: str, logs: Mapping[str, LogLine] = {}) -> list[str]:
-    """``logs``: cell -> its last error line, where it ran no row or left no IR (the reason's own words)."""
+def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[str, LogLine]] = None) -> list[str]:
+    """``logs``: cell -> its last error line, where it ran no row or left no IR (beside the reason's words)."""
     out = [f"### {name} — {w.klass} ({CLASS_NAMES[w.klass]})", "", w.reason, ""]
-    out += [f"- {line}" for line in by_cells(logs)]
+    out += [f"- {line}" for line in by_cells(logs or {})]
     ir = w.ir
     fps = {c: (fp[:12] if fp else "none") for c, fp in ir.fingerprints.items()}
     control = {True: "control IR equals baseline", False: "control IR DIFFERS from baseline (leak)",
