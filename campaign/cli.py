@@ -17,6 +17,7 @@ COMMANDS = {
     "verify": "re-hash a sealed root and name every difference",
     "attest": "an in-toto provenance statement for a sealed root",
     "report": "verdicts of a sealed root as markdown or JSON",
+    "compare": "sealed roots side by side: classes, geomeans, what differs between them",
     "reaccount": "re-derive verdicts from a sealed root under a new launch floor",
     "screen": "one pinned pair per workload: decide what deserves rounds",
     "cost": "where a root's seconds went, per workload and phase",

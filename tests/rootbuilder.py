@@ -93,6 +93,7 @@ class Options:
     drop: set = field(default_factory=set)                           # task ids without result.json
     skip: set = field(default_factory=set)                           # task ids skipped by adaptive rounds
     identity: dict = field(default_factory=dict)                     # task id -> keys overriding run_identity
+    every_identity: dict = field(default_factory=dict)               # keys overriding every task's run_identity
     rc: dict = field(default_factory=dict)                           # task id -> worker rc
     replay_fallbacks: dict = field(default_factory=dict)             # task id -> count
     no_index: set = field(default_factory=set)                       # task ids whose ir/index.tsv is missing

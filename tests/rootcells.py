@@ -85,7 +85,7 @@ def identity(task, options: Options, pinned: dict[str, str]) -> dict:
             "autotune_source": task.autotune.source, "autotune_policy": task.autotune.policy,
             "env": dict(task.env), "pinned_env": dict(pinned), "harness_digest": "0" * 64,
             "timer": timer, "direct_repeat": None, "tuner_cache_at_start": {"files": 0, "bytes": 0}}
-    return {**RunIdentity.model_validate(data).dump(), **options.identity.get(task.id, {})}
+    return {**RunIdentity.model_validate(data).dump(), **options.every_identity, **options.identity.get(task.id, {})}
 
 
 def _rows(task, w: Workload, options: Options) -> list[dict]:

@@ -82,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
         sys.stdout.write(report.json_text(verdicts))
     else:
         sys.stdout.write(banner + report.markdown(verdicts, tuple(speedup.section(ev)) + tuple(cardsection.section(root)),
-                                                  ir_pass=check.ir_pass))
+                                                  ir_pass=check.ir_pass, logs=report.log_lines(ev.tasks.values())))
     return EXIT_OK
 
 

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from campaign.contract import canonical
+from campaign.contract.comparison import Comparison
 from campaign.contract.errors import EXIT_OK, CampaignError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
@@ -19,7 +20,8 @@ from campaign.planning.harness import PROJECT_ROOT
 
 SCHEMAS = {"manifest.schema.json": Manifest, "matrix.schema.json": Matrix, "receipt.schema.json": ReceiptFile,
            "prepare.schema.json": Prepare, "run_identity.schema.json": RunIdentity,
-           "verdicts.schema.json": Verdicts, "rescore.schema.json": Rescore}
+           "verdicts.schema.json": Verdicts, "rescore.schema.json": Rescore,
+           "comparison.schema.json": Comparison}
 
 
 def render() -> dict[str, str]:

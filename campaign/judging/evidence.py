@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 
 from pydantic import ValidationError
 
-from campaign.contract import status, telemetryfile, yamlio
+from campaign.contract import errorlines, status, telemetryfile, yamlio
 from campaign.contract.artifacts import (
     AUTOTUNE_FILE,
     FAILED_SUFFIX,
@@ -30,6 +30,8 @@ from campaign.contract.artifacts import (
     RESULT_FILE,
     ROWS_FILE,
     STATUS_FILE,
+    STDERR_LOG,
+    STDOUT_LOG,
     TELEMETRY_FILE,
     cell_dir_name,
 )
@@ -59,6 +61,8 @@ class TaskEvidence:
     throttle: Optional[throttle.TaskThrottle] = None   # timed rows vs telemetry; None: no telemetry.tsv or no rows
     row: Optional[status.StatusRow] = None       # the task's latest status.tsv row; None: it has none
     coverage: Optional[str] = None               # an untimed cell's IR: which configs (`irevidence.untimed_coverage`)
+    # where the cell ran no row or left no IR: its logs' last error line (`log_error`); None elsewhere
+    error_line: Optional[errorlines.LogLine] = None
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -150,6 +154,25 @@ def cell_ir(root: Path, task: Task, manifest: Manifest, extra_strip: tuple[str, 
     return irevidence.read_cell_ir(Path(root) / cell_dir_name(task.id) / IR_DIR, manifest.switch.ir_stage, strip)
 
 
+def _log_tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as log:
+            log.seek(max(0, path.stat().st_size - errorlines.TAIL_BYTES))
+            return log.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def log_error(cell: Path) -> Optional[errorlines.LogLine]:
+    """The cell's last error line: an error-looking line of stdout.log (pytest's output), else of
+    stderr.log (a crash before pytest), else the last line of either (`campaign.contract.errorlines`);
+    None when both are empty or absent."""
+    tails = {name: _log_tail(Path(cell) / name) for name in (STDOUT_LOG, STDERR_LOG)}
+    found = [(name, errorlines.last_error(tails[name]), True) for name in (STDOUT_LOG, STDERR_LOG)]
+    found += [(name, errorlines.last_line(tails[name]), False) for name in (STDERR_LOG, STDOUT_LOG)]
+    return next((errorlines.LogLine(*entry) for entry in found if entry[1]), None)
+
+
 def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optional[status.StatusRow],
               read_rows: bool, identity: Optional[dict] = None, extra_strip: tuple[str, ...] = ()) -> TaskEvidence:
     """One task's evidence; ``extra_strip`` adds annotation patterns to the manifest's (a rescore)."""
@@ -175,9 +198,11 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     autotune, tuned = _autotune(cell, problems)
     fallbacks = max(result.markers.get(REPLAY_FALLBACK_MARKER, 0) if result else 0,
                     len(autotune.fallbacks) if autotune else 0)
+    ran_nothing = result is None or not ir.variants or not result.rows.ok + result.rows.compiled
     return TaskEvidence(task, state, result, rc_name, ir.fingerprint, len(ir.variants), topology,
                         outcomes, rows_file.rows if rows_file else None, fallbacks, tuple(problems), tuned,
-                        ir.variants, identity, row=row, coverage=irevidence.untimed_coverage(autotune))
+                        ir.variants, identity, row=row, coverage=irevidence.untimed_coverage(autotune),
+                        error_line=log_error(cell) if ran_nothing else None)
 
 
 def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,

@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
+from campaign.contract import errorlines
 from campaign.contract.fields import CELL_NAMES
 from campaign.contract.platforms import platform
 from campaign.contract.verdictnames import IR_CHANGED, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
@@ -91,6 +92,7 @@ class Side:
     tuning_variants: bool = False        # benchmarked configs: holds every config's variants
     timed: bool = False
     samples: Mapping[tuple, Sample] = field(default_factory=dict)
+    error_line: Optional[errorlines.LogLine] = None   # where it ran no row or left no IR: its logs' (`evidence.log_error`)
 
     @property
     def timed_out(self) -> bool:
@@ -283,7 +285,8 @@ def row(f: Facts) -> dict[str, str]:
         values = (side.fingerprint, side.scoped, side.unscoped, side.elapsed_s, side.rc) if side else (None,) * 5
         out.update({f"{what}_{cell}": _text(value) for what, value in zip(PER_SIDE, values)})
     out.update({name: _text(f.caliber.get(name)) for name in caliber.flatten({})})
-    notes = [v.note, *ir_pass_notes(f, v), *(f"caliber: {line}" for line in f.caliber_findings), *f.problems]
+    notes = [v.note, *errorlines.by_cells({c: s.error_line for c, s in f.sides.items()}), *ir_pass_notes(f, v),
+             *(f"caliber: {line}" for line in f.caliber_findings), *f.problems]
     # weight_s is one timed round's seconds: an untimed IR pass predicts no campaign's cost
     out.update({"range": timing.span, "range_label": timing.label, "range_vs": timing.vs,
                 "range_regime": timing.regime, "range_left_out": _text(timing.left_out), "aa_range": timing.aa,

@@ -41,6 +41,7 @@ def side(t: TaskEvidence) -> screening.Side:
         tuning_variants=t.tuned,
         timed=bool(result and result.timed),
         samples=stats.samples(t.rows) if t.rows else {},
+        error_line=t.error_line,
     )
 
 

@@ -13,15 +13,17 @@ established; otherwise it is a leaning (each workload's row and section: `campai
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
+from typing import Iterable, Mapping, Optional, Union
 
 from campaign.contract import canonical
+from campaign.contract.errorlines import LogLine
 from campaign.contract.errors import CampaignError
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.platforms import platform
 from campaign.contract.records import Verdicts
 from campaign.contract.verdictnames import CLASSES
 from campaign.judging.caliber import TIMING_FIELDS
+from campaign.judging.evidence import TaskEvidence
 from campaign.reporting import workloadtext
 
 AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
@@ -61,11 +63,22 @@ def _ir_pass_caliber(timed: dict[str, str], ir_pass: dict[str, str]) -> list[str
             f"untimed cell and are compared among the IR pass's cells only; {scope}."]
 
 
-def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optional[dict[str, str]] = None) -> str:
+def log_lines(tasks: Iterable[TaskEvidence]) -> dict[str, dict[str, LogLine]]:
+    """Workload -> cell -> the last error line of its first task (run order) that ran no row or left no IR."""
+    out: dict[str, dict[str, LogLine]] = {}
+    for t in sorted(tasks, key=lambda t: t.task.order):
+        if t.error_line is not None:
+            out.setdefault(t.task.workload, {}).setdefault(t.task.cell, t.error_line)
+    return out
+
+
+def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optional[dict[str, str]] = None,
+             logs: Optional[Mapping[str, Mapping[str, LogLine]]] = None) -> str:
     """``beside``: sections read from the root's rows beside the verdicts (`campaign.reporting.speedup`);
-    ``ir_pass``: a screen's IR-pass cells' caliber table (`campaign.judging.caliber.CaliberCheck.ir_pass`)."""
+    ``ir_pass``: a screen's IR-pass cells' caliber table (`campaign.judging.caliber.CaliberCheck.ir_pass`);
+    ``logs``: per workload and cell, the last error line of a cell that ran nothing (`log_lines`)."""
     verdicts = Verdicts.read(verdicts)
-    ir_pass = ir_pass or {}
+    ir_pass, logs = ir_pass or {}, logs or {}
     rule, cal, env = verdicts.rule, verdicts.caliber, verdicts.environment
     out = [f"# Campaign `{verdicts.campaign}`: `{verdicts.switch}` on {verdicts.backend}", "",
            f"Cells: {', '.join(verdicts.cells)}. Launch floor {rule.measured_launch_floor}, IR stage "
@@ -98,7 +111,7 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optio
     out += [workloadtext.table_row(name, w, with_cycles) for name, w in verdicts.workloads.items()]
     out.append("")
     for name, w in verdicts.workloads.items():
-        out += workloadtext.details(name, w, verdicts.backend)
+        out += workloadtext.details(name, w, verdicts.backend, logs.get(name, {}))
     out += list(beside)
     out += does_not_prove(verdicts)
     return "\n".join(out)

@@ -5,8 +5,9 @@ Pure over the verdict, like `campaign.reporting.report`, which lays these out in
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
+from campaign.contract.errorlines import LogLine, by_cells
 from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, WorkloadVerdict
@@ -162,8 +163,10 @@ def ir_pass_cells(sources: dict[str, Optional[str]]) -> list[str]:
     return [c for c, task in sources.items() if task and task.split("/")[-2] == f"r{IR_ROUND}"]
 
 
-def details(name: str, w: WorkloadVerdict, backend: str) -> list[str]:
+def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[str, LogLine]] = None) -> list[str]:
+    """``logs``: cell -> its last error line, where it ran no row or left no IR (beside the reason's words)."""
     out = [f"### {name} — {w.klass} ({CLASS_NAMES[w.klass]})", "", w.reason, ""]
+    out += [f"- {line}" for line in by_cells(logs or {})]
     ir = w.ir
     fps = {c: (fp[:12] if fp else "none") for c, fp in ir.fingerprints.items()}
     control = {True: "control IR equals baseline", False: "control IR DIFFERS from baseline (leak)",

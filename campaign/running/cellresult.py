@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical, status
+from campaign.contract import canonical, errorlines, status
 from campaign.contract.artifacts import RESULT_FILE, STDERR_LOG
 from campaign.contract.cellfiles import CellResult
 from campaign.contract.plans import Task
@@ -22,12 +22,13 @@ def read_result(path: Path) -> tuple[Optional[CellResult], str]:
         return None, f"result.json unreadable: {str(exc).splitlines()[0][:200]}"
 
 
-def tail(path: Path, limit: int = 240) -> str:
+def tail(path: Path) -> str:
+    """The log's last error line, else its last line (`campaign.contract.errorlines`)."""
     try:
-        lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        line = errorlines.last_error_line(path.read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return f"{path.name} unreadable"
-    return f"{path.name}: {lines[-1][-limit:]}" if lines else f"{path.name} empty"
+    return f"{path.name}: {line}" if line else f"{path.name} empty"
 
 
 def status_row(task: Task, cell_dir: Path, ended: Ended, elapsed: float, window) -> StatusRow:

@@ -17,15 +17,14 @@ integral values are written back as integers, which is the same JSON number.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from campaign import __version__
 from campaign.contract import canonical, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, PREPARE_FILE, RECEIPT_FILE
-from campaign.contract.errors import EXIT_INPUT, Refused
-from campaign.sealing.verification import require_verified
+from campaign.contract.errors import Refused
+from campaign.sealing.verification import require_sealed, require_verified
 
 PREFIX = "ATTEST_REFUSED"
 PREDICATE_TYPE = "https://campaign.dev/attestation/run/v1"
@@ -51,15 +50,6 @@ def _integral(value: Any) -> Any:
     if isinstance(value, list):
         return [_integral(v) for v in value]
     return value
-
-
-def require_sealed(root: Path) -> None:
-    """A folder holding a receipt; anything else is bad input (exit 2), named."""
-    if not Path(root).is_dir():
-        raise Refused(PREFIX, "sealed", f"{root}: no such directory", EXIT_INPUT)
-    if not os.path.lexists(Path(root) / RECEIPT_FILE):
-        raise Refused(PREFIX, "sealed", f"{root}: no {RECEIPT_FILE}: not a sealed root "
-                      "(`campaign run` seals a root when its matrix is done)", EXIT_INPUT)
 
 
 def predicate(root: Path, receipt) -> dict[str, Any]:
@@ -93,7 +83,7 @@ def predicate(root: Path, receipt) -> dict[str, Any]:
 def statement(root: Path) -> dict[str, Any]:
     """The statement as JSON data; refuses (exit 5) a root that does not verify."""
     root = Path(root)
-    require_sealed(root)
+    require_sealed(root, PREFIX)
     receipt = require_verified(root, PREFIX).receipt
     json_format, library, _, ResourceDescriptor = _library()
     subjects = [ResourceDescriptor(name=rel, digest={"sha256": entry.sha256}).pb

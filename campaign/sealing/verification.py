@@ -19,7 +19,7 @@ from typing import Optional, Union
 from pydantic import ValidationError
 
 from campaign.contract.artifacts import LOCK_FILE, RECEIPT_FILE
-from campaign.contract.errors import EXIT_VERIFY, Refused
+from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, Refused
 from campaign.contract.receiptmodel import Receipt, ReceiptFile, ReceiptV1, content_digest
 from campaign.sealing import rootfiles
 
@@ -142,6 +142,15 @@ def check(root: Path, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
 def verify_root(root: Path) -> list[Difference]:
     """Every difference between a sealed root and its receipt; empty when it verifies."""
     return list(check(root).differences)
+
+
+def require_sealed(root: Path, prefix: str) -> None:
+    """A folder holding a receipt; anything else is bad input (exit 2), named, before anything is read."""
+    if not Path(root).is_dir():
+        raise Refused(prefix, "sealed", f"{root}: no such directory", EXIT_INPUT)
+    if not os.path.lexists(Path(root) / RECEIPT_FILE):
+        raise Refused(prefix, "sealed", f"{root}: no {RECEIPT_FILE}: not a sealed root "
+                      "(`campaign run` seals a root when its matrix is done)", EXIT_INPUT)
 
 
 def require_verified(root: Path, prefix: str) -> Verification:
