@@ -27,7 +27,6 @@ from campaign.reporting import workloadtext
 AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
 
 
-
 def json_text(verdicts: AnyVerdicts) -> str:
     return canonical.dumps(Verdicts.read(verdicts).dump())
 
@@ -61,9 +60,11 @@ def _ir_pass_caliber(timed: dict[str, str], ir_pass: dict[str, str]) -> list[str
             f"untimed cell and are compared among the IR pass's cells only; {scope}."]
 
 
-def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optional[dict[str, str]] = None) -> str:
+def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optional[dict[str, str]] = None,
+             page: Optional[str] = None) -> str:
     """``beside``: sections read from the root's rows beside the verdicts (`campaign.reporting.speedup`);
-    ``ir_pass``: a screen's IR-pass cells' caliber table (`campaign.judging.caliber.CaliberCheck.ir_pass`)."""
+    ``ir_pass``: a screen's IR-pass cells' caliber table (`campaign.judging.caliber.CaliberCheck.ir_pass`);
+    ``page``: the path of the page `campaign report --html` wrote, which each changed workload links."""
     verdicts = Verdicts.read(verdicts)
     ir_pass = ir_pass or {}
     rule, cal, env = verdicts.rule, verdicts.caliber, verdicts.environment
@@ -98,7 +99,7 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optio
     out += [workloadtext.table_row(name, w, with_cycles) for name, w in verdicts.workloads.items()]
     out.append("")
     for name, w in verdicts.workloads.items():
-        out += workloadtext.details(name, w, verdicts.backend)
+        out += workloadtext.details(name, w, verdicts.backend, page)
     out += list(beside)
     out += does_not_prove(verdicts)
     return "\n".join(out)
