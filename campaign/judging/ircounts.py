@@ -32,7 +32,7 @@ _LOCAL_ALLOC = re.compile(r"ttg\.local_alloc\b[^\n]*?!ttg\.memdesc<([0-9x]+)x([a
 _PTX_GLOBAL = re.compile(r"\b(ld|st)\.global((?:\.[a-z_]+)*?)(?:\.v(\d))?\.[bfus](\d+)\b")
 _CP_ASYNC = re.compile(r"\bcp\.async\.c[ag]\.shared\.global(?:\.[a-z0-9_:]+)*\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-f]+|\d+)")
 # the value word of an nv.info attribute: ".word index@(kernel)" then ".word 0x...."
-_ATTR = r"EIATTR_{}\b(?:(?!EIATTR_).)*?\.word\s+index@\([^)]*\)\s*\.word\s+0x([0-9a-f]+)"
+_ATTR = r"EIATTR_{}\b(?:(?!EIATTR_).)*?\.word\s+index@\([^)]*\)\s*(?:/\*[0-9a-f]+\*/)?\s*\.word\s+0x([0-9a-f]+)"
 _REGCOUNT = re.compile(_ATTR.format("REGCOUNT"), re.DOTALL)
 _FRAME = re.compile(_ATTR.format("FRAME_SIZE"), re.DOTALL)
 # an instruction line: optional offset, optional predicate, the opcode, operands, ';'

@@ -131,7 +131,8 @@ def side_by_side(a: str, b: str, context: int = CONTEXT) -> tuple[Row, ...]:
     a ``skip`` row stands for the unchanged lines left out between two changes."""
     left, right = a.splitlines(), b.splitlines()
     rows: list[Row] = []
-    for n, group in enumerate(difflib.SequenceMatcher(None, left, right).get_grouped_opcodes(context)):
+    groups = list(difflib.SequenceMatcher(None, left, right).get_grouped_opcodes(context)) if left != right else []
+    for n, group in enumerate(groups):
         if n or group[0][1] > 0:
             rows.append(Row("skip", None, "", None, ""))
         for tag, i1, i2, j1, j2 in group:
@@ -141,6 +142,8 @@ def side_by_side(a: str, b: str, context: int = CONTEXT) -> tuple[Row, ...]:
             for i, j in zip_longest(range(i1, i2), range(j1, j2)):
                 rows.append(Row(tag, None if i is None else i + 1, "" if i is None else left[i],
                                 None if j is None else j + 1, "" if j is None else right[j]))
+    if groups and groups[-1][-1][2] < len(left):
+        rows.append(Row("skip", None, "", None, ""))
     return tuple(rows)
 
 

@@ -5,7 +5,8 @@ It shows the markdown report's own words (`campaign.reporting.mdhtml` over
 `campaign.reporting.report.markdown`: caliber, classes, the verdict table, each workload's reason
 and evidence), the forest plot drawn as inline SVG (`campaign.reporting.forestsvg`) and the IR diff
 of every changed workload (`campaign.reporting.diffhtml`), each workload linked from its evidence.
-The script switches a diff's stage and records any error into the page (``body[data-status]``
+The script switches a diff's stage (its buttons; ``#stage=ptx`` in the address opens every diff at
+that stage) and records any error into the page (``body[data-status]``
 becomes ``ok`` or ``error``, ``#errors`` holds the messages), so a headless browser can check it.
 """
 from __future__ import annotations
@@ -53,11 +54,13 @@ function showStage(sec,stage){
   sec.querySelectorAll('button[data-show]').forEach(function(b){b.classList.toggle('on',b.dataset.show===stage);});
   sec.dataset.shown=stage;
 }
+var asked=(location.hash.match(/stage=(\w+)/)||[])[1];
 document.querySelectorAll('section.diff[data-judged]').forEach(function(sec){
   sec.querySelectorAll('button[data-show]').forEach(function(b){
     b.addEventListener('click',function(){showStage(sec,b.dataset.show);});
   });
-  showStage(sec,sec.dataset.judged);
+  var has=asked&&sec.querySelector('button[data-show="'+asked+'"]');
+  showStage(sec,has?asked:sec.dataset.judged);
 });
 window.addEventListener('load',function(){
   void document.body.offsetHeight;
