@@ -1,4 +1,4 @@
-"""`campaign report ROOT [--format md|json] [--plot FILE] [--allow-caliber-mismatch]`.
+"""`campaign report ROOT [--format md|json] [--plot FILE] [--html DIR] [--allow-caliber-mismatch]`.
 
 On a sealed root the root is verified first (`campaign.sealing.verification`: exit 5,
 naming what failed, nothing rendered), and the verdicts rendered are the sealed
@@ -7,7 +7,9 @@ workload whose class or reason moved since the seal is shown in a separate,
 labelled section, and the receipt stays the record. An unsealed complete root
 is derived live and labelled "not sealed". In both, the caliber of every cell
 that ran is compared before any latency is read (exit 4 on a mismatch unless
-released; released, a warning is printed every time).
+released; released, a warning is printed every time). ``--html DIR`` also writes the review page,
+DIR/index.html (`campaign.reporting.page`: the same report, the forest plot and the IR diff of
+every changed workload), which the markdown links.
 """
 from __future__ import annotations
 
@@ -15,12 +17,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.contract.errors import EXIT_OK
+from campaign.contract.errors import EXIT_OK, InputError
 from campaign.contract.records import Verdicts
-from campaign.judging import caliber
+from campaign.judging import caliber, irdiffroot
 from campaign.judging.classify import classify
 from campaign.judging.evidence import caliber_of, load_frame, load_root
-from campaign.reporting import cardsection, report, speedup
+from campaign.reporting import cardsection, page, report, speedup
 from campaign.sealing import receipt
 
 PREFIX = "REPORT_REFUSED"
@@ -32,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("root", type=Path, help="run root (sealed, or unsealed and complete)")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="markdown for a PR (default) or JSON")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="also write a forest plot (needs the 'plot' extra)")
+    parser.add_argument("--html", type=Path, metavar="DIR",
+                        help="also write the review page DIR/index.html (self-contained: the report, the forest plot, "
+                             "the IR diff of every changed workload), which the markdown links")
     parser.add_argument("--allow-caliber-mismatch", action="store_true",
                         help="report despite a caliber mismatch (still printed; affected workloads are X)")
 
@@ -45,8 +50,18 @@ def check_caliber(root: Path, allow: bool) -> caliber.CaliberCheck:
     return check
 
 
+def _page_dir(root: Path, folder: Path) -> Path:
+    if folder.resolve().is_relative_to(root.resolve()):
+        raise InputError(f"--html {folder}: inside the run root {root}, which is never written after its seal; "
+                         "name a folder outside it")
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--html {folder}: exists and is not a folder; name a folder (index.html is written in it)")
+    return folder
+
+
 def main(args: argparse.Namespace) -> int:
     root = Path(args.root)
+    folder = _page_dir(root, Path(args.html)) if args.html is not None else None
     verified = receipt.require_verified(root, PREFIX) if receipt.is_sealed(root) else None
     check = check_caliber(root, args.allow_caliber_mismatch)
     if args.allow_caliber_mismatch:
@@ -78,11 +93,19 @@ def main(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     if args.plot is not None:
         report.forest_plot(verdicts, args.plot)
+    beside = tuple(speedup.section(ev)) + tuple(cardsection.section(root))
+    link, logs = None, report.log_lines(ev.tasks.values())
+    if folder is not None:
+        own = report.markdown(verdicts, beside, ir_pass=check.ir_pass, page="", logs=logs)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / page.PAGE_FILE
+        target.write_text(page.html(verdicts, own, irdiffroot.gather(root, ev), banner), encoding="utf-8")
+        print(f"page: {target}", file=sys.stderr)
+        link = target.as_posix()
     if args.format == "json":
         sys.stdout.write(report.json_text(verdicts))
     else:
-        sys.stdout.write(banner + report.markdown(verdicts, tuple(speedup.section(ev)) + tuple(cardsection.section(root)),
-                                                  ir_pass=check.ir_pass, logs=report.log_lines(ev.tasks.values())))
+        sys.stdout.write(banner + report.markdown(verdicts, beside, ir_pass=check.ir_pass, page=link, logs=logs))
     return EXIT_OK
 
 

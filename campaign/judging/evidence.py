@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from campaign.contract import errorlines, status, telemetryfile, yamlio
 from campaign.contract.artifacts import (
+    AUTOTUNE_CORRECTNESS_FILE,
     AUTOTUNE_FILE,
     FAILED_SUFFIX,
     IR_DIR,
@@ -39,7 +40,8 @@ from campaign.contract.cellfiles import AutotuneFile, CellResult, Outcomes, Row,
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix, Task
-from campaign.judging import caliber, irevidence, throttle
+from campaign.contract.platforms import IR_STAGES
+from campaign.judging import caliber, irdiff, irevidence, irpairing, throttle
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,43 @@ def log_error(cell: Path) -> Optional[errorlines.LogLine]:
     found = [(name, errorlines.last_error(tails[name]), True) for name in (STDOUT_LOG, STDERR_LOG)]
     found += [(name, errorlines.last_line(tails[name]), False) for name in (STDERR_LOG, STDOUT_LOG)]
     return next((errorlines.LogLine(*entry) for entry in found if entry[1]), None)
+
+
+def cell_variant_texts(root: Path, task: Task, manifest: Manifest) -> tuple[irdiff.VariantTexts, ...]:
+    """Every IR variant of the cell with each captured stage's text normalised as its fingerprint is
+    (`irevidence.normalize`, the manifest's annotations stripped), its signature at the manifest's
+    stage (where that stage prints none, sass, at the first stage of the same variant that does) and
+    its launches from index.tsv: what `campaign.judging.irdiff` pairs and diffs."""
+    ir_dir = Path(root) / cell_dir_name(task.id) / IR_DIR
+    strip, judged = tuple(manifest.switch.strip_annotations), manifest.switch.ir_stage
+    texts: dict[str, dict[str, str]] = {}
+    kernels: dict[str, str] = {}
+    for stage in IR_STAGES:
+        for path in irevidence.stage_files(ir_dir, stage):
+            variant_hash, kernel, _ = irevidence.split_name(path)
+            kernels[variant_hash] = kernel
+            raw = path.read_text(encoding="utf-8", errors="replace")
+            texts.setdefault(variant_hash, {})[stage] = irevidence.normalize(raw, stage, strip)
+    try:
+        index = irevidence.read_index(ir_dir)
+    except ValueError:
+        index = irevidence.Index()          # load_task names the unreadable index; launches stay unknown here
+    out = []
+    for variant_hash, by_stage in sorted(texts.items()):
+        kernel = kernels[variant_hash]
+        signature = next((s for s in (irpairing.signature(by_stage[stage], stage, kernel)
+                                      for stage in (judged, *IR_STAGES) if stage in by_stage) if s), None)
+        row = index.variants.get(variant_hash)
+        out.append(irdiff.VariantTexts(variant_hash, kernel, signature, irdiff.digest(by_stage.get(judged)),
+                                       row.launches if row else None, tuple(by_stage.items())))
+    return tuple(out)
+
+
+def cell_autotune_files(root: Path, task: Task) -> dict[str, Optional[AutotuneFile]]:
+    """The cell's autotune records (benchmark and correctness sessions) that exist; an unreadable one is None."""
+    cell = Path(root) / cell_dir_name(task.id)
+    return {name: read_model(cell / name, AutotuneFile, [])
+            for name in (AUTOTUNE_FILE, AUTOTUNE_CORRECTNESS_FILE) if (cell / name).is_file()}
 
 
 def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optional[status.StatusRow],

@@ -29,7 +29,6 @@ from campaign.reporting import workloadtext
 AnyVerdicts = Union[Verdicts, dict]     # a model, or its JSON form (validated on the way in)
 
 
-
 def json_text(verdicts: AnyVerdicts) -> str:
     return canonical.dumps(Verdicts.read(verdicts).dump())
 
@@ -73,10 +72,11 @@ def log_lines(tasks: Iterable[TaskEvidence]) -> dict[str, dict[str, LogLine]]:
 
 
 def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optional[dict[str, str]] = None,
-             logs: Optional[Mapping[str, Mapping[str, LogLine]]] = None) -> str:
+             logs: Optional[Mapping[str, Mapping[str, LogLine]]] = None, page: Optional[str] = None) -> str:
     """``beside``: sections read from the root's rows beside the verdicts (`campaign.reporting.speedup`);
     ``ir_pass``: a screen's IR-pass cells' caliber table (`campaign.judging.caliber.CaliberCheck.ir_pass`);
-    ``logs``: per workload and cell, the last error line of a cell that ran nothing (`log_lines`)."""
+    ``logs``: per workload and cell, the last error line of a cell that ran nothing (`log_lines`);
+    ``page``: the path of the page `campaign report --html` wrote, which each changed workload links."""
     verdicts = Verdicts.read(verdicts)
     ir_pass, logs = ir_pass or {}, logs or {}
     rule, cal, env = verdicts.rule, verdicts.caliber, verdicts.environment
@@ -111,7 +111,7 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optio
     out += [workloadtext.table_row(name, w, with_cycles) for name, w in verdicts.workloads.items()]
     out.append("")
     for name, w in verdicts.workloads.items():
-        out += workloadtext.details(name, w, verdicts.backend, logs.get(name, {}))
+        out += workloadtext.details(name, w, verdicts.backend, logs.get(name, {}), page)
     out += list(beside)
     out += does_not_prove(verdicts)
     return "\n".join(out)

@@ -163,8 +163,21 @@ def ir_pass_cells(sources: dict[str, Optional[str]]) -> list[str]:
     return [c for c, task in sources.items() if task and task.split("/")[-2] == f"r{IR_ROUND}"]
 
 
-def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[str, LogLine]] = None) -> list[str]:
-    """``logs``: cell -> its last error line, where it ran no row or left no IR (beside the reason's words)."""
+def diff_line(name: str, w: WorkloadVerdict, page: Optional[str]) -> list[str]:
+    """Where the IR diff of a changed workload is: a link into the page (``page``: its path, "" on the
+    page itself), or the command that writes it."""
+    if w.ir.changed is not True:
+        return []
+    if page is None:
+        return ["- IR diff: `campaign report <root> --html <dir>` writes the page with this workload's variants "
+                "paired and diffed side by side at every captured stage"]
+    return [f"- IR diff: [{name}: variants paired, side by side, every captured stage]({page}#diff-{name})"]
+
+
+def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[str, LogLine]] = None,
+            page: Optional[str] = None) -> list[str]:
+    """``logs``: cell -> its last error line, where it ran no row or left no IR (beside the reason's words);
+    ``page``: where `campaign report --html` wrote the page (`diff_line`)."""
     out = [f"### {name} — {w.klass} ({CLASS_NAMES[w.klass]})", "", w.reason, ""]
     out += [f"- {line}" for line in by_cells(logs or {})]
     ir = w.ir
@@ -180,6 +193,7 @@ def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[
                     "config, untimed, no correctness): round 1 was not timed")
     unpaired = f"; {EXCEPTION}: {'; '.join(ir.unpaired)}" if ir.unpaired else ""
     out.append(f"- IR ({ir.stage}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"{unpaired}; {control}")
+    out += diff_line(name, w, page)
     for taint in w.taints:
         out.append(f"- **not isolated**: {taint}")
     failed = {c: keys for c, keys in w.rows_failed.items() if keys}
