@@ -31,6 +31,7 @@ from campaign.flows.freeze import Checked, prepare_record
 from campaign.planning import harness
 from campaign.planning.matrix import expand
 from campaign.planning.resolve import Resolved
+from campaign.running.rounds import Rounds, skipped_row
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class Options:
     tuner_cache: str = "isolated"
     mode: str = "campaign"                                           # prepare.json's: "screen" for a screen root
     ir_pass: bool = False                                            # a screen's matrix: round 0 untimed before round 1
+    stopping: Optional[tuple[int, int]] = None                       # (min, max): rounds.stop decided, as the runner runs it
 
 # prepare.json's clock: a root built twice is byte-identical
 PREPARED = datetime(2026, 11, 29, 8, 35, 32, tzinfo=timezone.utc)
@@ -117,7 +119,9 @@ def manifest_text(options: Options, workloads: list[Workload]) -> str:
         campaign=f"test-{options.backend}", description="DISABLE_MMA_V3 over built roots", device=device,
         switch={"name": "DISABLE_MMA_V3", "cells": cells, "ir_stage": "ttgir"},
         timer={"kind": "event" if cpu else "graph"},
-        rounds={"count": options.rounds, "alternate_order": True, "later_only_if_ir_changed": True},
+        rounds=({"count": options.rounds, "alternate_order": True, "later_only_if_ir_changed": True}
+                if options.stopping is None else
+                {"min": options.stopping[0], "max": options.stopping[1], "stop": "decided"}),
         measured_launch_floor=options.floor, production_default_policy="unchanged-off",
         defaults={"timeout_s": 600, "bench_level": "core", "tuner_cache": options.tuner_cache},
         workloads=[{"name": w.name, "op": w.op} for w in workloads]))
@@ -139,7 +143,13 @@ def build(base: Path, workloads: list[Workload], options: Optional[Options] = No
     checked = Checked(root / MANIFEST_FILE, manifest, resolved, matrix)
     canonical.write_json_new(root / PREPARE_FILE, prepare_record(checked, harness.PROJECT_ROOT, PREPARED, options.mode))
     by_name = {w.name: w for w in workloads}
+    # adaptive rounds: the runner's own decisions, between rounds (fixed rounds: every task is written)
+    rounds = Rounds(root, matrix, manifest, lambda text: None) if options.stopping else None
     for task in matrix.tasks:
+        decided = rounds and rounds.skip(task, status.settled(status.read(root / STATUS_FILE)[0]))
+        if decided:
+            status.append(root / STATUS_FILE, skipped_row(task, *decided))
+            continue
         if task.id in options.skip:
             why = "IR unchanged in the IR pass; not timed: IR unchanged" if options.ir_pass else "IR unchanged in round 1"
             status.append(root / STATUS_FILE, status.StatusRow(task.id, task.round, task.workload, task.cell,

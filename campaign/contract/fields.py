@@ -14,6 +14,9 @@ from campaign.contract import platforms
 # bounded, so a typo cannot expand into a million-round matrix or a year-long timeout.
 MAX_TIMEOUT_S = 86_400                  # one cell, one day
 MAX_ROUNDS = 100
+# rounds.stop: fixed (``count`` rounds) or decided (from ``min`` to ``max``, `campaign.judging.stopping`)
+STOP_RULES = ("fixed", "decided")
+MIN_ADAPTIVE_ROUNDS = 4                 # two in each run order: what a direction needs
 MAX_WORKLOADS_PER_PROCESS = 256
 MAX_IR_PASS_LANES = 32
 MAX_MS = 60_000                         # timer windows, per measurement

@@ -18,6 +18,8 @@ from campaign.contract.fields import (
     MAX_IR_PASS_LANES,
     MAX_ROUNDS,
     MAX_WORKLOADS_PER_PROCESS,
+    MIN_ADAPTIVE_ROUNDS,
+    STOP_RULES,
     CampaignId,
     Count,
     EnvName,
@@ -157,9 +159,44 @@ class Timer(Model):
 
 
 class Rounds(Model):
+    """Fixed rounds (``count``), or adaptive ones (``stop: decided``): at least ``min`` rounds, then
+    another pair (one in each order) while a workload's answer is undecided, up to ``max``
+    (`campaign.judging.stopping`: the rule, and why its claims stay valid when it stops early)."""
+
     count: Annotated[Count, Field(le=MAX_ROUNDS)] = 2
     alternate_order: StrictBool = True
     later_only_if_ir_changed: StrictBool = True
+    stop: Literal[STOP_RULES] = "fixed"
+    min: Optional[Annotated[Count, Field(le=MAX_ROUNDS)]] = None
+    max: Optional[Annotated[Count, Field(le=MAX_ROUNDS)]] = None
+
+    @model_validator(mode="after")
+    def _stopping(self) -> "Rounds":
+        if self.stop == "fixed":
+            given = [key for key in ("min", "max") if getattr(self, key) is not None]
+            if given:
+                raise FieldError((given[0],), f"{given[0]} bounds adaptive rounds: add `stop: decided`, "
+                                              "or give fixed rounds as `count`")
+            return self
+        if "count" in self.model_fields_set:
+            raise FieldError(("count",), "stop: decided takes min and max rounds, not count: remove count")
+        for key in ("min", "max"):
+            if getattr(self, key) is None:
+                raise FieldError((key,), f"stop: decided needs {key} (e.g. min: 4, max: 12)")
+        if self.min < MIN_ADAPTIVE_ROUNDS:
+            raise FieldError(("min",), f"min {self.min}: a direction needs 2 rounds in each order, "
+                                       f"so min is at least {MIN_ADAPTIVE_ROUNDS}")
+        if self.max <= self.min or (self.max - self.min) % 2:
+            raise FieldError(("max",), f"max {self.max}: rounds are added in pairs (one in each order) after "
+                                       f"min {self.min}, so max is min + 2, min + 4, ...")
+        if not self.alternate_order:
+            raise FieldError(("alternate_order",), "stop: decided adds one round in each order: alternate_order must be true")
+        return self
+
+    @property
+    def planned(self) -> int:
+        """The rounds the matrix holds: ``count``, or ``max`` when rounds stop once decided."""
+        return self.max if self.stop == "decided" else self.count
 
 
 class AutotuneFrom(Model):

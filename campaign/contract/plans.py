@@ -99,6 +99,15 @@ class CellTerms(Record):
     autotune_from: Optional[str] = None  # receipt sha256 of the sealed root whose configs every cell replays
 
 
+class Stopping(Record):
+    """The manifest's adaptive rounds (``rounds.stop: decided``), frozen into matrix.json: the runner
+    times a workload's rounds after ``min`` only while `campaign.judging.stopping` finds its answer
+    undecided, and the judge spends the test's level over the same looks."""
+
+    min: int
+    max: int
+
+
 class Matrix(Record):
     schema_version: Literal[1] = SCHEMA_VERSION
     campaign: str
@@ -115,6 +124,7 @@ class Matrix(Record):
     # a later edit of the root's manifest copy. True (every root before it was recorded here: the
     # manifest's default) rounds after the first run only where round 1's IR differs.
     later_only_if_ir_changed: bool = True
+    stopping: Optional[Stopping] = None  # None: fixed rounds (every root before adaptive rounds)
 
     @model_serializer(mode="wrap")
     def _old_roots_unchanged(self, handler):
@@ -125,6 +135,8 @@ class Matrix(Record):
             data.pop("time_unchanged", None)
         if self.later_only_if_ir_changed:
             data.pop("later_only_if_ir_changed", None)
+        if self.stopping is None:
+            data.pop("stopping", None)
         return data
 
 

@@ -111,6 +111,9 @@ class RegimeTiming(SealedRecord):
     shape_floor_max: Optional[Delta] = None        # the largest per-shape A/A floor (per-shape noise, never averaged)
     # absent from verdicts sealed before it was computed (`campaign.judging.direction.resolvable`)
     resolvable: Optional[Delta] = None
+    # adaptive rounds only (`campaign.judging.stopping`): the share of the level this look spent;
+    # p_value is then the nominal p divided by it
+    alpha_share: Optional[Delta] = None
 
 
 # A workload's paired timing (`campaign.judging.stats.timing`): regimes are never pooled.
@@ -186,6 +189,10 @@ class Rounds(SealedRecord):
     done: tuple[int, ...]
     skipped: tuple[str, ...]
     missing: tuple[str, ...]
+    # adaptive rounds only (`campaign.judging.stopping`): the rounds taken and why no more were
+    # taken (decided at round k, undecided at the maximum, IR unchanged)
+    taken: Optional[int] = None
+    stopped: Optional[str] = None
 
 
 class WorkloadVerdict(SealedRecord):

@@ -65,7 +65,7 @@ def _first_partition(setup: RunSetup, slots: Sequence[Card], weights_from: Optio
     manifest = setup.manifest
     names = [w.name for w in manifest.workloads]
     from_root, source = (None, None) if weights_from is None else root_weights(weights_from, setup)
-    weighed = partition.weights(names, manifest.rounds.count, from_root=from_root,
+    weighed = partition.weights(names, manifest.rounds.planned, from_root=from_root,
                                 weight_s={w.name: w.weight_s for w in manifest.workloads})
     # over the cards this run was given (and those that failed their check, so their workloads are
     # marked and can be resumed elsewhere): `--devices 0` on a two-card manifest is a one-card run

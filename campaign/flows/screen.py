@@ -39,7 +39,7 @@ Screened = tuple[int, Path, list[dict[str, str]]]      # exit code, the root, th
 def screen(manifest_path: Path, runs_dir: Path, execution: session.Execution,
            time_unchanged: bool = False) -> Screened:
     checked = freeze.check(manifest_path)
-    one = checked.manifest.model_copy(update={"rounds": checked.manifest.rounds.model_copy(update={"count": 1})})
+    one = checked.manifest.model_copy(update={"rounds": checked.manifest.rounds.model_copy(update={"count": 1, "stop": "fixed"})})
     matrix = expand(one, checked.resolved, ir_pass=True, time_unchanged=time_unchanged)
     root = freeze.freeze(dataclasses.replace(checked, matrix=matrix), runs_dir, mode="screen")
     timed = "every workload's round 1 timed" if time_unchanged else "round 1 timed where the IR changed"

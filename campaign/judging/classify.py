@@ -33,7 +33,7 @@ from campaign.contract.records import (
     WorkloadVerdict,
 )
 from campaign.contract.verdictnames import CLASSES, NOISE_FLOOR, RESULT, TIMING_MOVED
-from campaign.judging import direction, significance, stats
+from campaign.judging import direction, significance, stats, stopping
 from campaign.judging.classrules import decide, topology_class
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
 from campaign.judging.workload import WorkloadFacts, screen_verdict
@@ -99,11 +99,24 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
         taints=tuple(w.taints), clocks={c: SideClocks(**dataclasses.asdict(side)) for c, side in w.clocks.items()},
         rounds=Rounds(planned=tuple(rounds), done=tuple(sorted({t.task.round for t in w.done})),
                       skipped=tuple(t.task.id for t in w.tasks if t.state == "skipped"),
-                      missing=tuple(t.task.id for t in w.tasks if t.state == "missing")),
+                      missing=tuple(t.task.id for t in w.tasks if t.state == "missing"), **_stopped(w)),
         timing=labelled(w.timing, w.ir_changed() is False) if w.timing and w.timing.primary else None,
         caliber=tuple(ev.caliber.workloads.get(name, ())),
         # the same pairs in cycles (time x the window's SM clock): the gap confirmed under the clock
         cycles=w.cycles.primary if w.cycles and w.cycles.primary else None)
+
+
+def _stopped(w: WorkloadFacts) -> dict:
+    """Under adaptive rounds, the rounds a workload took and why it took no more: the reason the
+    runner froze into the first round it skipped (status.tsv), else the rule on its final timing."""
+    stops = w.ev.matrix.stopping
+    if stops is None:
+        return {}
+    taken = max((t.task.round for t in w.done), default=0)
+    skipped = [t for t in w.tasks if t.state == "skipped" and t.row is not None and t.row.note]
+    if skipped:
+        return {"taken": taken, "stopped": skipped[0].row.note}
+    return {"taken": taken, "stopped": stopping.decide(w.timing, taken, stops).why}
 
 
 def _ir(w: WorkloadFacts) -> IRJudgement:

@@ -153,16 +153,17 @@ def _p(p: Optional[float]) -> str:
     return "n/a" if p is None else f"{p:.2g}"
 
 
-def resolvable(rounds: list[tuple[int, str, float]], aa: list[float], floor: Optional[float]) -> Optional[float]:
+def resolvable(rounds: list[tuple[int, str, float]], aa: list[float], floor: Optional[float],
+               alpha: float = significance.WORKLOAD_ALPHA) -> Optional[float]:
     """The smallest true effect, as a fraction, that the rule would have claimed with this spread: the
     larger of the two directions' (`resolvable_each`); None where no effect could be claimed (no floor,
     or fewer than `significance.MIN_ROUNDS_PER_ORDER` rounds in an order)."""
-    each = resolvable_each(rounds, aa, floor)
+    each = resolvable_each(rounds, aa, floor, alpha)
     return None if each is None else max(-each[0], each[1])
 
 
-def resolvable_each(rounds: list[tuple[int, str, float]], aa: list[float],
-                    floor: Optional[float]) -> Optional[tuple[float, float]]:
+def resolvable_each(rounds: list[tuple[int, str, float]], aa: list[float], floor: Optional[float],
+                    alpha: float = significance.WORKLOAD_ALPHA) -> Optional[tuple[float, float]]:
     """(faster, slower): the effects e < 0 and e > 0 at which the rule starts to claim a direction.
 
     ``rounds`` are (round, order, ratio − 1) and ``aa`` the control's A/A deltas of the same aggregate.
@@ -172,7 +173,7 @@ def resolvable_each(rounds: list[tuple[int, str, float]], aa: list[float],
     observed. The rule claims slower exactly when e exceeds the slower bound (faster: below the faster
     bound), in closed form per part: (i) the interval (2–4 rounds: the range; ≥ 5: the 95 % t-interval)
     of all rounds and of each order wholly beyond ±floor, (ii) the pooled t-test's p below
-    `significance.WORKLOAD_ALPHA`. The shapes-resolved part of `direction` is not modelled: it reads
+    ``alpha`` (`significance.WORKLOAD_ALPHA`, or an adaptive look's share of it). The shapes-resolved part of `direction` is not modelled: it reads
     per-shape verdicts, not the aggregate's spread."""
     counts = {o: sum(1 for _, order, _ in rounds if order == o) for o in ORDERS}
     if floor is None or any(n < significance.MIN_ROUNDS_PER_ORDER for n in counts.values()):
@@ -182,8 +183,8 @@ def resolvable_each(rounds: list[tuple[int, str, float]], aa: list[float],
     centred = [x - mean for x in logs]
     groups = [centred] + [[c for c, (_, o, _) in zip(centred, rounds) if o == order] for order in ORDERS]
     up = down = math.log1p(floor)          # the band is ±log(1 + floor) in log ratio (`judge`)
-    slower = max(max(_beyond(g, up, +1) for g in groups), _t_shift(centred, aa))
-    faster = max(max(_beyond(g, down, -1) for g in groups), _t_shift(centred, aa))
+    slower = max(max(_beyond(g, up, +1) for g in groups), _t_shift(centred, aa, alpha))
+    faster = max(max(_beyond(g, down, -1) for g in groups), _t_shift(centred, aa, alpha))
     return math.expm1(-faster), math.expm1(slower)
 
 
@@ -200,12 +201,12 @@ def _beyond(logs: list[float], edge: float, sign: int) -> float:
     return edge - sign * mean + half
 
 
-def _t_shift(centred: list[float], aa: list[float]) -> float:
-    """The log shift s past which `significance.pooled_t` of the shifted rounds is below WORKLOAD_ALPHA:
+def _t_shift(centred: list[float], aa: list[float], alpha: float) -> float:
+    """The log shift s past which `significance.pooled_t` of the shifted rounds is below ``alpha``:
     its residuals do not move with a shift, so only the mean does, and p < alpha is |s| / se > t*."""
     n = len(centred)
     ss = sum(x * x for x in centred) + sum(math.log1p(a) ** 2 for a in aa)
     df = (n - 1) + len(aa)
     if ss <= 0:
         return 0.0
-    return significance.t_critical(significance.WORKLOAD_ALPHA, df) * math.sqrt(ss / df / n)
+    return significance.t_critical(alpha, df) * math.sqrt(ss / df / n)

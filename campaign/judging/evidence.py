@@ -1,7 +1,7 @@
 """Reading a run root into evidence: the one road by which a root's results are read.
 
 The classifier (`load_root`), the screen's table (`campaign.judging.screenroot`, through
-`load_task`) and the runner's adaptive rounds (`cell_tuned`, `cell_ir`) all read
+`load_task`) and the runner's adaptive rounds (`cell_tuned`, `cell_ir`, `load_rounds`) all read
 a root's cells, status.tsv, run identities and telemetry here, so what one judges is what
 the others judge; `tests/test_read_road.py` fails when another module opens those files.
 Everything read is named in `campaign.contract.artifacts`; nothing is written. The
@@ -242,6 +242,18 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
                         outcomes, rows_file.rows if rows_file else None, fallbacks, tuple(problems), tuned,
                         ir.variants, identity, row=row, coverage=irevidence.untimed_coverage(autotune),
                         error_line=log_error(cell) if ran_nothing else None)
+
+
+def load_rounds(root: Path, manifest: Manifest, matrix: Matrix, workload: str, before: int,
+                latest: dict[str, status.StatusRow]) -> RootEvidence:
+    """One workload's timed rounds before ``before``, read as `load_root` reads them (without telemetry:
+    the clocks judge a verdict, not whether a round is worth running): what adaptive rounds decide from."""
+    tasks = [t for t in matrix.tasks if t.workload == workload and t.timed and t.round < before]
+    check, identities = caliber_of(root, tasks)
+    refused = bool(check.workloads.get(workload))
+    read = {t.id: load_task(root, t, manifest, manifest.measured_launch_floor, latest.get(t.id), read_rows=not refused,
+                            identity=identities.get(t.id)) for t in tasks}
+    return RootEvidence(manifest, matrix, manifest.measured_launch_floor, read, check, False)
 
 
 def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,

@@ -31,9 +31,10 @@ from typing import Iterable, Mapping, Optional
 
 from campaign.contract.artifacts import FALLBACK_MARKER
 from campaign.contract.cellfiles import Row
+from campaign.contract.plans import Stopping
 from campaign.contract.records import Key, RegimeTiming, ShapeCounts, ShapeTiming, Timing
 from campaign.contract.verdictnames import RESULT
-from campaign.judging import significance
+from campaign.judging import significance, stopping
 from campaign.judging.direction import (
     BASELINE_FIRST,
     FASTER,
@@ -129,7 +130,7 @@ def _counts(shapes: Iterable[ShapeTiming]) -> dict[str, int]:
 
 
 def _regime(regime: str, paired: Mapping[Key, Paired], orders: Mapping[int, str], has_control: bool,
-            references: Mapping[int, str]) -> RegimeTiming:
+            references: Mapping[int, str], part: float) -> RegimeTiming:
     shapes = {key: _shape(key, regime, rounds, has_control, references) for key, rounds in paired.items()}
     counts = _counts(shapes.values())
     all_rounds = sorted({r for rounds in paired.values() for r in rounds})
@@ -149,14 +150,21 @@ def _regime(regime: str, paired: Mapping[Key, Paired], orders: Mapping[int, str]
     floor = aa_floor(aa_round, sum(references.get(r, "baseline") == "baseline" for r, _, _ in per_round), has_control)
     iv = interval([x for _, _, x in per_round])
     leaning, reason = judge(iv, floor, has_control)
-    p, df = significance.pooled_t([math.log(x) for _, _, x in per_round], [math.log1p(a) for a in aa_round])
+    nominal, df = significance.pooled_t([math.log(x) for _, _, x in per_round], [math.log1p(a) for a in aa_round])
+    p = stopping.adjusted_p(nominal, part)
     by_order, order_verdicts, per_order = orders_verdict(per_round, floor, has_control)
     verdict, reason = direction(leaning, reason, order_verdicts, per_order, p, counts)
+    sequential = {}
+    if part < 1:        # adaptive rounds: the look's share of the level (`campaign.judging.stopping`)
+        sequential = {"alpha_share": part}
+        if nominal is not None:
+            reason += f" (sequential looks: nominal p {nominal:.2g} / alpha share {part:.3f})"
     rounds = tuple((r, o, x - 1) for r, o, x in per_round)
     return RegimeTiming(**fixed, rounds=rounds, point=geomean(x for _, _, x in per_round) - 1, interval=iv, floor=floor,
                         by_order=by_order, order_verdicts=order_verdicts, verdict=verdict, reason=reason, p_value=p,
                         df=df, rounds_per_order=per_order, leaning=leaning, shape_floor_max=_largest(shapes.values()),
-                        resolvable=resolvable(list(rounds), aa_round, floor))
+                        resolvable=resolvable(list(rounds), aa_round, floor, significance.WORKLOAD_ALPHA * part),
+                        **sequential)
 
 
 def _largest(shapes: Iterable[ShapeTiming]) -> Optional[float]:
@@ -165,11 +173,14 @@ def _largest(shapes: Iterable[ShapeTiming]) -> Optional[float]:
 
 
 def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: Mapping[int, str],
-           has_control: bool, references: Optional[Mapping[int, str]] = None) -> Timing:
+           has_control: bool, references: Optional[Mapping[int, str]] = None,
+           stops: Optional[Stopping] = None) -> Timing:
     """``per_round``: round -> cell name -> samples. ``orders``: round -> BASELINE_FIRST/CANDIDATE_FIRST.
     ``references``: round -> the cell the candidate is compared with ("baseline" unless named;
     "control" where the round's baseline benchmarked autotune configs, so its timings are not
-    comparable with replaying cells). A round taken against the control has no A/A."""
+    comparable with replaying cells). A round taken against the control has no A/A. ``stops``: the
+    matrix's adaptive rounds, whose look at this many rounds spends its share of the level
+    (`campaign.judging.stopping.share`); None: fixed rounds, the whole level."""
     references = dict(references or {})
     paired: dict[tuple[str, Key], Paired] = {}
     mixed = unpaired = 0
@@ -194,7 +205,8 @@ def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: 
     regimes: dict[str, dict[Key, Paired]] = {}
     for (regime, key), rounds in sorted(paired.items(), key=lambda item: repr(item[0])):
         regimes.setdefault(regime, {})[key] = rounds
-    by_regime = {reg: _regime(reg, keys, orders, has_control, references) for reg, keys in regimes.items()}
+    part = stopping.share(len(per_round), stops)
+    by_regime = {reg: _regime(reg, keys, orders, has_control, references, part) for reg, keys in regimes.items()}
     primary_name = primary_regime(list(by_regime))
     covered = frozenset(k for (_, k), rounds in paired.items() if len(rounds) == len(per_round))
     return Timing(primary=by_regime.get(primary_name) if primary_name else None,

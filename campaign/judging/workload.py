@@ -223,7 +223,7 @@ class WorkloadFacts:
         if not per_round:
             return None
         return stats.timing(per_round, orders, "control" in self.cells,
-                            {r: c for r, c in references.items() if r in per_round})
+                            {r: c for r, c in references.items() if r in per_round}, self.ev.matrix.stopping)
 
     def ir_decision(self) -> irevidence.IrChange:
         """`irevidence.ir_change` over the first comparable cells: the baseline counts as tuned

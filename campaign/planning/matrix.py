@@ -18,7 +18,9 @@ compiles every config of every autotune key (`campaign.plugins.warmup.compile_ev
 pair compares the code of every config a tuner could pick, not the first one alone.
 The runner times round 1 of a workload only where round 0's IR differs, unless
 ``time_unchanged`` (`campaign.running.rounds.Rounds.skip`); rounds after the first run only where
-round 1's IR differs while ``later_only_if_ir_changed``, frozen here from the manifest.
+round 1's IR differs while ``later_only_if_ir_changed``, frozen here from the manifest. Adaptive
+rounds (``rounds.stop: decided``) expand to ``max`` and freeze ``stopping``: rounds after ``min`` run
+only while the workload is undecided (`campaign.judging.stopping`).
 
 The matrix also carries the cells' terms (`CellTerms`: device, pins, timer, bench level, IR
 stage) and each task's correctness dtypes, so a worker reads its cell from task.json alone.
@@ -29,7 +31,7 @@ from typing import Optional
 
 from campaign.contract.artifacts import task_id
 from campaign.contract.manifest import Manifest
-from campaign.contract.plans import IR_ROUND, Autotune, CellTerms, Matrix, Targets, Task
+from campaign.contract.plans import IR_ROUND, Autotune, CellTerms, Matrix, Stopping, Targets, Task
 from campaign.contract.platforms import platform
 from campaign.contract.workloads import Workload
 from campaign.planning.pinning import pinned_source
@@ -66,7 +68,7 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = Fa
     policy = "measured" if platform(manifest.device.backend).executes else "first-config"
     canaries = [w for w in manifest.workloads if w.canary]
     others = [w for w in manifest.workloads if not w.canary]
-    rounds = range(IR_ROUND if ir_pass else 1, manifest.rounds.count + 1)
+    rounds = range(IR_ROUND if ir_pass else 1, manifest.rounds.planned + 1)
     schedule = [(w, r) for w in canaries for r in rounds]
     schedule += [(w, r) for r in rounds for w in others]
     tasks = []
@@ -105,11 +107,13 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = Fa
         backend=manifest.device.backend,
         switch=manifest.switch.name,
         cells=cells,
-        rounds=manifest.rounds.count,
+        rounds=manifest.rounds.planned,
         tasks=tuple(tasks),
         terms=cell_terms(manifest),
         time_unchanged=time_unchanged,
         later_only_if_ir_changed=manifest.rounds.later_only_if_ir_changed,
+        stopping=(Stopping(min=manifest.rounds.min, max=manifest.rounds.max)
+                  if manifest.rounds.stop == "decided" else None),
     )
 
 

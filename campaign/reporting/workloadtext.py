@@ -229,8 +229,17 @@ def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[
                f"{k.retimed_rows} re-timed" if "capped_rows" in k.model_fields_set else "")
             for c, k in w.clocks.items()))
     out.append(f"- markers: {_markers(w)}")
+    out += _rounds_lines(w, by_ir_pass)
+    out.append("")
+    return out
+
+
+def _rounds_lines(w: WorkloadVerdict, by_ir_pass: bool) -> list[str]:
+    """How many rounds a workload took and why it stopped (adaptive rounds), and what was skipped."""
+    out = []
+    if w.rounds.stopped is not None:
+        out.append(f"- rounds: {w.rounds.taken} taken; {w.rounds.stopped}")
     if w.rounds.skipped:
         why = "the IR pass decided round 1 was not worth timing" if by_ir_pass else "adaptive rounds"
         out.append(f"- skipped by {why}: {len(w.rounds.skipped)} task(s)")
-    out.append("")
     return out

@@ -8,6 +8,11 @@ fingerprints: the switch changed no code, the rounds would measure noise
 and is skipped under that name (NO_COMPARABLE_IR): more rounds cannot supply IR the first
 did not. In a root with an IR pass (a screen's round 0), round 1 itself is timed only when
 round 0's pair differs, by the same rule, unless the matrix says ``time_unchanged``.
+
+Under the matrix's ``stopping`` (``rounds.stop: decided``), a round after ``min`` runs only while
+the workload's answer is undecided on the rounds before its pair (`campaign.judging.stopping`:
+the rule is the judge's, fed by the same evidence the classifier reads); a skipped round's row
+says why (DECIDED at round k, or UNDECIDABLE), which is how the root freezes it.
 """
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ from campaign.contract import status
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix, Task
 from campaign.contract.status import StatusRow
-from campaign.judging import evidence, irevidence
+from campaign.judging import evidence, irevidence, stopping
+from campaign.judging.workload import WorkloadFacts
 
 Skip = Optional[tuple[str, str]]         # (marker, why) when a round is not worth running; None: run it
 
@@ -40,11 +46,38 @@ class Rounds:
         elif task.round > 1 and matrix.later_only_if_ir_changed:
             decided_by = 1
         else:
-            return None
+            return self.stop(task, latest)
         key = (task.workload, decided_by)
         if key not in self._verdicts:
             self._verdicts[key] = self.verdict(task.workload, latest, decided_by)
+        return self._verdicts[key] or self.stop(task, latest)
+
+    def stop(self, task: Task, latest: dict[str, StatusRow]) -> Skip:
+        """Adaptive rounds: a round after ``min`` runs only while its workload is undecided on the rounds
+        before its pair (`campaign.judging.stopping.decide`), judged once per workload and pair."""
+        stops = self.matrix.stopping
+        if stops is None or task.round <= stops.min:
+            return None
+        start = stopping.pair_start(task.round, stops)
+        key = (task.workload, -start)
+        if key not in self._verdicts:
+            self._verdicts[key] = self.decided(task.workload, start, latest)
         return self._verdicts[key]
+
+    def decided(self, workload: str, start: int, latest: dict[str, StatusRow]) -> Skip:
+        stops = self.matrix.stopping
+        earlier = [t for t in self.matrix.tasks if t.workload == workload and t.timed and t.round < start]
+        unsettled = [t.id for t in earlier if t.id not in latest]
+        if unsettled:
+            self.note(f"{workload}: {unsettled[0]} has not finished; round {start} runs")
+            return None
+        ev = evidence.load_rounds(self.root, self.manifest, self.matrix, workload, start, latest)
+        facts = WorkloadFacts(workload, list(ev.tasks.values()), ev)
+        taken = max((t.task.round for t in facts.done), default=0)
+        decision = stopping.decide(facts.timing, taken, stops)
+        if decision.more:
+            return None
+        return (decision.state, f"{decision.why}; rounds {start}-{stops.max} not run")
 
     def verdict(self, workload: str, latest: dict[str, StatusRow], decided_by: int = 1) -> Skip:
         # the deciding round's cells read through evidence and judged by irevidence.ir_change, as

@@ -78,6 +78,11 @@ RECORDING_BIAS = 0.9        # a recording cell's own latencies (measured on the 
 
 
 def workload(rounds: int, shape: str, effect: float, rng: random.Random, scenario: Scenario = PLAIN) -> stats.Timing:
+    return stats.timing(*draw(rounds, shape, effect, rng, scenario))
+
+
+def draw(rounds: int, shape: str, effect: float, rng: random.Random, scenario: Scenario = PLAIN) -> tuple:
+    """One simulated workload's rounds as `stats.timing` reads them: (per_round, orders, has_control, references)."""
     per_round, orders = {}, {}
     base_ms = [0.01 * (k + 1) for k in range(SHAPES)]
     sigma = scenario.sigma
@@ -97,7 +102,7 @@ def workload(rounds: int, shape: str, effect: float, rng: random.Random, scenari
                     "graph")
                 for k in range(SHAPES)}
     references = {1: "control"} if scenario.recording_round_1 else {}
-    return stats.timing(per_round, orders, True, references)
+    return per_round, orders, True, references
 
 
 def judge(t: stats.Timing) -> dict:

@@ -1,0 +1,119 @@
+"""False-claim rate, power and rounds taken of adaptive rounds (``rounds.stop: decided``), with the shipped code.
+
+Each simulated workload draws its rounds with `simulate_false_claims.draw` (the H200 noise model:
+per-cell process offset, per-shape noise, drift with the position in a round; four shapes timed
+10-40 us), then runs them as the runner does: after ``min`` rounds and after every further pair,
+`campaign.judging.stopping.decide` on `campaign.judging.stats.timing` of the rounds so far (each look
+spending its share of the level); the workload is judged (`campaign.judging.classrules.timing_class`)
+on the rounds it took, and campaigns of M workloads go through Holm (`campaign.judging.classify.holm_pass`).
+
+Rows: stopping on (spending), stopping with every look at the full level ("naive": what the
+spending prevents), and fixed rounds (the min and the max).
+
+    python tests/bench/simulate_stopping.py [--trials N] [--power-trials N] [--min 4] [--max 12]
+
+Not a test: a benchmark whose printed table is committed beside it (stopping.md).
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import simulate_false_claims as sim  # noqa: E402
+
+from campaign.contract.plans import Stopping  # noqa: E402
+from campaign.judging import stats, stopping  # noqa: E402
+
+
+def _first(drawn: tuple, n: int, stops) -> stats.Timing:
+    per_round, orders, has_control, references = drawn
+    keep = range(1, n + 1)
+    return stats.timing({r: per_round[r] for r in keep}, {r: orders[r] for r in keep}, has_control,
+                        {r: c for r, c in references.items() if r in keep}, stops)
+
+
+def adaptive(stops: Stopping, shape: str, effect: float, rng: random.Random, scenario=sim.PLAIN,
+             spend: bool = True) -> tuple[dict, int]:
+    """One workload run with adaptive rounds: its judgement on the rounds it took, and how many."""
+    drawn = sim.draw(stops.max, shape, effect, rng, scenario)
+    for n in stopping.looks(stops):
+        t = _first(drawn, n, stops if spend else None)
+        if not stopping.decide(t, n, stops).more:
+            break
+    return sim.judge(t), n
+
+
+def fixed(rounds: int, shape: str, effect: float, rng: random.Random, scenario=sim.PLAIN) -> tuple[dict, int]:
+    return sim.judge(sim.workload(rounds, shape, effect, rng, scenario)), rounds
+
+
+def rates(run, trials: int, m: int) -> tuple[float, float, float]:
+    """Under no effect: false G/R per workload, after Holm, per campaign of ``m``; mean rounds."""
+    ws, taken = [], 0
+    for _ in range(trials):
+        w, n = run()
+        ws.append(w)
+        taken += n
+    per_workload = sum(w["class"] in ("G", "R") for w in ws) / trials
+    groups = [sim.campaign(ws[i:i + m]) for i in range(0, trials - m + 1, m)]
+    per_campaign = sum(any(w["class"] in ("G", "R") for w in g.values()) for g in groups) / len(groups)
+    return per_workload, per_campaign, taken / trials
+
+
+def power(run, effect: float, trials: int) -> tuple[float, float]:
+    """Share of workloads with a true slowdown ``effect`` called R, and the mean rounds they took."""
+    hits = taken = 0
+    for _ in range(trials):
+        w, n = run(effect)
+        hits += w["class"] == "R"
+        taken += n
+    return hits / trials, taken / trials
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=10000, help="simulated workloads per false-claim row")
+    parser.add_argument("--campaign", type=int, default=10, help="IR-changed workloads per campaign (Holm family)")
+    parser.add_argument("--power-trials", type=int, default=1000)
+    parser.add_argument("--min", type=int, default=4)
+    parser.add_argument("--max", type=int, default=12)
+    parser.add_argument("--seed", type=int, default=20261205)
+    args = parser.parse_args(argv)
+    rng, stops = random.Random(args.seed), Stopping(min=args.min, max=args.max)
+    started = time.monotonic()
+    print(f"# Adaptive rounds {args.min}..{args.max} under no effect ({args.trials} workloads per row, campaigns "
+          f"of {args.campaign}, seed {args.seed})\n")
+    print("| rounds | noise | false G/R per workload | per campaign (any false G/R, after Holm) | mean rounds |")
+    print("| --- | --- | --- | --- | --- |")
+    kinds = (("adaptive, spending", lambda s: (lambda: adaptive(stops, s, 0.0, rng)), ("gaussian", "t3", "laplace")),
+             ("adaptive, naive (no spending)", lambda s: (lambda: adaptive(stops, s, 0.0, rng, spend=False)), ("gaussian",)),
+             (f"fixed {args.min}", lambda s: (lambda: fixed(args.min, s, 0.0, rng)), ("gaussian",)),
+             (f"fixed {args.max}", lambda s: (lambda: fixed(args.max, s, 0.0, rng)), ("gaussian",)))
+    for name, make, shapes in kinds:
+        for shape in shapes:
+            w, c, mean = rates(make(shape), args.trials, args.campaign)
+            print(f"| {name} | {shape} | {w * 100:.3f} % | {c * 100:.2f} % | {mean:.2f} |", flush=True)
+    for scenario in (sim.PLAIN, sim.SCENARIOS[1]):
+        print(f"\n# Power: {scenario.name} (median per-shape A/A {scenario.sigma * 0.6745 * 2 * 100:.2f} %), "
+              f"true slowdown called R ({args.power_trials} workloads each, Gaussian noise)\n")
+        print(f"| effect | adaptive {args.min}..{args.max}: called R | mean rounds | fixed {args.min}: called R | "
+              f"fixed {args.max}: called R |")
+        print("| --- | --- | --- | --- | --- |")
+        for effect in (0.01, 0.02, 0.05):
+            on = power(lambda e: adaptive(stops, "gaussian", e, rng, scenario), effect, args.power_trials)
+            low = power(lambda e: fixed(args.min, "gaussian", e, rng, scenario), effect, args.power_trials)
+            high = power(lambda e: fixed(args.max, "gaussian", e, rng, scenario), effect, args.power_trials)
+            print(f"| {effect * 100:.0f} % | {on[0] * 100:.1f} % | {on[1]:.2f} | {low[0] * 100:.1f} % | "
+                  f"{high[0] * 100:.1f} % |", flush=True)
+    print(f"\n({time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
