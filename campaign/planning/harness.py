@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from campaign.contract.canonical import sha256_file
+from campaign.contract.rootrecords import Prepare
 from campaign.planning import checkout, targetfiles
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -64,8 +65,9 @@ def record_targets(resolved_targets: dict[str, dict[str, Any]]) -> tuple[str, ..
     return tuple(sorted(found))
 
 
-def prepared_targets(prepare: dict[str, Any]) -> tuple[str, ...]:
-    return record_targets(prepare.get("resolved_targets") or {})
+def prepared_targets(prepare: Prepare) -> tuple[str, ...]:
+    """Every target a root's prepare.json names (`record_targets` of its resolved targets)."""
+    return record_targets({name: entry.dump() for name, entry in prepare.resolved_targets.items()})
 
 
 def combined_digest(digests: dict[str, str]) -> str:
