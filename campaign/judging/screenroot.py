@@ -17,7 +17,7 @@ from campaign.contract import status, yamlio
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix
 from campaign.contract.runroot import RunRoot
-from campaign.judging import evidence, irevidence, screening, stats
+from campaign.judging import evidence, irevidence, screening, screentable, stats
 from campaign.judging.evidence import TaskEvidence
 
 SCREEN_FILE = "screen.tsv"
@@ -85,7 +85,7 @@ def gather(root: Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Fact
 
 
 def table(root: Path, extra_strip: tuple[str, ...] = ()) -> list[dict[str, str]]:
-    return [screening.row(facts) for facts in gather(root, extra_strip)]
+    return [screentable.row(facts) for facts in gather(root, extra_strip)]
 
 
 def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Optional[dict[str, str]] = None) -> Optional[str]:

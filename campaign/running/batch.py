@@ -112,7 +112,7 @@ class BatchRun:
         return triton, tuner
 
     def _plans(self, tasks: tuple[Task, ...]) -> dict[str, CellPlan]:
-        runner, root = self.runner, self.setup.root
+        runner, root = self.runner, self.setup.root.path
         triton, tuner = self._caches()
         plans = {}
         for task in tasks:

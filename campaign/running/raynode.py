@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Optional
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
 from campaign.contract import status
-from campaign.contract.artifacts import CELLS_DIR, INTERRUPTED_SUFFIX
+from campaign.contract.artifacts import CELLS_DIR, INTERRUPTED_SUFFIX, first_free
 from campaign.contract.errors import Refused
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
@@ -94,6 +94,25 @@ def own_cells(parts: tuple[str, ...], task_ids) -> bool:
     rel = "/".join(parts[1:])
     return rel == "" or any(task_id.startswith(rel + "/") or rel == task_id or rel.startswith(task_id + "/")
                             or rel.startswith(task_id + INTERRUPTED_SUFFIX) for task_id in task_ids)
+
+
+def place(folder: Path, cells: Path) -> None:
+    """Move a node's cell folder into its place under the root's cells/ (``cells``: the folder that
+    holds it); a set-aside one takes the head's first free name."""
+    cells.mkdir(parents=True, exist_ok=True)
+    base = folder.name.split(INTERRUPTED_SUFFIX)[0]
+    if INTERRUPTED_SUFFIX not in folder.name:
+        if (cells / folder.name).exists():
+            raise Refused(PREFIX, "ray_cells", f"{cells / folder.name} exists on the head: a node's cell "
+                          "folder never replaces one")
+        shutil.move(str(folder), str(cells / folder.name))
+        return
+
+    def take(target: Path) -> None:
+        if target.exists():
+            raise FileExistsError(target)
+        shutil.move(str(folder), str(target))
+    first_free(lambda n: cells / f"{base}{INTERRUPTED_SUFFIX}{n}", take)
 
 
 def task_folders(root: Path, task_ids: Iterable[str]) -> list[str]:
