@@ -46,6 +46,9 @@ ALLOWED = {
     "campaign/sealing/receipt.py": {
         "STATUS_FILE": "hashes status.tsv into the receipt and checks its finished cells still have folders",
         "IDENTITY_FILE": "copies each cell's run identity verbatim into the receipt, as it hashes files"},
+    "campaign/sealing/verification.py": {
+        "STATUS_FILE": "lists the finished cells whose folders it checks against the digests journalled as "
+                       "each ended (`campaign.contract.journal`); it judges nothing"},
     "campaign/planning/pinning.py": {
         "AUTOTUNE_FILE": "at prepare, copies another sealed root's recordings byte for byte into this root; "
                          "it judges nothing"},

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical, faults, status
+from campaign.contract import canonical, faults, journal, status
 from campaign.contract.artifacts import AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, set_aside
 from campaign.contract.artifacts import cell_dir as cell_folder
 from campaign.contract.plans import CellPlan, Task
@@ -171,6 +171,7 @@ class Runner:
                     row.note, status.lane_note(self.lane, self.setup.lanes)) if part))
             if self.setup.card is not None:
                 row = replace(row, device=self.setup.card.uuid)
+            journal.append(self.setup.root, task.id)      # the digests first: a row never lacks them
             status.append(self.status_path, row)
             rows.append(row)
             latest = status.settled(rows)
