@@ -141,7 +141,8 @@ def _ray_worker_of_a_cell(nodes: Path, run: subprocess.Popen, deadline: float) -
         for proc in Path("/proc").iterdir():
             try:
                 argv = (proc / "cmdline").read_bytes().split(b"\0")
-                if b"campaign.worker" in argv and str(nodes).encode() in b" ".join(argv):
+                # the worker's boot names the package it runs: campaign.worker=<folder> (`workerlaunch.argv`)
+                if any(a.startswith(b"campaign.worker=") for a in argv) and str(nodes).encode() in b" ".join(argv):
                     ppid = next(line for line in (proc / "status").read_text().splitlines()
                                 if line.startswith("PPid:"))
                     return int(ppid.split()[1])

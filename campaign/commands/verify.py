@@ -4,8 +4,12 @@ Exit 0 when everything verifies; 5 when any file changed, went missing or
 appeared, a mode changed, a folder was added or removed, a symbolic link, FIFO
 or device is found (never followed or opened), or receipt.json itself is not a
 valid receipt or was edited (each named on stderr); 1 when ROOT has no receipt
-(not sealed). A receipt sealed before modes, folders and its own digest were
-recorded still verifies its file digests; a note names the checks it cannot support.
+(not sealed). Each finished cell's files are also checked against the digests journalled
+as it ended (`campaign.contract.journal`), which names evidence edited under a receipt
+rewritten to match it. A receipt of an older schema (version 1: no modes, folders or own
+digest, so an edit of it cannot be seen) is refused, exit 5, unless ``--allow-schema 1``
+asks for it; then its file digests are verified and a note names the checks it cannot
+support. ``content_sha256`` is a checksum of the receipt, not a signature, and verify says so.
 """
 from __future__ import annotations
 
@@ -14,11 +18,29 @@ import sys
 from pathlib import Path
 
 from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, Refused
+from campaign.contract.receiptmodel import RECEIPT_VERSION
 from campaign.sealing import verification as verify
+
+CHECKSUM_NOTE = ("note: content_sha256 is a checksum of receipt.json, not a signature: whoever can rewrite the root "
+                 "can recompute it; the digests journalled as each cell ended catch evidence edited under a rewritten "
+                 "receipt, not a rewritten journal")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("root", type=Path, help="a sealed run root")
+    parser.add_argument("--allow-schema", type=int, action="append", default=[], metavar="N",
+                        help=f"verify a receipt of the older schema_version N (current: {RECEIPT_VERSION}) with the "
+                             "checks it supports")
+
+
+def _older(receipt, allowed: list[int]) -> str | None:
+    """Why an older receipt is refused, or None."""
+    version = receipt.schema_version
+    if version >= RECEIPT_VERSION or version in allowed:
+        return None
+    return (f"receipt: receipt.json (schema_version {version} is older than {RECEIPT_VERSION}: it records no "
+            + ", ".join(receipt.unsupported()) + "; a receipt downgraded to it needs no digest of its own; "
+            f"`--allow-schema {version}` verifies it with the checks it supports)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -26,6 +48,10 @@ def main(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise Refused("VERIFY_REFUSED", "receipt", f"{root}: no such directory")
     result = verify.check(root)
+    refused = _older(result.receipt, args.allow_schema) if result.receipt is not None else None
+    if refused is not None:
+        print(f"VERIFY_FAILED {refused}", file=sys.stderr)
+        return EXIT_VERIFY
     for note in result.notes:
         print(f"note: {note}")
     if result.receipt is not None:
@@ -39,4 +65,5 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_VERIFY
     print(f"{root}: {recorded} files verify against receipt.json")
+    print(CHECKSUM_NOTE)
     return EXIT_OK

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from campaign.contract import status
+from campaign.contract import journal, status
 from campaign.contract.artifacts import (
     CELLS_DIR,
     LOCK_FILE,
@@ -228,6 +228,7 @@ class RayExecutor:
                 self._append(task, row, rows)
 
     def _append(self, task, row: StatusRow, rows: list[StatusRow]) -> None:
+        journal.append(self.setup.root, task.id)      # the node's folder as placed in the root
         status.append(self.status_path, row)
         rows.append(row)
         self.events.cell_ended(task, row, task.id in status.settled(rows))

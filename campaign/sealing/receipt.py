@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from campaign import __version__
-from campaign.contract import canonical, status
+from campaign.contract import canonical, journal, status
 from campaign.contract.artifacts import (
     IDENTITY_FILE,
     LOCK_FILE,
@@ -39,7 +39,7 @@ from campaign.contract.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt
 from campaign.contract.runroot import RunRoot
 from campaign.judging import caliber
 from campaign.planning import harness
-from campaign.sealing import rootfiles
+from campaign.sealing import rootfiles, verification
 from campaign.sealing.rootfiles import SEALED_FILE_MODE, SEALED_FOLDER_MODE, mode_text
 from campaign.sealing.verification import UNRECORDED, UNVERIFIED, Difference, Verification, check, require_verified, verify_root, writable_entries  # noqa: F401 (re-exported)
 
@@ -64,8 +64,7 @@ def missing_cell_folders(root: Path) -> list[str]:
     is evidence the verdicts read, so its folder must exist for the seal to claim it.
     """
     root = RunRoot.of(root)
-    return sorted(task_id for task_id, row in root.latest().items()
-                  if row.finished and row.rc_name != status.SKIPPED and not root.cell(task_id).is_dir())
+    return sorted(task_id for task_id in status.with_evidence(root.status()[0]) if not root.cell(task_id).is_dir())
 
 
 def run_identities(root: Path, matrix: Matrix) -> tuple[Optional[dict], list[dict]]:
@@ -188,6 +187,11 @@ def require_sealable(root: Path) -> None:
         raise Refused(PREFIX, "cell_folder", f"{root}: status.tsv says finished but the cell folder is missing: "
                       + ", ".join(cell_dir_name(task_id) for task_id in missing) + "; nothing was sealed")
     _scan(root)   # a FIFO or a link is refused before a reader of the root opens it
+    edited = verification.journal_differences(root)
+    if edited:
+        raise Refused(PREFIX, "journal", f"{root}: evidence changed after its cell ended ({len(edited)}): "
+                      + "; ".join(d.line() for d in edited[:10]) + f"; the digests taken as each cell ended are in "
+                      f"{journal.JOURNAL_FILE}; nothing was sealed", EXIT_VERIFY)
 
 
 def seal(root: Path, judged: Judgement, release: Callable[[], None] = lambda: None,
