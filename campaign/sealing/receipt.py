@@ -103,8 +103,8 @@ class Judgement:
 def harness_drift(root: Path) -> list[str]:
     """Harness files changed since prepare (digests taken now, against prepare.json's)."""
     prepare = canonical.read_json(Path(root) / PREPARE_FILE)
-    return harness.changed_files(prepare.get("harness", {}), harness.harness_digests(
-        Path(prepare["project_root"]), harness.prepared_targets(prepare)))
+    return harness.changed_files(prepare.get("harness", {}), harness.prepared_digests(
+        Path(prepare["project_root"]), prepare))
 
 
 def _scan(root: Path) -> rootfiles.Tree:
