@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import configparser
 import re
+import sys
 from pathlib import Path
 from typing import Iterable
 
@@ -101,7 +102,8 @@ def _imported_names(file: Path) -> list[tuple[int, str]]:
 
 def unresolved(root: Path, read: set[Path]) -> tuple[str, ...]:
     """The imports of the read .py files that resolve to no file prepare digests: installed packages
-    or code it cannot see (a computed import is not seen at all), top-level names, sorted."""
+    or code it cannot see (a computed import is not seen at all), top-level names, sorted; the
+    standard library's are left out (the interpreter's, whose version the run records)."""
     existing = {path for path in read if path.is_file()}
     names: set[str] = set()
     for file in sorted(path for path in existing if path.suffix == ".py"):
@@ -112,6 +114,7 @@ def unresolved(root: Path, read: set[Path]) -> tuple[str, ...]:
                 candidates = targetfiles.module_paths(package, dotted)
             else:
                 candidates = [p for folder in searched for p in targetfiles.module_paths(folder, dotted)]
-            if not any(path in existing for path in candidates):
-                names.add("." * level + (dotted.split(".")[0] if not level else dotted))
+            top = dotted.split(".")[0]
+            if not any(path in existing for path in candidates) and (level or top not in sys.stdlib_module_names):
+                names.add("." * level + (top if not level else dotted))
     return tuple(sorted(names))

@@ -111,17 +111,18 @@ class _Scan(ast.NodeVisitor):
 
     def visit_Call(self, node):
         name = _dotted(node.func) or ""
+        attr = node.func.attr if isinstance(node.func, ast.Attribute) else name
         if name in ("os.putenv", "os.unsetenv") or (name.startswith("os.environ.") and name.rsplit(".", 1)[1] in ENV_WRITES):
             self.hit(node, "environment", f"calls {name}")
         elif name.startswith("os.") and name[3:] in OS_PROCESS:
             self.hit(node, "process", f"calls {name}")
         elif name == "os.chdir":
             self.hit(node, "cwd", "calls os.chdir")
-        elif self.compile_only and isinstance(node.func, ast.Attribute) and node.func.attr == "cuda" and not node.args:
+        elif self.compile_only and attr == "cuda" and not node.args:
             self.hit(node, "device", "calls .cuda()")
         elif self.compile_only and (any(k.arg == "device" and _cuda_string(k.value) for k in node.keywords)
-                           or (name.endswith((".to", "torch.device")) and any(map(_cuda_string, node.args)))):
-            self.hit(node, "device", f"names the device \"cuda\" in {name or 'a call'}(...)")
+                                    or (attr in ("to", "device") and any(map(_cuda_string, node.args)))):
+            self.hit(node, "device", f"names the device \"cuda\" in {name or '.' + attr}(...)")
         self.generic_visit(node)
 
     def visit_Attribute(self, node):
