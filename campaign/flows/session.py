@@ -106,8 +106,7 @@ def check(root: Path, prepare: Prepare, manifest: Manifest, backend) -> None:
     recorded_root = Path(prepare.project_root)
     if recorded_root.resolve() != harness.PROJECT_ROOT.resolve():
         raise Refused(PREFIX, "project_root", f"prepared from {recorded_root}, this code is at {harness.PROJECT_ROOT}")
-    drift = runchecks.harness_problems(prepare.harness, harness.harness_digests(harness.PROJECT_ROOT,
-                                                                                 harness.prepared_targets(prepare)))
+    drift = runchecks.harness_problems(prepare.harness, harness.prepared_digests(harness.PROJECT_ROOT, prepare))
     if drift:
         raise Refused(PREFIX, "harness", "code changed since prepare: " + ", ".join(drift)
                       + "; prepare a new root (a root measures the code it was prepared with)")

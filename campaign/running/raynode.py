@@ -145,8 +145,7 @@ def _check_node(prepare: Prepare, manifest: Manifest, backend) -> None:
     if Path(prepare.project_root).resolve() != harness.PROJECT_ROOT.resolve():
         raise RuntimeError(f"node {here}: prepared from {prepare.project_root}, this node's code is at "
                            f"{harness.PROJECT_ROOT} (every node needs the checkout at the same path)")
-    drift = runchecks.harness_problems(prepare.harness, harness.harness_digests(
-        harness.PROJECT_ROOT, harness.prepared_targets(prepare)))
+    drift = runchecks.harness_problems(prepare.harness, harness.prepared_digests(harness.PROJECT_ROOT, prepare))
     if drift:
         raise RuntimeError(f"node {here}: code differs from prepare: {', '.join(drift)}")
     devices = backend.enumerate_devices() if backend.capabilities.executes else []

@@ -98,8 +98,7 @@ class Judgement:
 def harness_drift(root: Path) -> list[str]:
     """Harness files changed since prepare (digests taken now, against prepare.json's)."""
     prepare = RunRoot.of(root).prepare
-    return harness.changed_files(prepare.harness, harness.harness_digests(
-        Path(prepare.project_root), harness.prepared_targets(prepare)))
+    return harness.changed_files(prepare.harness, harness.prepared_digests(Path(prepare.project_root), prepare))
 
 
 def _scan(root: Path) -> rootfiles.Tree:
