@@ -94,5 +94,4 @@ def test_the_launch_is_python_safe_path_through_the_boot_with_a_fresh_bytecode_p
     assert argv[:3] == ["python", "-P", str(Path(folders["campaign.worker"]) / "boot.py")]
     assert argv[-3:] == ["--", "task.json", "result.json"]
     assert sorted(folders) == sorted(workerlaunch.PACKAGES) and all(Path(f, "__init__.py").is_file() for f in folders.values())
-    assert workerlaunch.protections(tmp_path) == {"PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1",
-                                                  "PYTHONPYCACHEPREFIX": str(tmp_path)}
+    assert workerlaunch.protections(tmp_path) == {"PYTHONSAFEPATH": "1", "PYTHONPYCACHEPREFIX": str(tmp_path)}

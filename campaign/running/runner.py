@@ -227,7 +227,6 @@ class Runner:
 
     def drop_caches(self, plan: CellPlan) -> None:
         shutil.rmtree(plan.triton_cache_dir, ignore_errors=True)
-        shutil.rmtree(workerlaunch.pycache_dir(plan), ignore_errors=True)
         if plan.tuner_cache == "isolated":
             shutil.rmtree(plan.tuner_cache_dir, ignore_errors=True)
 

@@ -6,15 +6,17 @@
 - the project made importable explicitly: the worker is started through ``worker/boot.py``,
   which maps the package names (``campaign``, ``campaign.worker``, ...) to the folders this
   parent runs from (`packages`), and nothing else of the project's folder;
-- ``PYTHONDONTWRITEBYTECODE=1`` and ``PYTHONPYCACHEPREFIX`` at a fresh, empty folder per
-  process: no existing ``__pycache__/*.pyc`` is ever read, so a ``.pyc`` compiled from edited
-  source and stamped with the real source's mtime and size cannot replace it (pytest reads its
-  rewritten tests' pycs under the prefix too).
+- ``PYTHONPYCACHEPREFIX`` at a folder made empty in the run's own scratch folder when the run
+  starts (`pycache_dir`): no ``__pycache__/*.pyc`` that existed before the run is ever read, so a
+  ``.pyc`` compiled from edited source and stamped with the real source's mtime and size cannot
+  replace it (pytest reads its rewritten tests' pycs under the prefix too). The run's own workers
+  write their bytecode there and the next ones read it: measured on the H200, a prefix per process
+  (nothing reused) made a 21-workload screen's cells 75 % slower in sum (start 3.6 -> 25.3 s,
+  imports 34.6 -> 108.0 s: `receipts/h200-2026-12-01-c.md`).
 """
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import subprocess
 from pathlib import Path
 from typing import IO
@@ -26,6 +28,7 @@ from campaign.running.runsetup import RunSetup
 PACKAGES = ("campaign", "campaign.worker", "campaign.plugins", "campaign.reaccount")
 BOOT = "boot.py"                    # in campaign.worker's folder
 SEPARATOR = "--"
+PYCACHE = "pycache"                 # in the run's scratch folder
 
 
 def packages() -> dict[str, str]:
@@ -42,20 +45,19 @@ def argv(python: str, args: list[str], folders: dict[str, str]) -> list[str]:
     return [python, "-P", boot, *(f"{name}={folder}" for name, folder in folders.items()), SEPARATOR, *args]
 
 
-def pycache_dir(plan: CellPlan) -> Path:
-    """The process's bytecode prefix, beside its Triton cache (dropped with it, `Runner.drop_caches`)."""
-    return Path(f"{plan.triton_cache_dir}-pycache")
+def pycache_dir(setup: RunSetup) -> Path:
+    """The run's bytecode prefix, in its scratch folder (made fresh for this run, deleted after it)."""
+    return Path(setup.scratch) / PYCACHE
 
 
 def protections(pycache: Path) -> dict[str, str]:
-    return {"PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(pycache)}
+    return {"PYTHONSAFEPATH": "1", "PYTHONPYCACHEPREFIX": str(pycache)}
 
 
 def start(setup: RunSetup, plan: CellPlan, args: list[str], out: IO, err: IO) -> subprocess.Popen:
     """The worker for ``plan`` in its own session, with the cell's env and the import protections."""
-    pycache = pycache_dir(plan)
-    shutil.rmtree(pycache, ignore_errors=True)      # fresh: whatever an earlier process left is not read
-    pycache.mkdir(parents=True)
+    pycache = pycache_dir(setup)
+    pycache.mkdir(parents=True, exist_ok=True)      # the first worker of the run makes it: empty then
     env = {**cell_env(setup.parent_env, plan), **protections(pycache)}
     return subprocess.Popen(argv(setup.python, args, packages()), cwd=setup.project_root, env=env,
                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
