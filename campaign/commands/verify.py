@@ -3,8 +3,8 @@
 Exit 0 when everything verifies; 5 when any file changed, went missing or
 appeared, a mode changed, a folder was added or removed, a symbolic link, FIFO
 or device is found (never followed or opened), or receipt.json itself is not a
-valid receipt or was edited (each named on stderr); 1 when ROOT has no receipt
-(not sealed). A receipt sealed before modes, folders and its own digest were
+valid receipt or was edited (each named on stderr); 2 when ROOT has no receipt
+(not sealed: `campaign.sealing.verification.require_sealed`, as every command that needs a seal). A receipt sealed before modes, folders and its own digest were
 recorded still verifies its file digests; a note names the checks it cannot support.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, Refused
+from campaign.contract.errors import EXIT_OK, EXIT_VERIFY
 from campaign.sealing import verification as verify
 
 
@@ -23,8 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     root = args.root
-    if not root.is_dir():
-        raise Refused("VERIFY_REFUSED", "receipt", f"{root}: no such directory")
+    verify.require_sealed(root, "VERIFY_REFUSED")
     result = verify.check(root)
     for note in result.notes:
         print(f"note: {note}")

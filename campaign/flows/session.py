@@ -9,10 +9,12 @@ the running cell's process group, record it as ``interrupted`` and exit 130; the
 hint printed says how to complete it. A full disk or an unwritable path stops the
 run with ``RUN_FAILED check=disk|write`` (`campaign.contract.faults`, exit 1),
 finished cells kept. A completed matrix is judged (`judge`: the classifier, here
-and nowhere else) and sealed with those verdicts (`campaign.sealing.receipt`), and
-exits 0 even when some cells failed: those are rows, and the verdicts say what
-they mean. A seal stopped by a crash (run.lock left beside receipt.json) is
-completed here again, under the lock it takes over (`receipt.complete`).
+and nowhere else) and sealed with those verdicts (`campaign.sealing.receipt`); it
+exits 0 when some cells failed (those are rows, and the verdicts say what they
+mean), but 3 when every cell failed preflight and 1 when a workload had no cell
+that ran (`campaign.judging.runhealth`: sealed all the same, the last line says why; a
+screen's table says it per workload instead).
+A seal stopped by a crash (run.lock left beside receipt.json) is completed here again, under the lock it takes over (`receipt.complete`).
 A manifest naming several cards runs one serial runner per card (`campaign.flows.cardrun`);
 a card failing its check or dying stops the root unsealed with ``RUN_FAILED check=card``
 (exit 3), its unfinished tasks marked for `campaign run --devices` to resume elsewhere.
@@ -40,7 +42,9 @@ from campaign.contract.manifest import Manifest, Sources
 from campaign.contract.plans import Matrix
 from campaign.flows import cardrun
 from campaign.flows.roots import prepared_roots, root_mode
+from campaign.judging import runhealth
 from campaign.judging.classify import classify_root
+from campaign.judging.evidence import latest_status
 from campaign.planning import harness
 from campaign.running import batching, rayexec, runchecks
 from campaign.running.cellenv import pinned_env
@@ -234,4 +238,9 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
     print(f"sealed {root}: {len(sealed_receipt['files'])} files in receipt.json")
     if sealed_receipt["verdicts"] is None:
         print(f"note: verdicts are null: {sealed_receipt['verdicts_note']}")
-    return EXIT_OK
+    if prepare.get("mode", "campaign") != "campaign":
+        return EXIT_OK   # a screen's table says it per workload (NO_ROWS), after the seal
+    verdict = runhealth.health(latest_status(root), root)
+    if verdict.line:
+        print(verdict.line, file=sys.stderr)
+    return verdict.exit_code
