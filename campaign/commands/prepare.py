@@ -3,7 +3,8 @@
 The root gets the manifest byte for byte, matrix.json and prepare.json (digests
 of the manifest, the inventory and every harness file, taken before anything
 runs): `campaign.flows.freeze`. A refusal prints ``PREPARE_REFUSED check=<name>: ...``,
-exits 2 and leaves nothing behind. The last stdout line is the run root's path.
+exits 2 and leaves nothing behind. The line before last is the exact next command
+(`campaign run ROOT`); the last stdout line is the run root's path.
 """
 from __future__ import annotations
 
@@ -27,5 +28,6 @@ def main(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print(f"prepared {checked.manifest.campaign}: {len(checked.resolved)} workloads, "
           f"{len(tasks)} tasks ({checked.matrix.rounds} rounds x {len(checked.matrix.cells)} cells)")
+    print(f"next: campaign run {root}")
     print(root)
     return EXIT_OK

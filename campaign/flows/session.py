@@ -84,7 +84,8 @@ def find_root(root: Optional[Path], runs_dir: Path) -> Path:
         return root
     roots = prepared_roots(runs_dir)
     if not roots:
-        raise Refused(PREFIX, "prepared", f"no prepared, unsealed root under {runs_dir}/")
+        raise Refused(PREFIX, "prepared", f"no prepared, unsealed root under {runs_dir}/: name the root "
+                      "(`campaign prepare` prints it) or the folder it was prepared in (--runs-dir DIR)")
     return roots[0].resolve()
 
 
@@ -148,7 +149,7 @@ def _sampler(root: Path, backend, pinned: dict, interval: float) -> Sampler:
     variable = backend.visibility_variable
     value = pinned.get(variable, os.environ.get(variable)) if variable else None
     devices = visible_devices(value)
-    return Sampler(root, lambda: make_source(backend.capabilities.telemetry, devices), interval)
+    return Sampler(root, lambda: make_source(backend.capabilities.telemetry, devices, not backend.capabilities.executes), interval)
 
 
 def _resume_hint(root: Path, mode: str, execution: Execution) -> str:

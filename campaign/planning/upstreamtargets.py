@@ -15,7 +15,6 @@ once prepare has found a key of it for every item the workload runs.
 """
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -24,6 +23,7 @@ from campaign.contract import yamlio
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
+from campaign.contract.suggest import did_you_mean
 from campaign.contract.workloads import Workload
 from campaign.planning import checkout, upstream
 from campaign.planning.inventory import Inventory
@@ -99,8 +99,7 @@ def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inven
         marked = [i for i in marked if i.file == file_part and (not function or i.function == function)]
     if not marked:
         known = sorted({item.mark for item in items if item.mark})
-        close = difflib.get_close_matches(mark, known, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        hint = did_you_mean(mark, known)
         where = f" in {workload.benchmark}" if workload.benchmark else ""
         problems.add("benchmark_target", loc + (("benchmark",) if workload.benchmark else ("op",)),
                      f"no benchmark item of {root}{where} carries the op mark {mark!r}{hint}")
