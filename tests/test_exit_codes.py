@@ -186,8 +186,3 @@ def test_an_unfinished_root_reports_unrun_workloads_as_not_run_with_the_reason(t
             "unsealed root)") in done.stdout
     assert "baseline not run (the cell did not finish); candidate not run (the cell did not finish)" in done.stdout
 
-
-def test_the_readme_prints_the_table():
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    for code, meaning in EXIT_CODES.items():
-        assert f"| {code} | {meaning} |" in readme, code
