@@ -202,7 +202,7 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
             lanes, why = batching.lanes(manifest.defaults.ir_pass_lanes, len(os.sched_getaffinity(0)),
                                         manifest.device.cards, manifest.defaults.tuner_cache)
             setup = dataclasses.replace(setup, lanes=lanes, lanes_why=why)
-        progress = make_progress()
+        progress = make_progress(sys.stdout)   # read now: a caller may have redirected it
         runner = (rayexec.RayExecutor(setup, progress, execution.ray, execution.telemetry_interval)
                   if execution.ray else cardrun.LocalCards() if cards else Runner(setup, progress, sampler))
         previous = {sig: signal.signal(sig, lambda num, _frame: runner.interrupt(signal.Signals(num).name))
