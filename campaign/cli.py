@@ -41,6 +41,8 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
         if name == command:
             module = importlib.import_module(f"campaign.commands.{name}")
             module.add_arguments(sp)
+            sp.epilog = module.EXAMPLE          # every command shows an example under its options
+            sp.formatter_class = argparse.RawDescriptionHelpFormatter
             sp.set_defaults(_module=module)
     return parser
 

@@ -14,10 +14,13 @@ from pathlib import Path
 from campaign.contract.errors import EXIT_OK
 from campaign.flows import freeze
 
+EXAMPLE = "examples:\n  campaign prepare manifests/demo.yaml\n  campaign prepare my.yaml --runs-dir /data/runs"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", type=Path, help="the campaign manifest (YAML)")
-    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run roots are made (default: runs/)")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR",
+                        help="where run roots are made (default: runs/)")
 
 
 def main(args: argparse.Namespace) -> int:

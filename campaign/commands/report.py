@@ -25,6 +25,8 @@ from campaign.judging.evidence import caliber_of, load_frame, load_root
 from campaign.reporting import cardsection, page, report, speedup
 from campaign.sealing import receipt
 
+EXAMPLE = "examples:\n  campaign report runs/demo-20261201T120000Z > report.md\n  campaign report ROOT --format json --html review/"
+
 PREFIX = "REPORT_REFUSED"
 NOT_SEALED = ("> **Not sealed.** These verdicts are derived now from the root's files; no receipt records them, "
               "so nothing here has been verified.\n\n")

@@ -19,6 +19,8 @@ from campaign.contract.records import Verdicts
 from campaign.contract.rootrecords import Prepare, Rescore, RunIdentity
 from campaign.planning.harness import PROJECT_ROOT
 
+EXAMPLE = "example:\n  campaign schema --check"
+
 SCHEMAS = {"manifest.schema.json": Manifest, "matrix.schema.json": Matrix, "receipt.schema.json": ReceiptFile,
            "prepare.schema.json": Prepare, "run_identity.schema.json": RunIdentity,
            "verdicts.schema.json": Verdicts, "rescore.schema.json": Rescore,

@@ -47,19 +47,17 @@ EXAMPLE = "examples:\n  campaign screen manifests/demo.yaml --emit-manifest next
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", type=Path, nargs="?", help="the manifest to screen (YAML)")
-    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the screen root is made (default: runs/)")
-    parser.add_argument("--resume", type=Path, metavar="ROOT",
-                        help="complete an unsealed screen root that was stopped (finished cells are kept)")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR",
+                        help="where the screen root is made (default: runs/)")
+    parser.add_argument("--resume", type=Path, metavar="ROOT", help="complete a stopped screen, keeping finished cells")
     parser.add_argument("--rescore", type=Path, metavar="ROOT", help="re-judge a sealed screen root; runs nothing")
-    parser.add_argument("--strip-annotation", action="append", default=[], metavar="REGEX",
-                        help="with --rescore: also strip this pattern before fingerprinting (repeatable)")
-    parser.add_argument("--time-unchanged", action="store_true",
-                        help="time round 1 of every workload, also those whose IR pass found the IR unchanged")
+    parser.add_argument("--strip-annotation", action="append", default=[], metavar="RE",
+                        help="--rescore: also strip RE before fingerprinting")
+    parser.add_argument("--time-unchanged", action="store_true", help="time round 1 also where the IR is unchanged")
     parser.add_argument("--emit-manifest", type=Path, metavar="FILE",
-                        help="write the IR_CHANGED workloads as a campaign manifest with weight_s")
+                        help="write the IR_CHANGED workloads as a manifest")
     parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text: a line per workload, then the table's path (default); json: the table "
-                             "(schemas/screen.schema.json)")
+                        help="text (default) or json (schemas/screen.schema.json)")
     add_execution_arguments(parser)
 
 
