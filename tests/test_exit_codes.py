@@ -91,6 +91,7 @@ def preflight_everywhere(tmp_path: Path, sealed: Path) -> None:
     assert "missing vs missing" not in shown.stderr
     assert ("warning [caliber] no caliber to compare: every cell failed preflight (2 cells; each cell's run.log says "
             "why)") in shown.stderr
+    assert "- `warning [caliber] no caliber to compare: every cell failed preflight" in shown.stdout
     assert "preflight failed in add/r1/baseline, add/r1/candidate check=device" in shown.stdout
 
 
