@@ -236,6 +236,11 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
     finally:
         if not sealed:
             lock.release()
+    return _sealed(root, prepare, sealed_receipt)
+
+
+def _sealed(root: Path, prepare: dict, sealed_receipt: dict[str, Any]) -> int:
+    """What the seal holds, and the run's exit: a workload none of whose cells ran is not a success."""
     print(f"sealed {root}: {len(sealed_receipt['files'])} files in receipt.json")
     if sealed_receipt["verdicts"] is None:
         print(f"note: verdicts are null: {sealed_receipt['verdicts_note']}")
