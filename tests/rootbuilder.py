@@ -174,11 +174,11 @@ def screen_root(base: Path, workloads: list[Workload], options: Optional[Options
                 name: str = "screen") -> Path:
     """A sealed one-round root prepared for the screen, its screen.tsv written before the seal as the screen does."""
     from campaign.flows import session
-    from campaign.judging import screening, screenroot
+    from campaign.judging import screenroot, screentable
     options = options or Options()
     options.rounds, options.mode = 1, "screen"
     root = build(base, workloads, options, name)
-    canonical.write_new(root / screenroot.SCREEN_FILE, screening.render(screenroot.table(root)))
+    canonical.write_new(root / screenroot.SCREEN_FILE, screentable.render(screenroot.table(root)))
     session.seal_root(root)
     return root
 

@@ -13,7 +13,7 @@ from runroots import by_id, demo, fault, manifest, rows, run, start_run
 
 from campaign.contract import canonical
 from campaign.contract.plans import Matrix
-from campaign.judging import screening
+from campaign.judging import screentable
 from campaign.judging.irevidence import fingerprint
 from campaign.running import batching
 
@@ -156,7 +156,7 @@ def test_a_screen_runs_batched_cells_and_judges_each_workload_as_alone(tmp_path:
     done = run_cli("screen", path, "--runs-dir", tmp_path / "screens", "--scratch-dir", tmp_path, "--grace", "1")
     assert done.returncode == 0, done.stderr
     screened = Path(done.stdout.strip().splitlines()[-1]).parent
-    table = {r["workload"]: r for r in screening.parse((screened / "screen.tsv").read_text(encoding="utf-8"))}
+    table = {r["workload"]: r for r in screentable.parse((screened / "screen.tsv").read_text(encoding="utf-8"))}
     assert {name: r["verdict"] for name, r in table.items()} == {"noop": "NO_ROWS", "hang": "TIMEOUT",
                                                                  "add": "NO_IR_DIFF"}
     assert table["hang"]["rc_candidate"] == "124"

@@ -23,7 +23,7 @@ from campaign.contract import canonical, timers, yamlio
 from campaign.contract.cellfiles import Row
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
-from campaign.judging import direction, screening, stats
+from campaign.judging import direction, screening, screentable, stats
 from campaign.planning.matrix import cell_terms
 from campaign.plugins import dobench
 
@@ -51,7 +51,7 @@ def screened(tmp_path_factory):
                            "--time-unchanged")
     assert done.returncode == 0, done.stderr
     root = Path(done.stdout.strip().splitlines()[-1]).parent
-    table = {r["workload"]: r for r in screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
+    table = {r["workload"]: r for r in screentable.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
     return root, table
 
 

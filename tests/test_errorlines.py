@@ -14,7 +14,7 @@ from runroots import fault, manifest
 
 from campaign.contract import errorlines
 from campaign.contract.errorlines import LogLine
-from campaign.judging import screening
+from campaign.judging import screentable
 
 NO_CUDA = "RuntimeError: Torch not compiled with CUDA enabled"
 # a failing benchmark's stdout.log as pytest writes it (the worker runs it with -q --color=no)
@@ -62,7 +62,7 @@ def test_a_real_screen_names_the_cells_error_where_no_row_ran(tmp_path: Path):
     done = run_cli("screen", path, "--runs-dir", tmp_path / "screens", "--scratch-dir", tmp_path, "--grace", "1")
     assert done.returncode == 0, done.stderr
     root = Path(done.stdout.strip().splitlines()[-1]).parent
-    row = screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))[0]
+    row = screentable.parse((root / "screen.tsv").read_text(encoding="utf-8"))[0]
     assert row["verdict"] == "NO_ROWS"
     assert f"last error line of baseline, candidate (stdout.log): {NO_CUDA}" in row["note"]
     report = run_cli("report", root)

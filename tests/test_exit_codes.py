@@ -17,7 +17,10 @@ import rootbuilder as rb
 import runroots
 from conftest import PROJECT_ROOT, run_cli
 
+from campaign import cli
+from campaign.backends.cuda import CudaBackend
 from campaign.contract.errors import EXIT_CALIBER, EXIT_CODES, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_PREFLIGHT, EXIT_REFUSED, EXIT_VERIFY
+from campaign.flows import session
 
 SEALED_COMMANDS = (("verify",), ("attest",), ("reaccount", "--floor", "1"), ("compare", "{root}", "{root}"))
 
@@ -146,21 +149,27 @@ def test_exit_code(code: int, tmp_path: Path, sealed: Path):
     CASES[code](tmp_path, sealed)
 
 
-def test_an_unexpected_exception_prints_one_line_and_writes_a_crash_log_beside_the_root(tmp_path):
+def test_an_unexpected_exception_prints_one_line_and_writes_a_crash_log_beside_the_root(tmp_path, monkeypatch,
+                                                                                       capsys):
+    """A driver that fails while the devices are enumerated (device discovery replaced): one line, a log."""
     root = _prepare(tmp_path, [runroots.demo("add")])
-    prepare = root / "prepare.json"
-    prepare.chmod(prepare.stat().st_mode | stat.S_IWUSR)
-    prepare.write_text('{"schema_version": 1}\n', encoding="utf-8")   # valid JSON, not a prepare record
-    done = runroots.run(root)
-    assert done.returncode == EXIT_REFUSED
-    assert "Traceback" not in done.stderr
-    line = _last_line(done.stderr)
-    assert line.startswith("campaign: unexpected error: KeyError: 'project_root'; the traceback is in "), line
+
+    def broken() -> list:
+        raise RuntimeError("CUDA driver initialization failed\nsecond line of the driver's message")
+
+    monkeypatch.setattr(session, "get_backend", lambda name: CudaBackend(discover=broken))
+    code = cli.main(["run", str(root), "--grace", "1", "--scratch-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == EXIT_REFUSED
+    assert "Traceback" not in err
+    line = _last_line(err)
+    assert line.startswith("campaign: unexpected error: RuntimeError: CUDA driver initialization failed; the "
+                           "traceback is in "), line
     log = Path(line.split("the traceback is in ")[1].split(" (include it")[0])
     assert log.parent == root.parent and log.name.startswith(f"{root.name}.crash-")
     text = log.read_text(encoding="utf-8")
     assert f"argv: campaign run {root}" in text and "Traceback (most recent call last)" in text
-    assert "KeyError: 'project_root'" in text
+    assert "second line of the driver's message" in text
 
 
 def test_a_crash_without_a_root_writes_its_log_in_the_temp_dir(tmp_path):

@@ -3,7 +3,8 @@
 Each case starts from a valid manifest and applies one to four mutations -- wrong
 types, out-of-range or huge numbers, booleans and quoted numbers, explicit tags,
 deep nesting, aliases (a fair use and a bomb), control bytes, refused cell
-variables, unknown dtypes, backtracking regexes, missing and unknown keys. The
+variables (never declarable, or set without a declaration), unknown dtypes,
+backtracking regexes, missing and unknown keys. The
 generator knows which mutations make a manifest invalid, so each case asserts:
 no exception but the project's CampaignError, exit 2 with located lines when
 invalid, acceptance when (and only when) valid, and a bounded time.
@@ -28,6 +29,7 @@ CASE_LIMIT_S = 10        # one case; a hang is a failure, not a stuck CI job
 REFUSED_ENV = ("LD_PRELOAD", "PYTHONPATH", "PATH", "BASH_ENV", "TRITON_KERNEL_DUMP", "TRITON_CACHE_DIR",
                "HOME", "XDG_CONFIG_HOME", "CUDA_VISIBLE_DEVICES", "USE_FLAGTUNE", "PYTHONHASHSEED")
 FAIR_ENV = ("FOO_KNOB", "MLIR_ENABLE_TIMING", "TRITON_F32_DEFAULT", "FLAGTREE_NVIDIA_RLC_ENHANCE")
+UNDECLARED_ENV = ("BAR_KNOB", "TRITON_ALWAYS_COMPILE")     # never declared: apart from FAIR_ENV
 
 
 def _base() -> dict:
@@ -35,7 +37,8 @@ def _base() -> dict:
         "schema_version": 1, "campaign": "fuzz", "description": "a fuzzed manifest",
         "sources": {"triton": {"version": "3.6.0"}},
         "device": {"backend": "cpu", "target": "cuda:90"},
-        "switch": {"name": "DISABLE_MMA_V3", "cells": {"baseline": {}, "candidate": {"DISABLE_MMA_V3": "1"}}},
+        "switch": {"name": "DISABLE_MMA_V3", "cells": {"baseline": {}, "candidate": {"DISABLE_MMA_V3": "1"}},
+                   "also": {}},
         "timer": {"kind": "event", "warmup_ms": 25.0, "rep_ms": 100.0},
         "rounds": {"count": 2, "alternate_order": True, "later_only_if_ir_changed": True},
         "measured_launch_floor": 1,
@@ -161,13 +164,17 @@ def tag_mutation(draw):
 
 @st.composite
 def env_mutation(draw):
-    kind = draw(st.sampled_from(["fair", "refused", "not_a_string", "pinned_switch"]))
+    kind = draw(st.sampled_from(["fair", "refused", "not_a_string", "pinned_switch", "undeclared", "declared_refused"]))
     if kind == "pinned_switch":   # a pinned variable is a legitimate switch when it is the switch
         return [(("switch", "name"), "TRITON_DEFAULT_FP_FUSION", True),
-                (("switch", "cells", "candidate", "TRITON_DEFAULT_FP_FUSION"), "0", True)]
-    name = draw(st.sampled_from(REFUSED_ENV if kind == "refused" else FAIR_ENV))
+                (("switch", "cells", "candidate", "TRITON_DEFAULT_FP_FUSION"), "0", True),
+                (("switch", "also", "DISABLE_MMA_V3"), "the earlier switch, kept on in the candidate", True)]
+    pool = {"refused": REFUSED_ENV, "declared_refused": REFUSED_ENV, "undeclared": UNDECLARED_ENV}.get(kind, FAIR_ENV)
+    name = draw(st.sampled_from(pool))
     value = Raw(str(draw(st.integers(0, 9)))) if kind == "not_a_string" else draw(st.text("abcXYZ019_", max_size=6))
-    return [(("switch", "cells", "candidate", name), value, kind == "fair")]
+    # a variable besides the switch is allowed only declared with its reason, and some never
+    declared = [] if kind == "undeclared" else [(("switch", "also", name), "set beside the switch on purpose", kind == "fair")]
+    return [(("switch", "cells", "candidate", name), value, kind == "fair")] + declared
 
 
 @st.composite

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from conftest import PROJECT_ROOT
 
-from campaign.judging import irevidence, irpairing, screening
+from campaign.judging import irevidence, irpairing, screening, screentable
 from campaign.judging.screening import Facts, Side
 
 DATA = PROJECT_ROOT / "tests" / "data" / "irpairing"
@@ -154,12 +154,12 @@ def test_the_screen_says_no_ir_diff_with_the_exception_and_never_equal_on_varian
     for given, verdict in ((True, screening.NO_IR_DIFF), (False, screening.IR_CHANGED)):
         facts = Facts(workload="w", op="fill", backend="cpu", ir_stage="ttgir", dtypes=("int64",), dtypes_own=True,
                       sides={c: _side(c, ir, given) for c, ir in irs.items()}, caliber={})
-        row = screening.row(facts)
+        row = screentable.row(facts)
         assert row["verdict"] == verdict, row
     assert f"baseline and candidate ttgir equal up to unpaired specialisations: {EXCEPTION_LINE}" not in row["note"]
     facts = dataclasses.replace(facts, sides={c: _side(c, ir) for c, ir in irs.items()})
     assert (f"baseline and candidate ttgir equal up to unpaired specialisations: {EXCEPTION_LINE}: the switch "
-            "changed no generated code") in screening.row(facts)["note"]
+            "changed no generated code") in screentable.row(facts)["note"]
 
 
 def test_a_control_that_differs_only_by_unpaired_specialisations_is_no_leak(tmp_path: Path):
@@ -175,9 +175,9 @@ def test_a_control_that_differs_only_by_unpaired_specialisations_is_no_leak(tmp_
     assert irevidence.same_code(irs["baseline"], irs["baseline"], ("baseline", "baseline")) == ()
     facts = Facts(workload="w", op="mm", backend="cpu", ir_stage="ttgir", dtypes=("float16",), dtypes_own=True,
                   sides={c: _side(c, ir) for c, ir in irs.items()}, caliber={})
-    row = screening.row(facts)
+    row = screentable.row(facts)
     assert row["verdict"] == screening.IR_CHANGED and "leaks" not in row["note"], row
     leaking = {**irs, "control": irevidence.read_cell_ir(_cell(tmp_path / "leak", "control",
                                                                 [(FILL, I32), (FILL, I64), ("mm_kernel", MM_V2)]))}
     facts = dataclasses.replace(facts, sides={c: _side(c, ir) for c, ir in leaking.items()})
-    assert "control IR differs from baseline: the switch leaks into its off state" in screening.row(facts)["note"]
+    assert "control IR differs from baseline: the switch leaks into its off state" in screentable.row(facts)["note"]

@@ -18,7 +18,7 @@ import pytest
 from conftest import PROJECT_ROOT
 
 from campaign.contract import status
-from campaign.judging import screening
+from campaign.judging import screening, screentable
 
 DATA = "tests/data/irpairing"
 BENCH = f"{DATA}/setup_fill_bench.py"
@@ -46,7 +46,7 @@ def test_the_ir_pass_calls_a_data_dependent_specialisation_no_ir_diff_and_says_s
     # the evidence is what the test means it to be: one more fill_scalar_kernel variant in the candidate
     assert ir == {"baseline": ["fill_scalar_kernel.ttgir", "scale_kernel.ttgir"],
                   "candidate": ["fill_scalar_kernel.ttgir", "fill_scalar_kernel.ttgir", "scale_kernel.ttgir"]}
-    row = {r["workload"]: r for r in screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))}["setupfill"]
+    row = {r["workload"]: r for r in screentable.parse((root / "screen.tsv").read_text(encoding="utf-8"))}["setupfill"]
     assert row["verdict"] == "NO_IR_DIFF", row
     assert row["fingerprint_baseline"] != row["fingerprint_candidate"]
     assert f"baseline and candidate ttgir {EXCEPTION}: the switch changed no generated code" in row["note"]

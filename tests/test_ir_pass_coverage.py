@@ -7,7 +7,7 @@ resting on such an IR pass must say so, on a fresh screen and on a rescore alike
 from __future__ import annotations
 
 from campaign.contract.cellfiles import AutotuneEntry, AutotuneFile, TunedConfig, WarmupEntry
-from campaign.judging import irevidence, screening
+from campaign.judging import irevidence, screentable
 from campaign.judging.screening import Facts, Side
 
 CONFIG = TunedConfig(kwargs={"BLOCK_M": 32}, num_warps=4, num_stages=2)
@@ -45,14 +45,14 @@ def _facts(coverage: str, **kw) -> Facts:
 
 
 def test_the_screen_note_says_what_the_ir_pass_compiled():
-    fresh = screening.row(_facts(irevidence.EVERY_CONFIG, ir_pass_only=True))
+    fresh = screentable.row(_facts(irevidence.EVERY_CONFIG, ir_pass_only=True))
     assert fresh["verdict"] == "NO_IR_DIFF" and fresh["note"].endswith(
         "not timed: IR unchanged (IR pass: every autotune config of each key compiled, untimed)")
-    old = screening.row(_facts(irevidence.FIRST_CONFIG_ONLY, ir_pass_only=True))
+    old = screentable.row(_facts(irevidence.FIRST_CONFIG_ONLY, ir_pass_only=True))
     assert old["verdict"] == "NO_IR_DIFF" and old["note"].endswith(
         "(IR pass: each autotune key's first config only, untimed: configs past the first are not in its evidence)")
-    partial = screening.row(_facts(irevidence.SOME_CONFIGS, ir_pass_only=True))
+    partial = screentable.row(_facts(irevidence.SOME_CONFIGS, ir_pass_only=True))
     assert "each key that compiled, untimed; autotune.json names the others" in partial["note"]
-    disagreed = screening.row(_facts(irevidence.FIRST_CONFIG_ONLY, ir_pass_change=irevidence.DIFFER))
+    disagreed = screentable.row(_facts(irevidence.FIRST_CONFIG_ONLY, ir_pass_change=irevidence.DIFFER))
     assert "the IR pass (each autotune key's first config only, untimed: configs past the first are not in its " \
         "evidence) said IR_CHANGED: it disagreed, round 1's verdict stands" in disagreed["note"]

@@ -29,8 +29,9 @@ from conftest import PROJECT_ROOT, run_cli
 
 from campaign.contract import status, telemetryfile
 from campaign.contract.errors import Refused
+from campaign.contract.runroot import RunRoot
 from campaign.running import raynode, raywatch
-from campaign.running.rayexec import _place
+from campaign.running.raynode import place
 
 RAY = Path(sys.executable).parent / "ray"
 DEMO = (PROJECT_ROOT / "manifests" / "demo-cpu.yaml").read_text(encoding="utf-8")
@@ -140,7 +141,8 @@ def _ray_worker_of_a_cell(nodes: Path, run: subprocess.Popen, deadline: float) -
         for proc in Path("/proc").iterdir():
             try:
                 argv = (proc / "cmdline").read_bytes().split(b"\0")
-                if b"campaign.worker" in argv and str(nodes).encode() in b" ".join(argv):
+                # the worker's boot names the package it runs: campaign.worker=<folder> (`workerlaunch.argv`)
+                if any(a.startswith(b"campaign.worker=") for a in argv) and str(nodes).encode() in b" ".join(argv):
                     ppid = next(line for line in (proc / "status").read_text().splitlines()
                                 if line.startswith("PPid:"))
                     return int(ppid.split()[1])
@@ -311,26 +313,21 @@ def test_a_node_folder_never_replaces_one_on_the_head(tmp_path):
     (incoming / "add").mkdir(parents=True)
     (cells / "add").mkdir(parents=True)
     with pytest.raises(Refused, match="never replaces"):
-        _place(incoming / "add", cells)
+        place(incoming / "add", cells)
     (incoming / "add.interrupted-1").mkdir()
     (cells / "add.interrupted-1").mkdir()
-    _place(incoming / "add.interrupted-1", cells)       # a set-aside folder takes the head's next free name
+    place(incoming / "add.interrupted-1", cells)       # a set-aside folder takes the head's next free name
     assert (cells / "add.interrupted-2").is_dir()
 
 
 def _prepared(tmp_path: Path, timeout_s: int = 600, canary: bool = True, workloads: tuple = ("add",)):
-    from campaign.contract import canonical, yamlio
-    from campaign.contract.manifest import Manifest
-    from campaign.contract.plans import Matrix
 
     manifest = _demo(tmp_path, list(workloads))
     text = manifest.read_text().replace("timeout_s: 600", f"timeout_s: {timeout_s}")
     # a canary that times out stops its group at once; the deadline test needs the whole group out
     manifest.write_text(text if canary else text.replace(", canary: true", ""))
-    root = _prepare(manifest, tmp_path / "runs")
-    return (root, canonical.read_json(root / "prepare.json"),
-            Matrix.model_validate(canonical.read_json(root / "matrix.json")),
-            yamlio.validate(Manifest, root / "manifest.yaml"))
+    root = RunRoot(_prepare(manifest, tmp_path / "runs"))
+    return root.path, root.prepare, root.matrix, root.manifest
 
 
 def test_a_node_with_other_code_refuses_the_group(tmp_path):
@@ -338,8 +335,8 @@ def test_a_node_with_other_code_refuses_the_group(tmp_path):
 
     root, prepare, matrix, manifest = _prepared(tmp_path)
     raynode._check_node(prepare, manifest, get_backend("cpu"))     # this checkout: the same code
-    name = sorted(prepare["harness"])[0]
-    prepare["harness"][name] = "0" * 64
+    name = sorted(prepare.harness)[0]
+    prepare = prepare.model_copy(update={"harness": {**prepare.harness, name: "0" * 64}})
     with pytest.raises(RuntimeError, match=f"code differs from prepare: {name}"):
         raynode._check_node(prepare, manifest, get_backend("cpu"))
 
@@ -365,7 +362,7 @@ def test_rows_come_back_only_with_their_own_cell_folders(tmp_path):
 
     root, prepare, matrix, manifest = _prepared(tmp_path)
     setup = RunSetup(root=root, project_root=PROJECT_ROOT, matrix=matrix, manifest=manifest,
-                     harness_digest=prepare["harness_digest"], plugins=(), pinned_env={}, parent_env={},
+                     harness_digest=prepare.harness_digest, plugins=(), pinned_env={}, parent_env={},
                      scratch=tmp_path, python=sys.executable)
     events = _Events()
     executor = RayExecutor(setup, events, "unused", 1.0)
@@ -392,7 +389,7 @@ def _executor(tmp_path: Path, address: str = "unused", timeout_s: int = 600, can
 
     root, prepare, matrix, manifest = _prepared(tmp_path, timeout_s, canary, workloads)
     setup = RunSetup(root=root, project_root=PROJECT_ROOT, matrix=matrix, manifest=manifest,
-                     harness_digest=prepare["harness_digest"], plugins=(), pinned_env={}, parent_env={},
+                     harness_digest=prepare.harness_digest, plugins=(), pinned_env={}, parent_env={},
                      scratch=tmp_path, python=sys.executable, grace_s=0.1)
     return RayExecutor(setup, _Events(), address, 1.0)
 

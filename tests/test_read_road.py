@@ -24,11 +24,16 @@ from campaign.running.rounds import Rounds
 SCANNED = ("campaign", "worker", "plugins", "reaccount")
 NAMES = ("RESULT_FILE", "STATUS_FILE", "ROWS_FILE", "OUTCOMES_FILE", "IDENTITY_FILE", "AUTOTUNE_FILE",
          "TELEMETRY_FILE", "INDEX_FILE", "IR_DIR")
-LITERALS = {getattr(artifacts, name): name for name in NAMES}
+# the root's own records: `campaign.contract.runroot.RunRoot` is their one reader
+RECORDS = ("PREPARE_FILE", "MATRIX_FILE", "MANIFEST_FILE", "PHASES_FILE", "BATCH_FILE")
+WATCHED = NAMES + RECORDS
+LITERALS = {getattr(artifacts, name): name for name in WATCHED}
 
 # module -> {name it may touch: why}. Anything else naming a root's result files fails.
 ALLOWED = {
     "campaign/judging/evidence.py": dict.fromkeys(NAMES, "the one reader of a root"),
+    "campaign/contract/runroot.py": dict.fromkeys(RECORDS + ("STATUS_FILE", "TELEMETRY_FILE"),
+                                                  "the one reader of a root's own records (and their paths)"),
     "campaign/judging/irevidence.py": {
         "INDEX_FILE": "the parser of ir/index.tsv; evidence hands it a cell's ir/ folder"},
     "campaign/judging/caliber.py": {
@@ -44,7 +49,6 @@ ALLOWED = {
     "campaign/running/cellresult.py": {
         "RESULT_FILE": "reads the result file of the cell the runner just ran, into its status row"},
     "campaign/sealing/receipt.py": {
-        "STATUS_FILE": "hashes status.tsv into the receipt and checks its finished cells still have folders",
         "IDENTITY_FILE": "copies each cell's run identity verbatim into the receipt, as it hashes files"},
     "campaign/planning/pinning.py": {
         "AUTOTUNE_FILE": "at prepare, copies another sealed root's recordings byte for byte into this root; "
@@ -52,11 +56,14 @@ ALLOWED = {
     "campaign/running/rayexec.py": dict.fromkeys(("STATUS_FILE", "TELEMETRY_FILE"),
         "names the head's own bookkeeping so it is never shipped to a node, and appends the nodes' "
         "telemetry samples to telemetry.tsv; reads neither"),
-    "campaign/running/raynode.py": {
-        "STATUS_FILE": "appends the rows the head sent into the node's staging root, so the node's runner "
-                       "resumes exactly as the head would; judges nothing"},
-    "campaign/commands/cost.py": {
-        "STATUS_FILE": "wall seconds and state per cell for `campaign cost`, which judges nothing"},
+    "campaign/flows/freeze.py": dict.fromkeys(("MANIFEST_FILE", "MATRIX_FILE", "PREPARE_FILE"),
+                                              "prepare writes the root's records; it reads none back"),
+    "campaign/flows/session.py": {"PREPARE_FILE": "names the missing file in run's refusal of an unprepared root"},
+    "campaign/sealing/attest.py": {"MANIFEST_FILE": "labels the manifest's entry in the in-toto predicate"},
+    "campaign/running/batch.py": {"BATCH_FILE": "writes each batch process's batch.json and hands its path "
+                                                "to the worker"},
+    "worker/phases.py": {"PHASES_FILE": "writes phases.json"},
+    "reaccount/derive.py": {"MATRIX_FILE": "copies the sealed matrix.json byte for byte beside the derived receipt"},
     # the child side writes the cell: each plugin its own file, the worker the result from them
     "worker/cell.py": dict.fromkeys(("ROWS_FILE", "OUTCOMES_FILE", "AUTOTUNE_FILE", "IR_DIR", "INDEX_FILE"),
                                     "the worker builds result.json from the files its own plugins just wrote"),
@@ -95,7 +102,7 @@ def touches(source: str) -> dict[str, int]:
     aliases = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "campaign.contract.artifacts":
-            aliases.update({a.asname or a.name: a.name for a in node.names if a.name in NAMES})
+            aliases.update({a.asname or a.name: a.name for a in node.names if a.name in WATCHED})
     found: dict[str, int] = {}
 
     def hit(name: str, line: int) -> None:
@@ -104,7 +111,7 @@ def touches(source: str) -> dict[str, int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in aliases:
             hit(aliases[node.id], node.lineno)
-        elif isinstance(node, ast.Attribute) and node.attr in NAMES:
+        elif isinstance(node, ast.Attribute) and node.attr in WATCHED:
             hit(node.attr, node.lineno)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             name = LITERALS.get(node.value.rsplit("/", 1)[-1]) if node.value != artifacts.IR_DIR else None

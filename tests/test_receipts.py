@@ -30,16 +30,22 @@ def test_a_committed_root_verifies_and_its_copies_are_its_own(folder, tmp_path):
         assert names == {folder.name}, f"{folder}/root.tar.gz holds {names}, not the root {folder.name}"
         archive.extractall(tmp_path, filter="tar")
     root = tmp_path / folder.name
-    proc = subprocess.run([sys.executable, "-m", "campaign", "verify", str(root)],
+    version = json.loads((root / "receipt.json").read_text(encoding="utf-8"))["schema_version"]
+    # an older schema is verified only when asked for: a receipt downgraded to it needs no digest of its own
+    asked = ["--allow-schema", "1"] if version == 1 else []
+    proc = subprocess.run([sys.executable, "-m", "campaign", "verify", str(root), *asked],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verify against receipt.json" in proc.stdout
-    version = json.loads((root / "receipt.json").read_text(encoding="utf-8"))["schema_version"]
+    assert "note: content_sha256 is a checksum of receipt.json, not a signature" in proc.stdout
     if version == 1:
         # sealed before modes, folders and the receipt's own digest were recorded: said, not hidden
         assert "note: receipt.json is schema_version 1" in proc.stdout and "not checked" in proc.stdout
+        refused = subprocess.run([sys.executable, "-m", "campaign", "verify", str(root)],
+                                 capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 5 and "VERIFY_FAILED receipt: receipt.json (schema_version 1 is older" in refused.stderr
     else:
-        assert "note:" not in proc.stdout     # a v2 receipt supports every check
+        assert "note: receipt.json is schema_version" not in proc.stdout     # a v2 receipt supports every check
     copies = [name for name in COPIES if (folder / name).exists()]
     assert {"receipt.json", "manifest.yaml", "status.tsv"} <= set(copies)
     for name in copies:

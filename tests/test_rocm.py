@@ -77,7 +77,7 @@ def test_a_root_sealed_with_the_cuda_key_reads_as_runtime():
     from campaign.contract.rootrecords import RunIdentity
     from campaign.judging import caliber
 
-    receipt = next((PROJECT_ROOT / "receipts").glob("h200-*/receipt.json"))
+    receipt = PROJECT_ROOT / "receipts" / "h200-aa-event-20261129T084627Z" / "receipt.json"   # sealed before the rename
     sealed = json.loads(receipt.read_text(encoding="utf-8"))["run_identity"]
     assert "cuda" in sealed and "runtime" not in sealed, receipt
     RunIdentity.model_validate(sealed)

@@ -13,7 +13,7 @@ from conftest import PROJECT_ROOT, run_cli
 from runroots import by_id, demo, fault, manifest, prepare, rows, run, start_run
 
 from campaign.contract import canonical, status
-from campaign.judging import screening
+from campaign.judging import screentable
 
 WAIT_CELL = ("slow", "r1", "candidate")
 # a screen waits first in its untimed IR pass (round 0), where the candidate runs the same benchmark
@@ -161,7 +161,7 @@ def test_an_interrupted_screen_is_resumed_by_the_screen_and_sealed_with_its_tabl
     assert resumed.stdout.strip().splitlines()[-1] == str(root / "screen.tsv")
     assert _digests(root / "cells" / "add") == finished, "finished cells are kept as they were"
     assert (root / "cells" / "slow" / "r0" / "candidate.interrupted-1" / "task.json").is_file()
-    table = {r["workload"]: r for r in screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
+    table = {r["workload"]: r for r in screentable.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
     assert set(table) == {"add", "slow"} and table["slow"]["rc_candidate"] == "0"
     assert run_cli("verify", root).returncode == 0
 

@@ -13,7 +13,7 @@ import pytest
 from cellrun import DEMO_DIR, manifest_data, plan_cell, read_index, run_cell
 from conftest import FIXTURES, PROJECT_ROOT, run_cli
 
-from campaign.judging import screening
+from campaign.judging import screentable
 from campaign.judging.irevidence import fingerprint, normalize
 from campaign.plugins import ir_capture
 
@@ -193,7 +193,7 @@ def test_screen_at_sass_end_to_end(tmp_path):
     done = run_cli("screen", narrowed, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, "--grace", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     root = Path(done.stdout.strip().splitlines()[-1]).parent
-    row = screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))[0]
+    row = screentable.parse((root / "screen.tsv").read_text(encoding="utf-8"))[0]
     assert row["verdict"] == "NO_IR_DIFF", row["note"]
     # judged by the screen's IR pass (round 0: baseline and candidate, no control), round 1 not run
     assert row["fingerprint_baseline"] == row["fingerprint_candidate"] != "" and row["fingerprint_control"] == ""

@@ -15,7 +15,7 @@ from runroots import fault, manifest
 from campaign.contract import canonical, status, yamlio
 from campaign.contract.manifest import Manifest
 from campaign.flows import freeze
-from campaign.judging import caliber, screening
+from campaign.judging import caliber, screening, screentable
 from campaign.judging.screening import Facts, Side
 from campaign.judging.stats import Sample
 
@@ -23,7 +23,7 @@ DEMO = PROJECT_ROOT / "manifests" / "demo-cpu.yaml"
 
 
 def _table(root: Path) -> dict[str, dict[str, str]]:
-    return {r["workload"]: r for r in screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
+    return {r["workload"]: r for r in screentable.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +223,7 @@ def test_timeout_is_a_cost_not_a_verdict():
     assert v.name == "TIMEOUT" and "candidate ended by its timeout (rc 124 timed_out, 600.0s)" in v.note
     assert screening.verdict(_facts(_side("baseline", rc=137, rc_name="killed", rows=None),
                                     _side("candidate", rows=0))).name == "TIMEOUT"
-    assert screening.row(f)["range"] == "" and screening.row(f)["weight_s"] == "602.0"
+    assert screentable.row(f)["range"] == "" and screentable.row(f)["weight_s"] == "602.0"
 
 
 def test_no_rows_and_no_triton():
@@ -277,12 +277,12 @@ def test_ranges_only_for_judged_pairs():
         label="not timed: cpu compiles only, no range")
     mismatch = dataclasses.replace(changed, caliber_findings=("!!! [caliber] timer.kind: graph vs event",))
     assert screening.shape_range(mismatch, screening.verdict(mismatch)).span == ""
-    assert "caliber: !!! [caliber] timer.kind" in screening.row(mismatch)["note"]
+    assert "caliber: !!! [caliber] timer.kind" in screentable.row(mismatch)["note"]
 
 
 def test_table_round_trips():
-    rows = [screening.row(_facts(_side("baseline", "a"), _side("candidate", "b", elapsed_s=1.5)))]
-    text = screening.render(rows)
-    assert text.splitlines()[0].split("\t") == list(screening.COLUMNS)
-    assert screening.parse(text) == rows
+    rows = [screentable.row(_facts(_side("baseline", "a"), _side("candidate", "b", elapsed_s=1.5)))]
+    text = screentable.render(rows)
+    assert text.splitlines()[0].split("\t") == list(screentable.COLUMNS)
+    assert screentable.parse(text) == rows
     assert rows[0]["fingerprint_control"] == "" and rows[0]["weight_s"] == "3.5"

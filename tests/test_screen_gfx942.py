@@ -11,7 +11,7 @@ from conftest import PROJECT_ROOT, run_cli
 
 from campaign.contract import canonical
 from campaign.contract.platforms import stages_of
-from campaign.judging import screening
+from campaign.judging import screening, screentable
 
 MANIFEST = PROJECT_ROOT / "manifests" / "demo-cpu-gfx942.yaml"
 
@@ -28,7 +28,7 @@ def test_screen_for_mi300_captures_the_hip_stages_and_judges_the_switch(tmp_path
     assert (root / "receipt.json").is_file()
     assert canonical.read_json(root / "matrix.json")["terms"]["device"]["target"] == "hip:gfx942"
 
-    table = {r["workload"]: r for r in screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
+    table = {r["workload"]: r for r in screentable.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
     assert {name: row["verdict"] for name, row in table.items()} == {
         "row_sum": screening.IR_CHANGED, "softmax": screening.IR_CHANGED}
     for row in table.values():

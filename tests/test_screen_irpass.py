@@ -24,7 +24,7 @@ from campaign.backends.cuda import CudaBackend
 from campaign.contract import canonical, status
 from campaign.contract.plans import Matrix
 from campaign.flows import freeze
-from campaign.judging import evidence, irevidence, screening, screenroot
+from campaign.judging import evidence, irevidence, screening, screenroot, screentable
 from campaign.judging.screening import Facts, Side
 from campaign.planning.matrix import expand
 from campaign.worker import cell
@@ -62,7 +62,7 @@ def _writable_copy(root: Path, to: Path) -> Path:
 
 
 def _table(root: Path) -> dict[str, dict[str, str]]:
-    return {r["workload"]: r for r in screening.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
+    return {r["workload"]: r for r in screentable.parse((root / "screen.tsv").read_text(encoding="utf-8"))}
 
 
 def test_screen_matrix_is_byte_identical_to_golden_and_run_matrices_are_unchanged():
@@ -105,7 +105,7 @@ def test_time_unchanged_times_every_round_1_and_keeps_the_table_of_a_screen_with
     (bare / "status.tsv").write_text("".join(line for line in lines if "/r0/" not in line), encoding="utf-8")
     for workload in ("add", "matmul"):
         shutil.rmtree(bare / "cells" / workload / "r0")
-    assert screening.render(screenroot.table(bare)) == (root / "screen.tsv").read_text(encoding="utf-8")
+    assert screentable.render(screenroot.table(bare)) == (root / "screen.tsv").read_text(encoding="utf-8")
 
     # On a device round 1 tunes by timing while the IR pass takes each key's first config: the
     # identities differ across rounds by design, and the IR pass is kept out of the timed caliber.
@@ -134,24 +134,24 @@ def _facts(*sides: Side, **kw) -> Facts:
 
 
 def test_a_row_from_the_ir_pass_has_no_range_and_no_weight():
-    row = screening.row(_facts(_side("baseline", "a"), _side("candidate", "a"), ir_pass_only=True))
+    row = screentable.row(_facts(_side("baseline", "a"), _side("candidate", "a"), ir_pass_only=True))
     assert (row["verdict"], row["range"], row["range_label"], row["weight_s"]) == (
         "NO_IR_DIFF", "", screening.IR_PASS_RANGE, "")
     assert row["fingerprint_baseline"] == "a" and row["elapsed_baseline"] == "2.0" and row["fingerprint_control"] == ""
     assert row["note"].endswith(screening.IR_PASS_NOTE)
-    empty = screening.row(_facts(Side(cell="baseline", rc=0, rows=0), Side(cell="candidate", rc=0, rows=0),
+    empty = screentable.row(_facts(Side(cell="baseline", rc=0, rows=0), Side(cell="candidate", rc=0, rows=0),
                                  ir_pass_only=True))
     assert empty["verdict"] == "NO_ROWS" and empty["note"].endswith(screening.IR_PASS_SKIPPED)
 
 
 def test_round_1_stands_where_the_ir_pass_disagreed_and_the_note_says_so():
     sides = (_side("baseline", "a"), _side("control", "a"), _side("candidate", "a"))
-    row = screening.row(_facts(*sides, ir_pass_change=irevidence.DIFFER))
+    row = screentable.row(_facts(*sides, ir_pass_change=irevidence.DIFFER))
     assert row["verdict"] == "NO_IR_DIFF" and "the IR pass" in row["note"] and "said IR_CHANGED" in row["note"]
     assert row["weight_s"] == "6.0", "a timed round 1 keeps its weight"
-    agreed = screening.row(_facts(*sides, ir_pass_change=irevidence.EQUAL))
+    agreed = screentable.row(_facts(*sides, ir_pass_change=irevidence.EQUAL))
     assert "IR pass" not in agreed["note"]
-    moved = screening.row(_facts(_side("baseline", "a"), _side("candidate", "b"), ir_pass_change=irevidence.EQUAL))
+    moved = screentable.row(_facts(_side("baseline", "a"), _side("candidate", "b"), ir_pass_change=irevidence.EQUAL))
     assert moved["verdict"] == "IR_CHANGED" and "said NO_IR_DIFF: it disagreed" in moved["note"]
 
 

@@ -10,7 +10,7 @@ import rootbuilder as rb
 from conftest import PROJECT_ROOT, run_cli
 
 from campaign.commands.screen import line
-from campaign.judging import screening
+from campaign.judging import screening, screentable
 from campaign.judging.screening import NOT_COMPARABLE, Facts, Range, Side
 from campaign.judging.stats import Sample
 
@@ -70,7 +70,7 @@ def test_a_recording_baseline_is_timed_through_the_control_with_its_aa_beside():
                        "(baseline tuned: both sides replay)")
     assert r.aa == "-11.40%…-11.40%"
     assert r.aa_label.startswith("control/baseline-1 (A/A) over 2 graph shapes: against the recording baseline")
-    row = screening.row(f)
+    row = screentable.row(f)
     assert (row["range_vs"], row["aa_range"]) == ("control", "-11.40%…-11.40%")
     shown = line(row)
     assert shown.startswith("w: NO_IR_DIFF -0.10%…+0.10% (noise floor")
@@ -102,7 +102,7 @@ def _rescored(root: Path) -> tuple[dict[str, dict[str, str]], str]:
     done = run_cli("screen", "--rescore", root)
     assert done.returncode == 0, done.stderr
     table = Path(done.stdout.strip().splitlines()[-1])
-    rows = screening.parse(table.read_text(encoding="utf-8"))
+    rows = screentable.parse(table.read_text(encoding="utf-8"))
     return {r["workload"]: r for r in rows}, done.stdout
 
 
@@ -126,7 +126,7 @@ def test_rescore_of_a_built_screen_root_keeps_regimes_apart_and_times_through_th
 def test_rescore_of_the_committed_h200_screen_times_mm_against_its_control(tmp_path):
     with tarfile.open(H200_SCREEN / "root.tar.gz") as archive:
         archive.extractall(tmp_path, filter="data")
-    sealed = {r["workload"]: r for r in screening.parse((H200_SCREEN / "screen.tsv").read_text(encoding="utf-8"))}
+    sealed = {r["workload"]: r for r in screentable.parse((H200_SCREEN / "screen.tsv").read_text(encoding="utf-8"))}
     assert sealed["mm"]["range"] == "+37.45%…+71.40%"            # candidate over the recording baseline
     table, stdout = _rescored(tmp_path / H200_SCREEN.name)
     mm = table["mm"]

@@ -241,7 +241,7 @@ def test_a_receipt_that_is_a_link_is_refused(tmp_path: Path, cli):
     assert done.returncode == 5 and "VERIFY_FAILED refused: receipt.json (symbolic link to" in done.stderr
 
 
-def test_a_version_1_receipt_verifies_its_digests_and_names_what_it_cannot_check(tmp_path: Path, cli):
+def test_a_version_1_receipt_is_refused_unless_asked_then_verifies_its_digests_and_names_what_it_cannot_check(tmp_path: Path, cli):
     root = _sealed_root(tmp_path)
 
     def as_version_1(data: dict) -> None:
@@ -253,12 +253,19 @@ def test_a_version_1_receipt_verifies_its_digests_and_names_what_it_cannot_check
 
     _rewrite_receipt(root, as_version_1)
     (root / "status.tsv").chmod(0o644)
-    done = cli("verify", root)
+    refused = cli("verify", root)
+    assert refused.returncode == 5 and refused.stdout == ""
+    assert refused.stderr == ("VERIFY_FAILED receipt: receipt.json (schema_version 1 is older than 2: it records no "
+                              "file and folder modes (none recorded), empty folders added or removed (no folder list "
+                              "recorded), edits of the receipt itself (no content_sha256 recorded); a receipt downgraded "
+                              "to it needs no digest of its own; `--allow-schema 1` verifies it with the checks it "
+                              "supports)\n")
+    done = cli("verify", root, "--allow-schema", "1")
     assert done.returncode == 0, done.stderr
     assert "note: receipt.json is schema_version 1" in done.stdout and "file and folder modes" in done.stdout
     assert "warning: status.tsv is writable again" in done.stderr
     (root / "status.tsv").write_text("edited\n")
-    edited = cli("verify", root)
+    edited = cli("verify", root, "--allow-schema", "1")
     assert edited.returncode == 5 and "VERIFY_FAILED changed: status.tsv" in edited.stderr
 
 

@@ -49,19 +49,24 @@ def test_targets_outside_the_project_are_refused_with_their_position(tmp_path: P
     outside.write_text("def test_bench_add():\n    pass\n")
     escape = os.path.relpath(outside, PROJECT_ROOT)
     assert escape.startswith("..")
+    # a benchmark of one's own outside the project is timed as provider: pytest, and says so
     path = projectcopy.manifest(tmp_path, f'  - {{name: a, op: add, benchmark: "{outside}::test_bench_add"}}\n'
-                                          f'  - {{name: b, op: add, benchmark: "{escape}::test_bench_add"}}\n'
-                                          "  - name: c\n    op: add\n    reason: narrowed on purpose\n"
-                                          f"    correctness:\n      node_ids: ['{outside}::test_bench_add']\n")
+                                          f'  - {{name: b, op: add, benchmark: "{escape}::test_bench_add"}}\n')
+    done = cli("validate", path)
+    assert done.returncode == 2, done.stdout
+    for n, given, column in ((0, outside, 24), (1, escape, 24)):
+        assert (f"{path}:{26 + n}:{column}: workloads -> {n} -> benchmark: {given}::test_bench_add is a file of your own, "
+                "outside the project: such a file is timed as provider: pytest") in done.stderr, done.stderr
+    # a builtin op's correctness node ids are the project's
+    path = projectcopy.manifest(tmp_path, "  - name: c\n    op: add\n    reason: narrowed on purpose\n"
+                                          f"    correctness:\n      node_ids: ['{outside}::test_bench_add', '{escape}::test_bench_add']\n")
     done = cli("validate", path)
     assert done.returncode == 2, done.stdout
     lines = done.stderr.splitlines()
-    assert lines[0].startswith(f"PREPARE_REFUSED check=benchmark_target: {path}:26:24: workloads -> 0 -> benchmark: "
-                               f"{outside}: an absolute path; a target must be a file of the project"), lines
-    assert lines[1].startswith(f"PREPARE_REFUSED check=benchmark_target: {path}:27:24: workloads -> 1 -> benchmark: "
-                               f"{escape}: '..' leaves the folder it names"), lines
-    assert lines[2].startswith(f"PREPARE_REFUSED check=correctness_target: {path}:32:18: workloads -> 2 -> "
-                               f"correctness -> node_ids -> 0: {outside}: an absolute path"), lines
+    assert lines[0].startswith(f"PREPARE_REFUSED check=correctness_target: {path}:30:18: workloads -> 0 -> "
+                               f"correctness -> node_ids -> 0: {outside}: an absolute path; a target must be a file of the project"), lines
+    assert lines[1].startswith(f"PREPARE_REFUSED check=correctness_target: {path}:30:"), lines
+    assert f"{escape}: '..' leaves the folder it names" in lines[1], lines
 
 
 def test_a_symbolic_link_out_of_the_project_is_refused(tmp_path: Path):

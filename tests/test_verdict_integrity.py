@@ -304,7 +304,11 @@ def test_inherited_code_paths_and_a_switch_over_a_pin_are_shown(tmp_path):
     root = rb.build(tmp_path, [rb.mm()], rb.Options(identity=ids))
     verdicts = classify_root(root)
     assert verdicts["environment"] == {"inherited": ["PYTHONPATH=/tmp/site"],
-                                       "switch_overrides_pin": {"name": "DISABLE_MMA_V3", "pinned": ["0"]}}
+                                       "switch_overrides_pin": {"name": "DISABLE_MMA_V3", "pinned": ["0"]},
+                                       "cells_set": {"baseline": {}, "control": {"DISABLE_MMA_V3": "0"},
+                                                     "candidate": {"DISABLE_MMA_V3": "1"}},
+                                       "declared": {}}
     text = report.markdown(verdicts)
+    assert "Each cell set: baseline: nothing; control: `DISABLE_MMA_V3=0`; candidate: `DISABLE_MMA_V3=1`." in text
     assert "Inherited by the cells (code paths, not caliber): `PYTHONPATH=/tmp/site`" in text
     assert "The switch `DISABLE_MMA_V3` is a variable the harness pins (to 0" in text

@@ -40,6 +40,8 @@ ALLOWED = {
     ("campaign/backends/rocm.py", "rocm"): "the module behind the row joins it by name",
     ("campaign/backends/cpu.py", "cpu"): "the module behind the row joins it by name; also torch's device string",
     ("plugins/compile_only.py", "cpu"): "torch.device('cpu'): torch's word, where the compile-only tensors live",
+    ("campaign/planning/ownrules.py", "cuda"): "torch's device string and torch.cuda, as a user's file spells them "
+                                               "(the rule that refuses them on the compile-only backend)",
     ("campaign/running/telemetry.py", "nvml"): "SOURCES, the source registry (held equal to the rows below)",
     ("campaign/running/telemetry.py", "mthreads-gmi"): "SOURCES, the source registry (held equal to the rows below)",
     ("campaign/running/telemetry.py", "amdsmi"): "SOURCES, the source registry (held equal to the rows below)",

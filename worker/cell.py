@@ -43,8 +43,9 @@ def correctness_not_run(markers: dict[str, int], executes: bool, timed: bool = T
 
 
 def pytest_args(nodes: list[str], plan: CellPlan, options: tuple[str, ...] = ()) -> list[str]:
-    # a FlagGems checkout's items run in its own pytest tree: its pytest.ini and conftest.py
-    root = plan.task.targets.checkout or plan.project_root
+    # a FlagGems checkout's items, and a test file of the user's own, run in their own pytest tree:
+    # its configuration and conftest.py (the campaign's plugins are given to pytest.main as ever)
+    root = plan.task.targets.checkout or plan.task.targets.rootdir or plan.project_root
     return [*nodes, *options, *PYTEST_FLAGS, f"--rootdir={root}"]
 
 

@@ -43,9 +43,10 @@ def check_interpreter(executable: str, errors: Mapping[str, Optional[str]]) -> R
 
 def check_targets(project_root: Path, plan_targets) -> Result:
     wanted = [plan_targets.benchmark, plan_targets.correctness, *(plan_targets.correctness_node_ids or ())]
-    if plan_targets.checkout:   # a FlagGems checkout's targets are absolute paths inside it
-        project_root = Path(plan_targets.checkout)
-        wanted = [t[len(plan_targets.checkout) + 1:] if t.startswith(plan_targets.checkout + "/") else t for t in wanted]
+    tree = plan_targets.checkout or plan_targets.rootdir
+    if tree:   # a FlagGems checkout's or an own file's targets are absolute paths inside its tree
+        project_root = Path(tree)
+        wanted = [t[len(tree) + 1:] if t.startswith(tree + "/") else t for t in wanted]
     problems = [p for p in (targets.problem(project_root, t) for t in wanted) if p is not None]
     if problems:
         return False, "; ".join(problems)

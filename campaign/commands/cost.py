@@ -9,19 +9,15 @@ recorded. ``--format json``: `campaign.contract.outputs.CostOutput` (schemas/cos
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Optional
 
-from pydantic import ValidationError
-
 from campaign.contract import canonical, status
-from campaign.contract.artifacts import BATCH_FILE, BATCHES_DIR, MATRIX_FILE, PHASES_FILE, RECEIPT_FILE, STATUS_FILE, cell_dir_name
 from campaign.contract.cellfiles import Phases
-from campaign.contract.errors import EXIT_OK, InputError
+from campaign.contract.errors import EXIT_OK
 from campaign.contract.outputs import OUTPUT_VERSION, CostLine, CostOutput
-from campaign.contract.plans import BatchRecord, Matrix
+from campaign.contract.runroot import RunRoot
 from campaign.reporting import cost
 
 EXAMPLE = "example:\n  campaign cost runs/my-campaign-20261201T120000Z --format json"
@@ -34,52 +30,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "total; json: the same lines (schemas/cost.schema.json)")
 
 
-def _matrix(root: Path) -> Matrix:
-    path = root / MATRIX_FILE
-    if not path.is_file():
-        raise InputError(f"{root}: no {MATRIX_FILE}: not a run root")
-    try:
-        return Matrix.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError) as exc:
-        raise InputError(f"{path}: not a matrix: {str(exc).splitlines()[0]}") from None
-
-
-def _phases(path: Path, task_id: str) -> Optional[Phases]:
-    if not path.is_file():
-        return None
-    try:
-        record = Phases.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError) as exc:
-        print(f"note: {path}: unreadable, counted as not recorded: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return None
-    if record.task_id != task_id:
-        print(f"note: {path}: records task {record.task_id}, not {task_id}: counted as not recorded", file=sys.stderr)
-        return None
-    return record
-
-
 def main(args: argparse.Namespace) -> int:
-    root: Path = args.root
-    matrix = _matrix(root)
-    rows, bad = status.read(root / STATUS_FILE)
+    root = RunRoot(args.root)
+    matrix = root.matrix
+    rows, bad = root.status()
     for line in bad:
-        print(f"note: {root / STATUS_FILE}: {line}", file=sys.stderr)
+        print(f"note: {root.status_file}: {line}", file=sys.stderr)
     latest = status.latest(rows)
     cells = []
     for task in sorted(matrix.tasks, key=lambda t: t.order):
         row = latest.get(task.id)
         cells.append(cost.CellCost(
             task_id=task.id, workload=task.workload,
-            phases=_phases(root / cell_dir_name(task.id) / PHASES_FILE, task.id),
+            phases=_phases(root, task.id),
             wall_s=row.elapsed_s if row is not None else None,
             state=(row.rc_name or cost.NOT_RUN) if row is not None else cost.NOT_RUN, ir_pass=not task.timed))
     if args.format == "tsv":
         sys.stdout.write(cost.render_tsv(cells))
         return EXIT_OK
     if args.format == "json":
-        sys.stdout.write(canonical.dumps(_json(root, matrix, cells).model_dump(mode="json")))
+        sys.stdout.write(canonical.dumps(_json(root, cells).model_dump(mode="json")))
         return EXIT_OK
-    sealed = "sealed" if (root / RECEIPT_FILE).is_file() else "not sealed"
+    sealed = "sealed" if root.sealed else "not sealed"
     ran = sum(c.ran for c in cells)
     summary = (f"Campaign `{matrix.campaign}`, backend {matrix.backend}, {sealed}: {len(matrix.tasks)} cells "
                f"in the matrix, {ran} ran, {sum(c.ran and c.phases is not None for c in cells)} with phases recorded.")
@@ -87,14 +59,14 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _json(root: Path, matrix: Matrix, cells: list[cost.CellCost]) -> CostOutput:
+def _json(root: RunRoot, cells: list[cost.CellCost]) -> CostOutput:
     ir_pass = {c.task_id for c in cells if c.ir_pass}
     lines = tuple(CostLine(scope=line.scope, name=line.name, state=line.state, cells=line.cells,
                            recorded=line.recorded, ir_pass=line.scope == "cell" and line.name in ir_pass,
                            seconds=line.seconds, phases_s=line.phases_s, wall_s=line.wall_s)
                   for line in cost.lines(cells))
-    return CostOutput(schema_version=OUTPUT_VERSION, root=str(root), campaign=matrix.campaign, backend=matrix.backend,
-                      sealed=(root / RECEIPT_FILE).is_file(), lines=lines)
+    return CostOutput(schema_version=OUTPUT_VERSION, root=str(root.path), campaign=root.matrix.campaign,
+                      backend=root.matrix.backend, sealed=root.sealed, lines=lines)
 
 
 def _lanes(rows: list[status.StatusRow]) -> str:
@@ -106,14 +78,18 @@ def _lanes(rows: list[status.StatusRow]) -> str:
             "their walls overlap, so the `wall` sums of those cells are more than the time that passed.")
 
 
-def _batching(root: Path) -> str:
+def _phases(root: RunRoot, task_id: str) -> Optional[Phases]:
+    record, why = root.phases(task_id)
+    if why:
+        print(f"note: {why}", file=sys.stderr)
+    return record
+
+
+def _batching(root: RunRoot) -> str:
     """What shared a process: the batches' bound and who chose it (batches/*/batch.json)."""
-    records = []
-    for path in sorted((root / BATCHES_DIR).glob(f"*/{BATCH_FILE}")):
-        try:
-            records.append(BatchRecord.model_validate(json.loads(path.read_text(encoding="utf-8"))))
-        except (ValueError, ValidationError) as exc:
-            print(f"note: {path}: unreadable, left out of the batching line: {str(exc).splitlines()[0]}", file=sys.stderr)
+    records, notes = root.batches()
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if not records:
         return " No batch process ran: every cell had a worker process of its own."
     bounds = sorted({(r.bound, r.bound_by) for r in records if r.bound is not None})

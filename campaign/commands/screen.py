@@ -40,7 +40,7 @@ from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, InputError, Refused
 from campaign.contract.outputs import OUTPUT_VERSION, ScreenOutput
 from campaign.flows import screen as flow
-from campaign.judging import screening, screenroot
+from campaign.judging import screenroot, screentable
 
 EXAMPLE = "examples:\n  campaign screen manifests/demo.yaml --emit-manifest next.yaml\n  campaign screen --resume ROOT"
 
@@ -94,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
             flow.emit(args.rescore or out, rows, args.emit_manifest)
     if as_json:
         table = ScreenOutput(schema_version=OUTPUT_VERSION, root=str(out), table=str(out / screenroot.SCREEN_FILE),
-                             columns=screening.COLUMNS, rows=tuple(rows),
+                             columns=screentable.COLUMNS, rows=tuple(rows),
                              emitted_manifest=str(args.emit_manifest) if args.emit_manifest is not None else None)
         sys.stdout.write(canonical.dumps(table.model_dump(mode="json")))
     else:

@@ -4,8 +4,12 @@ Exit 0 when everything verifies; 5 when any file changed, went missing or
 appeared, a mode changed, a folder was added or removed, a symbolic link, FIFO
 or device is found (never followed or opened), or receipt.json itself is not a
 valid receipt or was edited (each named on stderr); 2 when ROOT has no receipt
-(not sealed: `campaign.sealing.verification.require_sealed`, as every command that needs a seal). A receipt sealed before modes, folders and its own digest were
-recorded still verifies its file digests; a note names the checks it cannot support.
+(not sealed: `campaign.sealing.verification.require_sealed`, as every command that needs a seal). Each finished cell's files are also checked against the digests journalled
+as it ended (`campaign.contract.journal`), which names evidence edited under a receipt
+rewritten to match it. A receipt of an older schema (version 1: no modes, folders or own
+digest, so an edit of it cannot be seen) is refused, exit 5, unless ``--allow-schema 1``
+asks for it; then its file digests are verified and a note names the checks it cannot
+support. ``content_sha256`` is a checksum of the receipt, not a signature, and verify says so.
 ``--format json`` prints `campaign.contract.outputs.VerifyOutput` (schemas/verify.schema.json).
 """
 from __future__ import annotations
@@ -17,35 +21,59 @@ from pathlib import Path
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, EXIT_VERIFY
 from campaign.contract.outputs import OUTPUT_VERSION, VerifyDifference, VerifyOutput
+from campaign.contract.receiptmodel import RECEIPT_VERSION
 from campaign.sealing import verification as verify
 
 EXAMPLE = "example:\n  campaign verify runs/my-campaign-20261201T120000Z --format json"
 
+CHECKSUM_NOTE = ("note: content_sha256 is a checksum of receipt.json, not a signature: whoever can rewrite the root "
+                 "can recompute it; the digests journalled as each cell ended catch evidence edited under a rewritten "
+                 "receipt, not a rewritten journal")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("root", type=Path, help="a sealed run root")
+    parser.add_argument("--allow-schema", type=int, action="append", default=[], metavar="N",
+                        help=f"verify a receipt of the older schema_version N (current: {RECEIPT_VERSION}) with the "
+                             "checks it supports")
     parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text lines (default) or JSON (schemas/verify.schema.json); the exit is the same")
+                        help="text lines (default) or JSON (schemas/verify.schema.json)")
 
 
-def _json(root: Path, result: verify.Verification) -> int:
+def _older(receipt, allowed: list[int]) -> str | None:
+    """Why an older receipt is refused, or None."""
+    version = receipt.schema_version
+    if version >= RECEIPT_VERSION or version in allowed:
+        return None
+    return (f"receipt: receipt.json (schema_version {version} is older than {RECEIPT_VERSION}: it records no "
+            + ", ".join(receipt.unsupported()) + "; a receipt downgraded to it needs no digest of its own; "
+            f"`--allow-schema {version}` verifies it with the checks it supports)")
+
+
+def _json(root: Path, result: verify.Verification, refused: str | None) -> int:
+    differences = tuple(VerifyDifference(kind=d.kind, path=d.path, detail=d.detail) for d in result.differences)
+    if refused is not None:   # an older receipt not asked for: refused as a difference of the receipt itself
+        differences = (VerifyDifference(kind="receipt", path="receipt.json", detail=refused),)
     out = VerifyOutput(
-        schema_version=OUTPUT_VERSION, root=str(root), ok=not result.differences,
+        schema_version=OUTPUT_VERSION, root=str(root), ok=not differences,
         receipt_schema_version=result.receipt.schema_version if result.receipt is not None else None,
         files_recorded=len(result.receipt.files) if result.receipt is not None else 0,
-        differences=tuple(VerifyDifference(kind=d.kind, path=d.path, detail=d.detail) for d in result.differences),
-        notes=result.notes,
+        differences=differences, notes=result.notes,
         writable=tuple(verify.writable_entries(root, result)) if result.receipt is not None else ())
     sys.stdout.write(canonical.dumps(out.model_dump(mode="json")))
-    return EXIT_VERIFY if result.differences else EXIT_OK
+    return EXIT_VERIFY if differences else EXIT_OK
 
 
 def main(args: argparse.Namespace) -> int:
     root = args.root
     verify.require_sealed(root, "VERIFY_REFUSED")
     result = verify.check(root)
+    refused = _older(result.receipt, args.allow_schema) if result.receipt is not None else None
     if args.format == "json":
-        return _json(root, result)
+        return _json(root, result, refused)
+    if refused is not None:
+        print(f"VERIFY_FAILED {refused}", file=sys.stderr)
+        return EXIT_VERIFY
     for note in result.notes:
         print(f"note: {note}")
     if result.receipt is not None:
@@ -59,4 +87,5 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_VERIFY
     print(f"{root}: {recorded} files verify against receipt.json")
+    print(CHECKSUM_NOTE)
     return EXIT_OK

@@ -27,6 +27,7 @@ from campaign.contract.fields import (
     FieldError,
     Millis,
     Model,
+    Reason,
     Seconds,
     integer_only,
 )
@@ -123,17 +124,24 @@ class Cells(Model):
 class Switch(Model):
     name: EnvName
     cells: Cells
+    # The variables a cell may set besides the switch's own, each with why
+    # (`campaign.contract.cellenv_rules`: the allowlist and what can never be declared).
+    also: dict[EnvName, Reason] = {}
     ir_stage: Literal[IR_STAGES] = "ttgir"
     strip_annotations: tuple[Annotated[str, Field(json_schema_extra={"format": "regex"})], ...] = ()
 
     @model_validator(mode="after")
     def _cells_differ(self) -> "Switch":
         cells = self.cells
-        refused = cellenv_rules.problems(self.name, {name: getattr(cells, name) for name in self.cell_names()})
+        envs = {name: getattr(cells, name) for name in self.cell_names()}
+        refused = cellenv_rules.problems(self.name, self.also, envs)
         if refused:
             raise FieldError.every(refused)
         if cells.baseline == cells.candidate:
             raise FieldError(("cells", "candidate"), "baseline and candidate have the same env: nothing would be compared")
+        refused = cellenv_rules.switch_problems(self.name, envs)
+        if refused:
+            raise FieldError.every(refused)
         if cells.control is not None and cells.control == cells.baseline:
             raise FieldError(("cells", "control"), "control has the same env as baseline: it must turn the switch's plumbing on")
         bad = [(("strip_annotations", index), why) for index, pattern in enumerate(self.strip_annotations)

@@ -29,13 +29,18 @@ class Targets(Record):
     correctness_options: tuple[str, ...] = ()
     # the campaign's own shape file (defaults.shape_file), absolute; None: ops/shapes or the checkout's
     shape_file: Optional[str] = None
+    # A test file of the user's own (`campaign.planning.ownfile`): targets are absolute, pytest's
+    # rootdir is its own, and the data files it reads (absolute) are digested with it.
+    rootdir: Optional[str] = None
+    data: tuple[str, ...] = ()
 
     @model_serializer(mode="wrap")
     def _project_targets_unchanged(self, handler):
         # a project target's matrix.json and prepare.json keep the bytes they had before checkouts
         data = handler(self)
-        if self.shape_file is None:
-            data.pop("shape_file", None)
+        for key, unset in (("shape_file", None), ("rootdir", None), ("data", ())):
+            if getattr(self, key) == unset:
+                data.pop(key, None)
         if self.checkout is None:
             for key in ("checkout", "benchmark_options", "correctness_options"):
                 data.pop(key, None)

@@ -231,6 +231,10 @@ class PinnedSwitch(SealedRecord):
 class Environment(SealedRecord):
     inherited: tuple[str, ...]                     # "NAME=value" of each inherited code path
     switch_overrides_pin: Optional[PinnedSwitch]
+    # absent before the cell env was an allowlist: every variable each cell set, as its run
+    # identities recorded it, and the variables the manifest declares beside the switch, with why
+    cells_set: dict[str, dict[str, str]] = {}
+    declared: dict[str, str] = {}
 
 
 class CaliberTable(SealedRecord):

@@ -22,6 +22,8 @@ class ResolvedTargets(SealedRecord):
     shapes: Optional[tuple[str, ...]]              # None: the op's full set at the bench level
     family: Optional[str]                          # None: not in the inventory (a pytest workload)
     shape_file: Optional[str] = None               # the campaign's own (defaults.shape_file), absolute; digested
+    rootdir: Optional[str] = None                  # a test file of the user's own: its pytest rootdir; targets absolute
+    data: tuple[str, ...] = ()                     # the data files that file reads, absolute; digested
 
 
 class Prepare(SealedRecord):

@@ -218,6 +218,11 @@ def latest(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
     return out
 
 
+def with_evidence(rows: Iterable[StatusRow]) -> set[str]:
+    """Task ids whose last row is finished and not skipped: a cell folder the verdicts read."""
+    return {task_id for task_id, row in latest(rows).items() if row.finished and row.rc_name != SKIPPED}
+
+
 def killed_by_signal(row: StatusRow) -> bool:
     return row.rc_name.startswith("signal_")
 

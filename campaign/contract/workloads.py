@@ -29,6 +29,15 @@ class Correctness(Model):
         return self
 
 
+OWN_PREFIXES = ("/", "./", "../", "~/")
+
+
+def own_path(target: object) -> bool:
+    """A target outside the project, a file of the user's own: absolute, or relative to the manifest's
+    folder when it starts with ``./`` or ``../`` (any other relative path is the project's)."""
+    return isinstance(target, str) and target.startswith(OWN_PREFIXES)
+
+
 def own_test_op(benchmark: object) -> Optional[str]:
     """A pytest workload's default op: its test file's stem, lowercased, minus a ``test_`` prefix."""
     if not isinstance(benchmark, str) or ".py" not in benchmark:
@@ -39,12 +48,14 @@ def own_test_op(benchmark: object) -> Optional[str]:
 
 
 class Workload(Model):
-    # narrowing needs a stated reason: expressed for JSON Schema users too
+    # narrowing needs a stated reason (a pytest file's own correctness node ids narrow nothing):
+    # expressed for JSON Schema users too
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={
-        "dependentRequired": {"correctness": ["reason"], "shapes": ["reason"]},
+        "dependentRequired": {"shapes": ["reason"]},
         "if": {"properties": {"provider": {"const": "pytest"}}, "required": ["provider"]},
         "then": {"required": ["benchmark"], "not": {"anyOf": [{"required": ["dtypes"]}, {"required": ["shapes"]}]}},
-        "else": {"required": ["op"]}})
+        "else": {"required": ["op"], "dependentRequired": {"correctness": ["reason"]},
+                 "not": {"required": ["data"]}}})
 
     name: WorkloadName
     # Optional only for provider pytest, whose op defaults to the test file's stem (`_own_test_op`).
@@ -56,6 +67,9 @@ class Workload(Model):
     correctness: Optional[Correctness] = None
     dtypes: Optional[tuple[DType, ...]] = None
     shapes: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
+    # provider pytest: files the test reads besides code (absolute or relative to the manifest's folder),
+    # digested at prepare with the file (`campaign.planning.ownfile`)
+    data: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
     timeout_s: Optional[Seconds] = None
     # Seconds one screened round took (`campaign screen`): N rounds cost about N times it.
     # A round is at most three cells, each under the timeout cap.
@@ -75,12 +89,19 @@ class Workload(Model):
     @model_validator(mode="after")
     def _per_provider(self) -> "Workload":
         if self.provider != "pytest":
+            if own_path(self.benchmark):
+                raise FieldError(("benchmark",), f"{self.benchmark} is a file of your own, outside the project: such a "
+                                                 "file is timed as provider: pytest (its parametrization is its shapes); "
+                                                 "add provider: pytest")
+            if self.data is not None:
+                raise FieldError(("data",), "data lists the files a provider pytest test reads; leave it out")
             if self.op is None:
                 raise FieldError(("op",), "Field required: the op names the workload's shapes and inventory entry")
             return self
         if self.benchmark is None:
-            raise FieldError(("benchmark",), "provider pytest times a test file of the project: name it (file.py, "
-                                             "file.py::test_function or one node id)")
+            raise FieldError(("benchmark",), "provider pytest times a test file: name it (file.py, file.py::test_function "
+                                             "or one node id), in the project, or your own: absolute, or ./ or ../ "
+                                             "relative to the manifest's folder")
         # the test builds its own inputs: a planned dtype or shape would be a label with nothing behind it
         for field in ("dtypes", "shapes"):
             if getattr(self, field) is not None:
@@ -89,9 +110,11 @@ class Workload(Model):
 
     @model_validator(mode="after")
     def _narrowing_has_reason(self) -> "Workload":
+        # a pytest file's correctness is its own tests: naming some of them narrows nothing
+        named = self.correctness is not None and self.provider != "pytest"
         narrowed = [what for what, present in (
-            ("correctness node_ids", self.correctness is not None and self.correctness.node_ids is not None),
-            ("correctness -k", self.correctness is not None and self.correctness.k is not None),
+            ("correctness node_ids", named and self.correctness.node_ids is not None),
+            ("correctness -k", named and self.correctness.k is not None),
             ("a shape subset", self.shapes is not None),
         ) if present]
         if self.dtypes is not None and not self.dtypes:

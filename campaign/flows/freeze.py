@@ -67,11 +67,12 @@ def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: st
             "family": found.family,
             # only when set: a root without one keeps the bytes it had
             **({"shape_file": found.targets.shape_file} if found.targets.shape_file else {}),
+            **({"rootdir": found.targets.rootdir, "data": list(found.targets.data)} if found.targets.rootdir else {}),
         }
         for name, found in sorted(checked.resolved.items())
     }
     # the targets' files, conftest.py chain and pytest configuration are harness files too
-    digests = harness.harness_digests(project_root, harness.record_targets(resolved_targets))
+    digests = harness.recorded_digests(project_root, resolved_targets)
     return Prepare.model_validate({
         "schema_version": SCHEMA_VERSION,
         "campaign": checked.manifest.campaign,

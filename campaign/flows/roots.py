@@ -4,32 +4,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract.artifacts import PREPARE_FILE, RECEIPT_FILE
-from campaign.contract.canonical import read_json
+from campaign.contract.errors import InputError
+from campaign.contract.runroot import RunRoot
 
 
 def root_mode(root: Path) -> Optional[str]:
     """The command a root was prepared for (prepare.json ``mode``, "campaign" when unnamed);
     None when the folder holds no prepare.json."""
-    if not (root / PREPARE_FILE).is_file():
-        return None
-    return read_json(root / PREPARE_FILE).get("mode", "campaign")
+    return RunRoot.of(root).mode
 
 
 def prepared_roots(runs_dir: Path) -> list[Path]:
     """Prepared, unsealed campaign roots under runs_dir, newest first (prepare time, then name).
 
-    A root another command prepared for itself (``mode`` other than campaign: a screen) is left out."""
+    A root another command prepared for itself (``mode`` other than campaign: a screen) is left out;
+    one whose prepare.json cannot be read is kept (as a campaign prepared at an unknown time), so
+    `campaign run` names what is wrong with it rather than passing it over."""
     if not runs_dir.is_dir():
         return []
     found = []
-    for root in runs_dir.iterdir():
-        if (root / PREPARE_FILE).is_file() and not (root / RECEIPT_FILE).exists():
-            try:
-                record = read_json(root / PREPARE_FILE)
-            except ValueError:
-                record = {}
-            if record.get("mode", "campaign") != "campaign":
-                continue
-            found.append((str(record.get("created_utc", "")), root.name, root))
-    return [root for _, _, root in sorted(found, reverse=True)]
+    for folder in runs_dir.iterdir():
+        root = RunRoot(folder)
+        if not root.prepared or root.sealed:
+            continue
+        try:
+            mode, created = root.prepare.mode, root.prepare.created_utc
+        except InputError:
+            mode, created = "campaign", ""
+        if mode == "campaign":
+            found.append((created, root.name, folder))
+    return [folder for _, _, folder in sorted(found, reverse=True)]

@@ -24,7 +24,7 @@ from campaign.contract.errors import EXIT_INPUT, EXIT_OK, InputError, Refused
 from campaign.contract.rootrecords import Rescore
 from campaign.flows import freeze, session
 from campaign.flows.roots import root_mode
-from campaign.judging import screening, screenroot
+from campaign.judging import screening, screenroot, screentable
 from campaign.planning import harness
 from campaign.planning.matrix import expand
 from campaign.sealing import receipt, verification
@@ -66,7 +66,7 @@ def _execute(root: Path, execution: session.Execution) -> Screened:
 
     def write_table(root: Path) -> None:
         rows.extend(screenroot.table(root))
-        canonical.write_new(root / screenroot.SCREEN_FILE, screening.render(rows))
+        canonical.write_new(root / screenroot.SCREEN_FILE, screentable.render(rows))
 
     return session.execute(root, execution, before_seal=write_table), root, rows
 
@@ -84,10 +84,10 @@ def rescore(root: Path, strip: tuple[str, ...]) -> Screened:
     receipt.require_verified(root, PREFIX)
     rows = screenroot.table(root, strip)
     original = (root / screenroot.SCREEN_FILE).read_bytes()
-    before = {r["workload"]: r["verdict"] for r in screening.parse(original.decode("utf-8"))}
+    before = {r["workload"]: r["verdict"] for r in screentable.parse(original.decode("utf-8"))}
     manifest, _ = screenroot.load(root)
     out = first_free(lambda n: root.parent / f"{root.name}{RESCORE_SUFFIX}{n}", Path.mkdir)
-    canonical.write_new(out / screenroot.SCREEN_FILE, screening.render(rows))
+    canonical.write_new(out / screenroot.SCREEN_FILE, screentable.render(rows))
     (out / ORIGINAL_FILE).write_bytes(original)
     changes = [{"workload": r["workload"], "before": before.get(r["workload"]), "after": r["verdict"]}
                for r in rows if before.get(r["workload"]) != r["verdict"]]

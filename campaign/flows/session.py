@@ -35,11 +35,12 @@ from typing import Any, Callable, Optional
 
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
-from campaign.contract import canonical, faults, yamlio
-from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE
+from campaign.contract import faults
+from campaign.contract.artifacts import PREPARE_FILE
 from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PREFLIGHT, CampaignError, InputError, Refused
 from campaign.contract.manifest import Manifest, Sources
-from campaign.contract.plans import Matrix
+from campaign.contract.rootrecords import Prepare
+from campaign.contract.runroot import RunRoot
 from campaign.flows import cardrun
 from campaign.flows.roots import prepared_roots, root_mode
 from campaign.judging import runhealth
@@ -103,15 +104,14 @@ def installed_versions(sources: Sources) -> dict[str, Optional[str]]:
     return found
 
 
-def check(root: Path, prepare: dict, manifest: Manifest, backend) -> None:
+def check(root: Path, prepare: Prepare, manifest: Manifest, backend) -> None:
     """Every refusal taken under the lock; the first failing check is raised."""
     if receipt.is_sealed(root):  # sealed between the first look and the lock
         raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
-    recorded_root = Path(prepare["project_root"])
+    recorded_root = Path(prepare.project_root)
     if recorded_root.resolve() != harness.PROJECT_ROOT.resolve():
         raise Refused(PREFIX, "project_root", f"prepared from {recorded_root}, this code is at {harness.PROJECT_ROOT}")
-    drift = runchecks.harness_problems(prepare["harness"], harness.harness_digests(harness.PROJECT_ROOT,
-                                                                                    harness.prepared_targets(prepare)))
+    drift = runchecks.harness_problems(prepare.harness, harness.prepared_digests(harness.PROJECT_ROOT, prepare))
     if drift:
         raise Refused(PREFIX, "harness", "code changed since prepare: " + ", ".join(drift)
                       + "; prepare a new root (a root measures the code it was prepared with)")
@@ -149,7 +149,8 @@ def _sampler(root: Path, backend, pinned: dict, interval: float) -> Sampler:
     variable = backend.visibility_variable
     value = pinned.get(variable, os.environ.get(variable)) if variable else None
     devices = visible_devices(value)
-    return Sampler(root, lambda: make_source(backend.capabilities.telemetry, devices, not backend.capabilities.executes), interval)
+    return Sampler(root, lambda: make_source(backend.capabilities.telemetry, devices,
+                                             not backend.capabilities.executes), interval)
 
 
 def _resume_hint(root: Path, mode: str, execution: Execution) -> str:
@@ -162,9 +163,8 @@ def _resume_hint(root: Path, mode: str, execution: Execution) -> str:
 
 def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None] = lambda root: None) -> int:  # noqa: C901 (the run's phases in order (lock, checks, runner, judge, seal), each with its named exit)
     """Run a prepared root's matrix and seal it; ``before_seal(root)`` writes what the seal must hash."""
-    prepare = canonical.read_json(root / PREPARE_FILE)
-    matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
-    manifest = yamlio.validate(Manifest, root / MANIFEST_FILE)
+    root = RunRoot.of(root)
+    prepare, matrix, manifest = root.prepare, root.matrix, root.manifest
     backend = get_backend(matrix.backend)
     interrupted = receipt.seal_interrupted(root)
     if receipt.is_sealed(root) and not interrupted:
@@ -193,8 +193,8 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
         # several cards: one sampler each (`campaign.flows.cardrun`); on Ray each task samples its own card
         if not cards and not execution.ray and not sampler.start():
             print(f"{sampler.reason} (recorded in telemetry.err; the campaign goes on)", file=sys.stderr)
-        setup = RunSetup(root=root, project_root=Path(prepare["project_root"]), matrix=matrix, manifest=manifest,
-                         harness_digest=prepare["harness_digest"], plugins=plugin_plan(backend),
+        setup = RunSetup(root=root, project_root=Path(prepare.project_root), matrix=matrix, manifest=manifest,
+                         harness_digest=prepare.harness_digest, plugins=plugin_plan(backend),
                          pinned_env=pinned, parent_env=dict(os.environ), scratch=scratch,
                          python=sys.executable, grace_s=execution.grace_s, lock=lock,
                          visibility_variable=backend.visibility_variable)
@@ -223,14 +223,14 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
         if outcome.state == cardrun.CARD_FAILED:
             raise CampaignError(f"RUN_FAILED check=card: {outcome.detail} (the root stays unsealed)", EXIT_PREFLIGHT)
         if outcome.state != COMPLETED:
-            hint = _resume_hint(root, prepare.get("mode", "campaign"), execution)
+            hint = _resume_hint(root, prepare.mode, execution)
             print(f"RUN_INTERRUPTED: {outcome.detail}; {hint}", file=sys.stderr)
             return EXIT_INTERRUPTED
         before_seal(root)
         sealed_receipt = seal_root(root, release=lock.release)
         sealed = True
     except OSError as exc:   # a full disk, an unwritable path: named, never a traceback
-        mode = prepare.get("mode", "campaign")
+        mode = prepare.mode
         resume = f"`campaign run {root}`" if mode == "campaign" else f"`campaign {mode} --resume {root}`"
         raise faults.write_failed(exc, f"{resume} resumes") from exc
     finally:
@@ -239,12 +239,12 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
     return _sealed(root, prepare, sealed_receipt)
 
 
-def _sealed(root: Path, prepare: dict, sealed_receipt: dict[str, Any]) -> int:
+def _sealed(root: RunRoot, prepare: Prepare, sealed_receipt: dict[str, Any]) -> int:
     """What the seal holds, and the run's exit: a workload none of whose cells ran is not a success."""
     print(f"sealed {root}: {len(sealed_receipt['files'])} files in receipt.json")
     if sealed_receipt["verdicts"] is None:
         print(f"note: verdicts are null: {sealed_receipt['verdicts_note']}")
-    if prepare.get("mode", "campaign") != "campaign":
+    if prepare.mode != "campaign":
         return EXIT_OK   # a screen's table says it per workload (NO_ROWS), after the seal
     verdict = runhealth.health(latest_status(root), root)
     if verdict.line:

@@ -137,8 +137,13 @@ def _environment(ev: RootEvidence) -> Environment:
     inherited = sorted({f"{k}={v}" for i in identities for k, v in (i.get("inherited_env") or {}).items()})
     name = ev.manifest.switch.name
     pins = sorted({i["pinned_env"][name] for i in identities if name in (i.get("pinned_env") or {})})
+    # what each cell's workers recorded they were given (a cell's tasks share one env)
+    cells_set = {t.task.cell: dict(sorted(t.identity.get("env", {}).items()))
+                 for t in ev.tasks.values() if t.identity}
     return Environment(inherited=tuple(inherited),
-                       switch_overrides_pin=PinnedSwitch(name=name, pinned=tuple(pins)) if pins else None)
+                       switch_overrides_pin=PinnedSwitch(name=name, pinned=tuple(pins)) if pins else None,
+                       cells_set={c: cells_set[c] for c in ev.matrix.cells if c in cells_set},
+                       declared=dict(sorted(ev.manifest.switch.also.items())))
 
 
 def classify(ev: RootEvidence) -> Verdicts:

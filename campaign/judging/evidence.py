@@ -18,29 +18,26 @@ from typing import Iterable, Optional
 
 from pydantic import ValidationError
 
-from campaign.contract import errorlines, status, telemetryfile, yamlio
+from campaign.contract import errorlines, status, telemetryfile
 from campaign.contract.artifacts import (
     AUTOTUNE_CORRECTNESS_FILE,
     AUTOTUNE_FILE,
     FAILED_SUFFIX,
     IR_DIR,
-    MANIFEST_FILE,
-    MATRIX_FILE,
     OUTCOMES_FILE,
     REPLAY_FALLBACK_MARKER,
     RESULT_FILE,
     ROWS_FILE,
-    STATUS_FILE,
     STDERR_LOG,
     STDOUT_LOG,
     TELEMETRY_FILE,
     cell_dir_name,
 )
 from campaign.contract.cellfiles import AutotuneFile, CellResult, Outcomes, Row, Rows
-from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix, Task
 from campaign.contract.platforms import IR_STAGES
+from campaign.contract.runroot import RunRoot
 from campaign.judging import caliber, irdiff, irevidence, irpairing, throttle
 
 
@@ -101,21 +98,15 @@ def read_model(path: Path, model, problems: list[str]):
 
 
 def load_frame(root: Path) -> tuple[Manifest, Matrix]:
-    root = Path(root)
-    for name in (MANIFEST_FILE, MATRIX_FILE):
-        if not (root / name).is_file():
-            raise InputError(f"{root}: no {name}: not a run root")
-    manifest = yamlio.validate(Manifest, root / MANIFEST_FILE)
-    try:
-        matrix = Matrix.model_validate(json.loads((root / MATRIX_FILE).read_text(encoding="utf-8")))
-    except (ValueError, ValidationError) as exc:
-        raise InputError(f"{root / MATRIX_FILE}: {str(exc).splitlines()[0]}") from None
-    return manifest, matrix
+    """The root's manifest and matrix (`campaign.contract.runroot.RunRoot`), the manifest first."""
+    root = RunRoot.of(root)
+    manifest = root.manifest
+    return manifest, root.matrix
 
 
 def read_status(root: Path) -> tuple[list[status.StatusRow], list[str]]:
     """status.tsv's rows, and the lines that are not rows."""
-    return status.read(Path(root) / STATUS_FILE)
+    return RunRoot.of(root).status()
 
 
 def latest_status(root: Path) -> dict[str, status.StatusRow]:

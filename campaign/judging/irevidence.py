@@ -29,28 +29,17 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
-from campaign.contract import stripregex
 from campaign.contract.artifacts import INDEX_COLUMNS, INDEX_FILE
 from campaign.contract.cellfiles import AutotuneFile
-from campaign.contract.sasstext import sass_code
 from campaign.judging import irpairing
+from campaign.judging.irnormalize import normalize  # noqa: F401 (the fingerprint's text; read here by evidence and the screen)
 from campaign.judging.irpairing import CellIR, VariantDigest
 
 CONVERT = "ttg.convert_layout"
-
-_LOC_DEF = re.compile(r"^#loc[\w.]*\s*=\s*loc\(.*$")
-_LLIR_DEBUG_LINE = re.compile(r"^(!\d+ = (distinct )?!DI|!llvm\.dbg\.|!llvm\.module\.flags|source_filename|; ModuleID)")
-_LLIR_DBG_REF = re.compile(r",\s*!dbg !\d+")
-_PTX_DEBUG_LINE = re.compile(r"^\s*\.(loc|file)\s")
-# An offset within its section (/*01c0*/): equal for equal code, shifted by any insertion.
-# Instruction encodings (/* 0x000fe20000000800 */) are kept: they carry the scheduling bits.
-_SASS_OFFSET = re.compile(r"/\*[0-9a-f]{4,}\*/")
-
 
 @dataclass(frozen=True)
 class Variant:
@@ -76,69 +65,6 @@ class Topology:
 class Index:
     variants: dict[str, Variant] = field(default_factory=dict)
     present: bool = False
-
-
-def _strip_locs(text: str) -> str:
-    """Remove ``loc(...)`` attributes (balanced, quote-aware) and ``#loc`` definitions."""
-    out_lines = []
-    for line in text.splitlines():
-        if _LOC_DEF.match(line):
-            continue
-        out_lines.append(_strip_inline_locs(line))
-    return "\n".join(out_lines)
-
-
-def _strip_inline_locs(line: str) -> str:  # noqa: C901 (a character scanner over one IR line)
-    result, i = [], 0
-    while True:
-        j = line.find("loc(", i)
-        if j < 0 or (j > 0 and (line[j - 1].isalnum() or line[j - 1] in "_#.")):
-            if j < 0:
-                result.append(line[i:])
-                return "".join(result).rstrip()
-            result.append(line[i:j + 4])
-            i = j + 4
-            continue
-        result.append(line[i:j])
-        depth, k, quoted = 0, j + 3, False
-        while k < len(line):
-            ch = line[k]
-            if quoted:
-                if ch == "\\":
-                    k += 1
-                elif ch == '"':
-                    quoted = False
-            elif ch == '"':
-                quoted = True
-            elif ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            k += 1
-        i = k + 1
-
-
-def normalize(text: str, stage: str, strip_patterns: Iterable[str] = ()) -> str:
-    """The text a fingerprint is taken over: locations and the switch's annotations removed."""
-    if stage in ("ttir", "ttgir"):
-        text = _strip_locs(text)
-    elif stage == "llir":
-        text = "\n".join(_LLIR_DBG_REF.sub("", line) for line in text.splitlines()
-                         if not _LLIR_DEBUG_LINE.match(line))
-    elif stage == "ptx":
-        kept = []
-        for line in text.splitlines():
-            if line.strip().startswith(".section") and ".debug" in line:
-                break  # debug sections close a PTX module; nothing after them is code
-            if not _PTX_DEBUG_LINE.match(line):
-                kept.append(line)
-        text = "\n".join(kept)
-    elif stage == "sass":
-        text = _SASS_OFFSET.sub("", sass_code(text))
-    text = stripregex.strip(text, strip_patterns)  # under a time limit: a backtracking pattern is an error, not a hang
-    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip()) + "\n"
 
 
 def split_name(path: Path) -> tuple[str, str, str]:

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.contract import status, yamlio
-from campaign.contract.artifacts import MANIFEST_FILE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix
-from campaign.judging import evidence, irevidence, screening, stats
+from campaign.contract.runroot import RunRoot
+from campaign.judging import evidence, irevidence, screening, screentable, stats
 from campaign.judging.evidence import TaskEvidence
 
 SCREEN_FILE = "screen.tsv"
@@ -85,14 +85,14 @@ def gather(root: Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Fact
 
 
 def table(root: Path, extra_strip: tuple[str, ...] = ()) -> list[dict[str, str]]:
-    return [screening.row(facts) for facts in gather(root, extra_strip)]
+    return [screentable.row(facts) for facts in gather(root, extra_strip)]
 
 
 def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Optional[dict[str, str]] = None) -> Optional[str]:
     """The root's manifest narrowed to its IR_CHANGED workloads, each with ``weight_s``, pinned to
     ``autotune_from`` (``defaults.autotune_from``: the sealed screen root) where given; None when
     there are none."""
-    data, _ = yamlio.load(Path(root) / MANIFEST_FILE)
+    data, _ = yamlio.load(RunRoot.of(root).manifest_file)     # the manifest's own YAML, narrowed and re-emitted
     weights = {r["workload"]: r["weight_s"] for r in rows if r["verdict"] == screening.IR_CHANGED}
     workloads = []
     for workload in data["workloads"]:

@@ -4,17 +4,20 @@ Digests are taken at prepare, before anything runs (a changed input recorded
 after the fact is recorded silently), compared again before `run` starts, and
 once more at the seal. Besides the project's own code, the files a cell's pytest
 session reads for the campaign's targets (`campaign.planning.targetfiles`) are harness
-files; the targets come from prepare.json, so each comparison looks at the same
-paths, and a file that appears at one of them since prepare is a change.
+files, and so are those of a test file of the user's own outside the project, with its
+rootdir and listed data files (`campaign.planning.ownfile`; keyed by absolute path). The
+targets come from prepare.json, so each comparison looks at the same paths, and a file
+that appears at one of them since prepare is a change.
 """
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from campaign.contract.canonical import sha256_file
-from campaign.planning import checkout, targetfiles
+from campaign.contract.rootrecords import Prepare
+from campaign.planning import checkout, ownfile, targetfiles
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HARNESS_DIRS = ("campaign", "worker", "plugins", "reaccount", "ops")
@@ -22,7 +25,16 @@ HARNESS_SUFFIXES = {".py", ".csv", ".yaml", ".yml", ".json", ".toml"}
 HARNESS_FILES = ("pyproject.toml",)   # the root's pytest configuration and conftest.py: targetfiles
 
 
-def harness_files(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = ()) -> list[Path]:
+class OwnReads(NamedTuple):
+    """One workload's own test file outside the project, as prepare.json records it."""
+
+    rootdir: str
+    targets: tuple[str, ...]          # absolute
+    data: tuple[str, ...]             # absolute
+
+
+def harness_files(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = (),
+                  own: Iterable[OwnReads] = ()) -> list[Path]:
     files = [project_root / name for name in HARNESS_FILES if (project_root / name).is_file()]
     for folder in HARNESS_DIRS:
         base = project_root / folder
@@ -35,6 +47,8 @@ def harness_files(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = ()
     targets = tuple(targets)
     # a FlagGems checkout's targets are absolute: its files are read with the checkout as the root
     read = targetfiles.candidates(project_root, targets) | checkout.harness_paths(targets)
+    for entry in own:
+        read |= ownfile.reads(Path(entry.rootdir), entry.targets, entry.data)
     files += sorted(path for path in read if path not in known and path.is_file())
     return files
 
@@ -47,25 +61,45 @@ def harness_name(project_root: Path, path: Path) -> str:
         return path.as_posix()
 
 
-def harness_digests(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = ()) -> dict[str, str]:
-    """Relative path -> SHA-256 of every harness file, those the ``targets`` read included."""
+def harness_digests(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = (),
+                    own: Iterable[OwnReads] = ()) -> dict[str, str]:
+    """Relative path -> SHA-256 of every harness file, those the ``targets`` and ``own`` files read included."""
     return {harness_name(project_root, path): sha256_file(path)
-            for path in harness_files(project_root, targets)}
+            for path in harness_files(project_root, targets, own)}
+
+
+def recorded_digests(project_root: Path, resolved_targets: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The harness digests of the files prepare.json's ``resolved_targets`` make cells read: what
+    prepare records and what run and the seal compute again (one function for both sides)."""
+    return harness_digests(project_root, record_targets(resolved_targets), record_own(resolved_targets))
+
+
+def prepared_digests(project_root: Path, prepare: Prepare) -> dict[str, str]:
+    """`recorded_digests` of a root's prepare record: what run, a Ray node and the seal compare."""
+    return recorded_digests(project_root, {name: entry.dump() for name, entry in prepare.resolved_targets.items()})
+
+
+def record_own(resolved_targets: dict[str, dict[str, Any]]) -> tuple[OwnReads, ...]:
+    """The own test files (those with a ``rootdir``) of prepare.json's ``resolved_targets``."""
+    return tuple(OwnReads(entry["rootdir"], _targets_of(entry), tuple(entry.get("data") or ()))
+                 for _, entry in sorted(resolved_targets.items()) if entry.get("rootdir"))
+
+
+def _targets_of(entry: dict[str, Any]) -> tuple[str, ...]:
+    # shape_file: the campaign's own, absolute (`campaign.planning.checkout.harness_paths` reads it)
+    found = {t for t in (entry.get("benchmark"), entry.get("correctness"), entry.get("shape_file")) if t}
+    return tuple(sorted(found | set(entry.get("correctness_node_ids") or ())))
 
 
 def record_targets(resolved_targets: dict[str, dict[str, Any]]) -> tuple[str, ...]:
-    """Every target prepare.json's ``resolved_targets`` names: what prepare digested and
-    what run and the seal must digest again (one function for both sides)."""
+    """Every target of the project or a checkout prepare.json's ``resolved_targets`` names (own
+    test files: `record_own`)."""
     found: set[str] = set()
     for entry in resolved_targets.values():
-        # shape_file: the campaign's own, absolute (`campaign.planning.checkout.harness_paths` reads it)
-        found.update(t for t in (entry.get("benchmark"), entry.get("correctness"), entry.get("shape_file")) if t)
-        found.update(entry.get("correctness_node_ids") or ())
+        if entry.get("rootdir"):
+            continue
+        found.update(_targets_of(entry))
     return tuple(sorted(found))
-
-
-def prepared_targets(prepare: dict[str, Any]) -> tuple[str, ...]:
-    return record_targets(prepare.get("resolved_targets") or {})
 
 
 def combined_digest(digests: dict[str, str]) -> str:

@@ -25,11 +25,12 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical, yamlio
-from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, MATRIX_FILE, RECEIPT_FILE, cell_dir
-from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, CampaignError
+from campaign.contract import yamlio
+from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, cell_dir
+from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, CampaignError, InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix
+from campaign.contract.runroot import RunRoot
 from campaign.contract.suggest import did_you_mean
 
 PINNED_DIR = "autotune_from"
@@ -74,7 +75,8 @@ class _Refusal:
 def _verified_source(spec, source: Path, refuse: _Refusal) -> Matrix:
     from campaign.sealing import rootfiles, verification  # the sealing stage: only where a root is pinned
 
-    receipt = source / RECEIPT_FILE
+    root = RunRoot(source)
+    receipt = root.receipt_file
     if not source.is_dir():
         raise refuse("root", f"{source}: not a folder")
     try:
@@ -90,7 +92,10 @@ def _verified_source(spec, source: Path, refuse: _Refusal) -> Matrix:
         shown = "; ".join(d.line() for d in differences[:5])
         raise refuse("root", f"{source} does not verify against its receipt ({len(differences)} difference(s): "
                              f"{shown})", EXIT_VERIFY)
-    return Matrix.model_validate(canonical.read_json(source / MATRIX_FILE))
+    try:
+        return root.matrix
+    except InputError as exc:
+        raise refuse("root", str(exc), EXIT_VERIFY) from None
 
 
 def _recording(source: Path, matrix: Matrix, workload: str, refuse: _Refusal) -> Path:

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from campaign.contract import platforms
 from campaign.contract.errors import EXIT_INPUT, CampaignError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
 from campaign.contract.suggest import did_you_mean
-from campaign.contract.workloads import Workload
+from campaign.contract.workloads import Workload, own_path
 from campaign.contract.yamlio import position
-from campaign.planning import checkout, targets, upstreamtargets
+from campaign.planning import checkout, owntargets, targets, upstreamtargets
 from campaign.planning import shapes as shape_sets
 from campaign.planning.inventory import Inventory
 
@@ -42,12 +43,21 @@ class _Problems:
         self.lines.append(f"PREPARE_REFUSED check={check}: {self.where}:{line}:{col}: {path}: {detail}")
 
 
-def _own_test(workload: Workload, project_root: Path, problems: _Problems, loc: tuple) -> Optional[Resolved]:
-    """A ``provider: pytest`` workload: a test file of the project that times with do_bench.
+def _own_test(workload: Workload, project_root: Path, problems: _Problems, loc: tuple,
+              compile_only: bool) -> Optional[Resolved]:
+    """A ``provider: pytest`` workload: a test file that times with do_bench, the project's or the
+    user's own anywhere on disk (`campaign.planning.owntargets`).
 
     No inventory entry, shape set or dtypes: the test builds its own inputs. Its correctness
     target is the benchmark target itself (the test's own assertions) unless the manifest
-    narrows it."""
+    names some of its tests."""
+    if own_path(workload.benchmark):
+        own = owntargets.resolve(workload, Path(problems.where), compile_only)
+        for check, key, detail in own.problems:
+            problems.add(check, loc + key, detail)
+        if own.targets is None or own.problems:
+            return None
+        return Resolved(workload=workload, targets=own.targets, dtypes=(), shapes=None, family=None, notes=tuple(own.notes))
     benchmark = workload.benchmark
     missing, note = targets.node_problem(project_root, benchmark)
     if missing:
@@ -81,7 +91,7 @@ def resolve(manifest: Manifest, inventory: Inventory, project_root: Path,  # noq
     for index, workload in enumerate(manifest.workloads):
         loc = ("workloads", index)
         if workload.provider == "pytest":
-            found = _own_test(workload, project_root, problems, loc)
+            found = _own_test(workload, project_root, problems, loc, compile_only=not platforms.platform(manifest.device.backend).executes)
             if found is not None:
                 resolved[workload.name] = found
             continue
@@ -143,7 +153,9 @@ def resolve(manifest: Manifest, inventory: Inventory, project_root: Path,  # noq
             shape_cache[shape_path] = shape_sets.load_shapes(shape_path)
         available = shape_cache[shape_path].get(workload.op)
         if available is None:
-            problems.add("shape_file", loc + ("op",), f"{shown} has no shapes for {workload.op}")
+            own = "; a test file that builds its own inputs is provider: pytest (its parametrization is its shapes)"
+            problems.add("shape_file", loc + ("op",), f"{shown} has no shapes for {workload.op}"
+                         + (own if workload.benchmark and entry is None else ""))
             continue
         try:
             shape_sets.select(available, workload.shapes)

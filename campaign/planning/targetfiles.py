@@ -19,7 +19,7 @@ import ast
 from pathlib import Path
 from typing import Iterable, Optional
 
-PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+PYTEST_CONFIGS = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 CONFTEST = "conftest.py"
 MAX_FILES = 5000   # an import walk larger than any project is a loop or a vendored tree
 
@@ -50,7 +50,7 @@ def base_folder(project_root: Path, file: Path) -> Path:
     return folder
 
 
-def _module_paths(folder: Path, dotted: str) -> list[Path]:
+def module_paths(folder: Path, dotted: str) -> list[Path]:
     """Every file that ``import dotted`` could load from ``folder``: each package's __init__ on the way."""
     parts = dotted.split(".")
     out = []
@@ -71,7 +71,7 @@ def imported_paths(project_root: Path, file: Path) -> list[Path]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                out += [p for folder in searched for p in _module_paths(folder, alias.name)]
+                out += [p for folder in searched for p in module_paths(folder, alias.name)]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 package = file.parent
@@ -83,10 +83,10 @@ def imported_paths(project_root: Path, file: Path) -> list[Path]:
             module = node.module or ""
             for folder in folders:
                 if module:
-                    out += _module_paths(folder, module)
+                    out += module_paths(folder, module)
                 # `from pkg import name` may load the submodule pkg/name.py
                 base = folder.joinpath(*module.split(".")) if module else folder
-                out += [p for alias in node.names for p in _module_paths(base, alias.name)]
+                out += [p for alias in node.names for p in module_paths(base, alias.name)]
     return [p for p in out if inside(project_root, p.parent)]
 
 

@@ -36,7 +36,8 @@ def split(target: str) -> tuple[str, str | None]:
 
 def outside(project_root: Path, file_part: str) -> Optional[str]:
     """Why ``file_part`` is not a path inside the project, or None."""
-    why = "a target must be a file of the project, given relative to its root, so prepare can digest it"
+    why = ("a target must be a file of the project, given relative to its root, so prepare can digest it "
+           "(a test file of your own, anywhere, is a provider: pytest workload)")
     if Path(file_part).is_absolute():
         return f"{file_part}: an absolute path; {why}"
     if ".." in Path(file_part).parts:

@@ -48,7 +48,7 @@ svg.forest text{font:11px system-ui,sans-serif}
 SCRIPT_HEAD = """window.onerror=function(m,s,l){document.body.dataset.status='error';
 var e=document.getElementById('errors');e.textContent+=m+' (line '+l+')\\n';};"""
 
-SCRIPT = """
+SCRIPT = r"""
 function showStage(sec,stage){
   sec.querySelectorAll('[data-stage]').forEach(function(t){t.hidden=t.dataset.stage!==stage;});
   sec.querySelectorAll('button[data-show]').forEach(function(b){b.classList.toggle('on',b.dataset.show===stage);});

@@ -87,6 +87,12 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optio
         pin = env.switch_overrides_pin
         out += [f"The switch `{pin.name}` is a variable the harness pins (to {', '.join(pin.pinned)} in "
                 "every cell that does not set it): each cell's own value is the one it ran with.", ""]
+    if env is not None and env.cells_set:
+        out += ["Each cell set: " + "; ".join(f"{cell}: " + (", ".join(f"`{k}={v}`" for k, v in values.items()) or "nothing")
+                                              for cell, values in env.cells_set.items()) + ".", ""]
+    if env is not None and env.declared:
+        out += ["Declared beside the switch (`switch.also`): "
+                + "; ".join(f"`{name}`: {why}" for name, why in env.declared.items()) + ".", ""]
     if env is not None and env.inherited:
         out += ["Inherited by the cells (code paths, not caliber): " + ", ".join(f"`{v}`" for v in env.inherited), ""]
     if verdicts.harness_drift:

@@ -2,7 +2,7 @@
 
 Protocol per process: the runner writes every cell's task.json exactly as for a single
 cell, then ``batches/<nnnn>/batch.json`` (`BatchRecord`), and starts
-``python -m campaign.worker --batch batch.json`` in its own session, its streams to the
+the worker on ``--batch batch.json`` (`campaign.running.workerlaunch`) in its own session, its streams to the
 batch folder. The worker appends a ``start`` and an ``end`` line per workload to
 progress.tsv; each workload writes its own cell folder (its logs, result.json) as a
 single-cell worker does. The runner reads progress.tsv while it waits:
@@ -39,8 +39,7 @@ from campaign.contract import canonical, faults, status
 from campaign.contract.artifacts import BATCH_FILE, BATCHES_DIR, PROGRESS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir, first_free, set_aside
 from campaign.contract.plans import BatchRecord, CellPlan, Task
 from campaign.contract.status import StatusRow
-from campaign.running import batching
-from campaign.running.cellenv import cell_env
+from campaign.running import batching, workerlaunch
 from campaign.running.cellproc import STOPPED, TIMED_OUT, Clock, Ended, stopped_note, timed_out, timeout_note, watch
 from campaign.running.cellresult import status_row
 from campaign.running.rounds import Rounds, skipped_row
@@ -112,7 +111,7 @@ class BatchRun:
         return triton, tuner
 
     def _plans(self, tasks: tuple[Task, ...]) -> dict[str, CellPlan]:
-        runner, root = self.runner, self.setup.root
+        runner, root = self.runner, self.setup.root.path
         triton, tuner = self._caches()
         plans = {}
         for task in tasks:
@@ -149,7 +148,7 @@ class BatchRun:
         setup, runner = self.setup, self.runner
         plans = self._plans(tasks)
         folder = self._record(tasks)
-        argv = [setup.python, "-m", "campaign.worker", "--batch", str(folder / BATCH_FILE)]
+        args = ["--batch", str(folder / BATCH_FILE)]
         runner.events.cell_started(tasks[0])
         runner.telemetry.mark()
         spawn = (time.time(), time.monotonic())
@@ -157,10 +156,9 @@ class BatchRun:
         try:
             with open(folder / STDOUT_LOG, "xb") as out, open(folder / STDERR_LOG, "xb") as err:
                 try:
-                    proc = subprocess.Popen(argv, cwd=setup.project_root, env=cell_env(setup.parent_env, plans[tasks[0].id]),
-                                            stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+                    proc = workerlaunch.start(setup, plans[tasks[0].id], args, out, err)
                 except (OSError, ValueError) as exc:   # the first task's row says why; the rest run next
-                    watch.close(tasks[0], Ended(None, "not_started", [f"worker not started: {argv}: {exc}"]))
+                    watch.close(tasks[0], Ended(None, "not_started", [f"worker not started: {args}: {exc}"]))
                     return False
                 runner.worker_running(tasks[0].id, proc.pid)
                 return watch.follow(proc)

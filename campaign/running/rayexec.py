@@ -39,16 +39,14 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from campaign.contract import status
+from campaign.contract import journal, status
 from campaign.contract.artifacts import (
     CELLS_DIR,
-    INTERRUPTED_SUFFIX,
     LOCK_FILE,
     RECEIPT_FILE,
     STATUS_FILE,
     TELEMETRY_FILE,
     cell_dir,
-    first_free,
     set_aside,
 )
 from campaign.contract.errors import CampaignError, Refused
@@ -198,7 +196,7 @@ class RayExecutor:
     def _job(self, workload: str, rows: list[StatusRow]) -> dict[str, Any]:
         """What the node needs: the root without the head's bookkeeping, the workload's settled cells
         and its rows. An unsettled folder is set aside here first, as the runner would."""
-        root = self.setup.root
+        root = self.setup.root.path
         latest = status.settled(rows)
         names = [p.name for p in root.iterdir() if p.is_file() and p.name not in _HEAD_ONLY]
         if (root / PINNED_DIR).is_dir():
@@ -230,6 +228,7 @@ class RayExecutor:
                 self._append(task, row, rows)
 
     def _append(self, task, row: StatusRow, rows: list[StatusRow]) -> None:
+        journal.append(self.setup.root, task.id)      # the node's folder as placed in the root
         status.append(self.status_path, row)
         rows.append(row)
         self.events.cell_ended(task, row, task.id in status.settled(rows))
@@ -244,7 +243,7 @@ class RayExecutor:
             raynode.unpack(result["cells"], incoming, lambda parts: raynode.own_cells(parts, ids),
                            f"the Ray task of {workload} on {node}")
             for path in raynode.task_folders(incoming, ids):
-                _place(incoming / path, (self.setup.root / path).parent)
+                raynode.place(incoming / path, (self.setup.root / path).parent)
         finally:
             shutil.rmtree(incoming, ignore_errors=True)
         for note in result["notes"]:
@@ -285,22 +284,3 @@ class RayExecutor:
         if errors:
             with open(self.setup.root / ERR_FILE, "a", encoding="utf-8") as out:
                 out.write("".join(f"{stamp}\t{node}: {text}\n" for stamp, _, text in errors))
-
-
-def _place(folder: Path, cells: Path) -> None:
-    """Move a node's cell folder into its place under the root's cells/ (``cells``: the folder that
-    holds it); a set-aside one takes the head's first free name."""
-    cells.mkdir(parents=True, exist_ok=True)
-    base = folder.name.split(INTERRUPTED_SUFFIX)[0]
-    if INTERRUPTED_SUFFIX not in folder.name:
-        if (cells / folder.name).exists():
-            raise Refused(PREFIX, "ray_cells", f"{cells / folder.name} exists on the head: a node's cell "
-                          "folder never replaces one")
-        shutil.move(str(folder), str(cells / folder.name))
-        return
-
-    def take(target: Path) -> None:
-        if target.exists():
-            raise FileExistsError(target)
-        shutil.move(str(folder), str(target))
-    first_free(lambda n: cells / f"{base}{INTERRUPTED_SUFFIX}{n}", take)

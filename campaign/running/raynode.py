@@ -30,11 +30,13 @@ from typing import Any, Callable, Iterable, Optional
 
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
-from campaign.contract import canonical, status, yamlio
-from campaign.contract.artifacts import CELLS_DIR, INTERRUPTED_SUFFIX, MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, STATUS_FILE
+from campaign.contract import status
+from campaign.contract.artifacts import CELLS_DIR, INTERRUPTED_SUFFIX, first_free
 from campaign.contract.errors import Refused
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
+from campaign.contract.rootrecords import Prepare
+from campaign.contract.runroot import RunRoot
 from campaign.planning import harness
 from campaign.planning.cardplan import VIRTUAL, Card
 from campaign.running import runchecks
@@ -94,6 +96,25 @@ def own_cells(parts: tuple[str, ...], task_ids) -> bool:
                             or rel.startswith(task_id + INTERRUPTED_SUFFIX) for task_id in task_ids)
 
 
+def place(folder: Path, cells: Path) -> None:
+    """Move a node's cell folder into its place under the root's cells/ (``cells``: the folder that
+    holds it); a set-aside one takes the head's first free name."""
+    cells.mkdir(parents=True, exist_ok=True)
+    base = folder.name.split(INTERRUPTED_SUFFIX)[0]
+    if INTERRUPTED_SUFFIX not in folder.name:
+        if (cells / folder.name).exists():
+            raise Refused(PREFIX, "ray_cells", f"{cells / folder.name} exists on the head: a node's cell "
+                          "folder never replaces one")
+        shutil.move(str(folder), str(cells / folder.name))
+        return
+
+    def take(target: Path) -> None:
+        if target.exists():
+            raise FileExistsError(target)
+        shutil.move(str(folder), str(target))
+    first_free(lambda n: cells / f"{base}{INTERRUPTED_SUFFIX}{n}", take)
+
+
 def task_folders(root: Path, task_ids: Iterable[str]) -> list[str]:
     """The cell folders of ``task_ids`` under ``root``, set-aside ones too, as root-relative paths."""
     found: list[str] = []
@@ -118,14 +139,13 @@ def card_here(backend, variable: Optional[str]) -> Card:
     return Card(slot=0, index=index, uuid=f"{VIRTUAL}{index}@{socket.gethostname()}")
 
 
-def _check_node(prepare: dict, manifest: Manifest, backend) -> None:
+def _check_node(prepare: Prepare, manifest: Manifest, backend) -> None:
     """The session's checks that depend on the machine, taken again on this node."""
     here = socket.gethostname()
-    if Path(prepare["project_root"]).resolve() != harness.PROJECT_ROOT.resolve():
-        raise RuntimeError(f"node {here}: prepared from {prepare['project_root']}, this node's code is at "
+    if Path(prepare.project_root).resolve() != harness.PROJECT_ROOT.resolve():
+        raise RuntimeError(f"node {here}: prepared from {prepare.project_root}, this node's code is at "
                            f"{harness.PROJECT_ROOT} (every node needs the checkout at the same path)")
-    drift = runchecks.harness_problems(prepare["harness"], harness.harness_digests(
-        harness.PROJECT_ROOT, harness.prepared_targets(prepare)))
+    drift = runchecks.harness_problems(prepare.harness, harness.prepared_digests(harness.PROJECT_ROOT, prepare))
     if drift:
         raise RuntimeError(f"node {here}: code differs from prepare: {', '.join(drift)}")
     devices = backend.enumerate_devices() if backend.capabilities.executes else []
@@ -175,17 +195,15 @@ def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
     """One Ray task: run ``job['workload']``'s unsettled tasks; return new cell folders and rows."""
     staging = Path(tempfile.mkdtemp(prefix="campaign-ray-"))
     try:
-        root, scratch = staging / "root", staging / "scratch"
-        root.mkdir()
+        root, scratch = RunRoot(staging / "root"), staging / "scratch"
+        root.path.mkdir()
         scratch.mkdir()
-        unpack(job["root"], root, lambda parts: True, "the head")
+        unpack(job["root"], root.path, lambda parts: True, "the head")
         sent_rows = [status.StatusRow(**row) for row in job["rows"]]
         for row in sent_rows:
-            status.append(root / STATUS_FILE, row)
-        sent_cells = set(task_folders(root, job["task_ids"]))
-        prepare = canonical.read_json(root / PREPARE_FILE)
-        manifest = yamlio.validate(Manifest, root / MANIFEST_FILE)
-        matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
+            status.append(root.status_file, row)
+        sent_cells = set(task_folders(root.path, job["task_ids"]))
+        prepare, manifest, matrix = root.prepare, root.manifest, root.matrix
         backend = get_backend(matrix.backend)
         _check_node(prepare, manifest, backend)
         variable = backend.visibility_variable
@@ -202,24 +220,24 @@ def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
             outcome = run_group(setup, [job["workload"]], card, events, sampler)
         finally:
             sampler.stop()
-        rows, _ = status.read(root / STATUS_FILE)
-        new_cells = [path for path in task_folders(root, job["task_ids"]) if path not in sent_cells]
+        rows, _ = root.status()
+        new_cells = [path for path in task_folders(root.path, job["task_ids"]) if path not in sent_cells]
         return {"state": outcome.state, "detail": outcome.detail, "node": socket.gethostname(),
                 "card": card.uuid, "notes": events.notes,
                 "rows": [dataclasses.asdict(row) for row in rows[len(sent_rows):]],
-                "cells": pack(root, new_cells), "telemetry": _samples(sampler.tsv),
+                "cells": pack(root.path, new_cells), "telemetry": _samples(sampler.tsv),
                 "telemetry_err": sampler.err.read_text(encoding="utf-8") if sampler.err.is_file() else ""}
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _setup(root: Path, prepare: dict, matrix: Matrix, manifest: Manifest, backend, scratch: Path, grace_s: float):
+def _setup(root: RunRoot, prepare: Prepare, matrix: Matrix, manifest: Manifest, backend, scratch: Path, grace_s: float):
     from campaign.running.runner import RunSetup
 
     # parent_env is this worker's: Ray sets the visibility variable to the card it assigned,
     # and the cell env inherits it (the card's `visible` stays None, so nothing overrides it).
-    return RunSetup(root=root, project_root=Path(prepare["project_root"]), matrix=matrix, manifest=manifest,
-                    harness_digest=prepare["harness_digest"], plugins=plugin_plan(backend),
+    return RunSetup(root=root, project_root=Path(prepare.project_root), matrix=matrix, manifest=manifest,
+                    harness_digest=prepare.harness_digest, plugins=plugin_plan(backend),
                     pinned_env=pinned_env(manifest), parent_env=dict(os.environ), scratch=scratch,
                     python=sys.executable, grace_s=grace_s, lock=None,
                     visibility_variable=backend.visibility_variable)

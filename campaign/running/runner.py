@@ -1,7 +1,7 @@
 """The run loop: a prepared matrix, one worker subprocess per task, in order, serially.
 
-Protocol per task: write the cell's task.json (`CellPlan`), start
-``python -m campaign.worker task.json result.json`` in its own session (so the
+Protocol per task: write the cell's task.json (`CellPlan`), start the worker on
+``task.json result.json`` (`campaign.running.workerlaunch`: digested code only) in its own session (so the
 whole process group can be ended), wait under the task's timeout, read the one
 result.json, append one status row. Everything else -- refusals, the lock,
 telemetry start, progress display, sealing -- is the session flow's (`campaign.flows.session`); progress is
@@ -18,7 +18,6 @@ Adaptive rounds: `campaign.running.rounds`. A batch of one side's workloads shar
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,15 +25,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical, faults, status
+from campaign.contract import canonical, faults, journal, status
 from campaign.contract.artifacts import AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, set_aside
 from campaign.contract.artifacts import cell_dir as cell_folder
 from campaign.contract.plans import CellPlan, Task
 from campaign.contract.status import StatusRow
 from campaign.planning import pinning
-from campaign.running import batching
+from campaign.running import batching, workerlaunch
 from campaign.running.batch import BatchRun
-from campaign.running.cellenv import cell_env
 from campaign.running.cellproc import Ended, wait_worker
 from campaign.running.cellresult import status_row
 from campaign.running.rounds import Rounds, skipped_row
@@ -173,6 +171,7 @@ class Runner:
                     row.note, status.lane_note(self.lane, self.setup.lanes)) if part))
             if self.setup.card is not None:
                 row = replace(row, device=self.setup.card.uuid)
+            journal.append(self.setup.root, task.id)      # the digests first: a row never lacks them
             status.append(self.status_path, row)
             rows.append(row)
             latest = status.settled(rows)
@@ -204,18 +203,16 @@ class Runner:
         plan = self.plan(task, cell_dir)
         with faults.naming(cell_dir / TASK_FILE):   # a full disk fails the write, which names no path
             canonical.write_json_new(cell_dir / TASK_FILE, plan.model_dump(mode="json"))
-        argv = [setup.python, "-m", "campaign.worker", str(cell_dir / TASK_FILE), str(cell_dir / RESULT_FILE)]
+        args = [str(cell_dir / TASK_FILE), str(cell_dir / RESULT_FILE)]
         self.events.cell_started(task)
         self.telemetry.mark()
         wall_start, start = time.time(), time.monotonic()
         try:
             with open(cell_dir / STDOUT_LOG, "xb") as out, open(cell_dir / STDERR_LOG, "xb") as err:
                 try:
-                    proc = subprocess.Popen(argv, cwd=setup.project_root, env=cell_env(setup.parent_env, plan),
-                                            stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                            start_new_session=True)
+                    proc = workerlaunch.start(setup, plan, args, out, err)
                 except (OSError, ValueError) as exc:  # a row says why, the campaign goes on
-                    ended = Ended(None, "not_started", [f"worker not started: {argv}: {exc}"])
+                    ended = Ended(None, "not_started", [f"worker not started: {args}: {exc}"])
                 else:
                     self.worker_running(task.id, proc.pid)
                     ended = wait_worker(proc, task.timeout_s, start, setup.grace_s, self.stop,
@@ -230,6 +227,7 @@ class Runner:
 
     def drop_caches(self, plan: CellPlan) -> None:
         shutil.rmtree(plan.triton_cache_dir, ignore_errors=True)
+        shutil.rmtree(workerlaunch.pycache_dir(plan), ignore_errors=True)
         if plan.tuner_cache == "isolated":
             shutil.rmtree(plan.tuner_cache_dir, ignore_errors=True)
 

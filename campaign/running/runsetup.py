@@ -10,6 +10,7 @@ from typing import Mapping, Optional, Protocol
 
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix, Task
+from campaign.contract.runroot import RunRoot
 from campaign.contract.status import StatusRow
 
 
@@ -29,7 +30,7 @@ class Telemetry(Protocol):
 class RunSetup:
     """What the session flow built once and passes down; nothing here is read from globals."""
 
-    root: Path
+    root: RunRoot                        # a Path is taken too, and made one
     project_root: Path
     matrix: Matrix
     manifest: Manifest
@@ -49,3 +50,6 @@ class RunSetup:
     # IR-pass processes at once on this runner's card (`batching.lanes`) and why; 1: one at a time
     lanes: int = 1
     lanes_why: str = ""
+
+    def __post_init__(self):
+        self.root = RunRoot.of(self.root)

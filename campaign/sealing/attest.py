@@ -22,8 +22,9 @@ from typing import Any
 
 from campaign import __version__
 from campaign.contract import canonical, yamlio
-from campaign.contract.artifacts import MANIFEST_FILE, PREPARE_FILE, RECEIPT_FILE
+from campaign.contract.artifacts import MANIFEST_FILE, RECEIPT_FILE
 from campaign.contract.errors import Refused
+from campaign.contract.runroot import RunRoot
 from campaign.sealing.verification import require_sealed, require_verified
 
 PREFIX = "ATTEST_REFUSED"
@@ -53,19 +54,19 @@ def _integral(value: Any) -> Any:
 
 
 def predicate(root: Path, receipt) -> dict[str, Any]:
-    manifest, _ = yamlio.load(root / MANIFEST_FILE)
-    prepare = canonical.read_json(root / PREPARE_FILE)
+    run_root = RunRoot.of(root)
+    manifest, _ = yamlio.load(run_root.manifest_file)     # the manifest's own words, as written
     return {
         "campaign": receipt.campaign,
-        "root": root.name,
+        "root": run_root.name,
         "sealed_utc": receipt.sealed_utc,
         "sealed_by": f"campaign {receipt.tool_version}",
         "attested_by": f"campaign {__version__}",
-        "receipt": {"file": RECEIPT_FILE, "sha256": canonical.sha256_file(root / RECEIPT_FILE),
+        "receipt": {"file": RECEIPT_FILE, "sha256": canonical.sha256_file(run_root.receipt_file),
                     "schema_version": receipt.schema_version,
                     "content_sha256": getattr(receipt, "content_sha256", None)},
         "manifest": {"file": MANIFEST_FILE, "sha256": receipt.manifest_sha256,
-                     "source": prepare.get("manifest_source")},
+                     "source": run_root.prepare.manifest_source},
         "prepare_sha256": receipt.prepare_sha256,
         "status_sha256": receipt.status_sha256,
         "sources": manifest.get("sources"),

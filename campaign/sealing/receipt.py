@@ -25,24 +25,21 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from campaign import __version__
-from campaign.contract import canonical, status
+from campaign.contract import canonical, journal, status
 from campaign.contract.artifacts import (
     IDENTITY_FILE,
     LOCK_FILE,
-    MANIFEST_FILE,
-    MATRIX_FILE,
-    PREPARE_FILE,
     RECEIPT_FILE,
-    STATUS_FILE,
     cell_dir,
     cell_dir_name,
 )
 from campaign.contract.errors import EXIT_VERIFY, Refused
 from campaign.contract.plans import Matrix
 from campaign.contract.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt, content_digest
+from campaign.contract.runroot import RunRoot
 from campaign.judging import caliber
 from campaign.planning import harness
-from campaign.sealing import rootfiles
+from campaign.sealing import rootfiles, verification
 from campaign.sealing.rootfiles import SEALED_FILE_MODE, SEALED_FOLDER_MODE, mode_text
 from campaign.sealing.verification import UNRECORDED, UNVERIFIED, Difference, Verification, check, require_verified, verify_root, writable_entries  # noqa: F401 (re-exported)
 
@@ -52,7 +49,7 @@ PREFIX = "SEAL_REFUSED"
 
 def is_sealed(root: Path) -> bool:
     """receipt.json is there (whole or not): nothing measures in this root again."""
-    return os.path.lexists(Path(root) / RECEIPT_FILE)
+    return RunRoot.of(root).sealed
 
 
 def seal_interrupted(root: Path) -> bool:
@@ -66,10 +63,8 @@ def missing_cell_folders(root: Path) -> list[str]:
     A skipped task (adaptive rounds) never had a folder; every other finished row
     is evidence the verdicts read, so its folder must exist for the seal to claim it.
     """
-    rows, _ = status.read(Path(root) / STATUS_FILE)
-    return sorted(task_id for task_id, row in status.latest(rows).items()
-                  if row.finished and row.rc_name != status.SKIPPED
-                  and not (Path(root) / cell_dir_name(task_id)).is_dir())
+    root = RunRoot.of(root)
+    return sorted(task_id for task_id in status.with_evidence(root.status()[0]) if not root.cell(task_id).is_dir())
 
 
 def run_identities(root: Path, matrix: Matrix) -> tuple[Optional[dict], list[dict]]:
@@ -102,9 +97,8 @@ class Judgement:
 
 def harness_drift(root: Path) -> list[str]:
     """Harness files changed since prepare (digests taken now, against prepare.json's)."""
-    prepare = canonical.read_json(Path(root) / PREPARE_FILE)
-    return harness.changed_files(prepare.get("harness", {}), harness.harness_digests(
-        Path(prepare["project_root"]), harness.prepared_targets(prepare)))
+    prepare = RunRoot.of(root).prepare
+    return harness.changed_files(prepare.harness, harness.prepared_digests(Path(prepare.project_root), prepare))
 
 
 def _scan(root: Path) -> rootfiles.Tree:
@@ -116,11 +110,10 @@ def _scan(root: Path) -> rootfiles.Tree:
 
 
 def build_receipt(root: Path, judged: Judgement, now: datetime) -> dict[str, Any]:
-    root = Path(root)
-    tree = _scan(root)
-    prepare = canonical.read_json(root / PREPARE_FILE)
-    matrix = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE))
-    identity, distinct = run_identities(root, matrix)
+    root = RunRoot.of(root)
+    tree = _scan(root.path)
+    prepare, matrix = root.prepare, root.matrix
+    identity, distinct = run_identities(root.path, matrix)
     files = {}
     for rel, path in tree.files.items():
         digest, size = rootfiles.sha256_regular(path)
@@ -130,11 +123,11 @@ def build_receipt(root: Path, judged: Judgement, now: datetime) -> dict[str, Any
         "campaign": matrix.campaign,
         "sealed_utc": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "tool_version": __version__,
-        "manifest_sha256": canonical.sha256_file(root / MANIFEST_FILE),
-        "prepare_sha256": canonical.sha256_file(root / PREPARE_FILE),
-        "status_sha256": canonical.sha256_file(root / STATUS_FILE) if (root / STATUS_FILE).is_file() else None,
-        "harness": prepare.get("harness", {}),
-        "harness_digest": prepare.get("harness_digest"),
+        "manifest_sha256": canonical.sha256_file(root.manifest_file),
+        "prepare_sha256": canonical.sha256_file(root.prepare_file),
+        "status_sha256": canonical.sha256_file(root.status_file) if root.status_file.is_file() else None,
+        "harness": dict(prepare.harness),
+        "harness_digest": prepare.harness_digest,
         "harness_changed_since_prepare": list(judged.harness_drift),
         "run_identity": identity,
         "distinct_run_identities": distinct,
@@ -193,6 +186,11 @@ def require_sealable(root: Path) -> None:
         raise Refused(PREFIX, "cell_folder", f"{root}: status.tsv says finished but the cell folder is missing: "
                       + ", ".join(cell_dir_name(task_id) for task_id in missing) + "; nothing was sealed")
     _scan(root)   # a FIFO or a link is refused before a reader of the root opens it
+    edited = verification.journal_differences(root)
+    if edited:
+        raise Refused(PREFIX, "journal", f"{root}: evidence changed after its cell ended ({len(edited)}): "
+                      + "; ".join(d.line() for d in edited[:10]) + f"; the digests taken as each cell ended are in "
+                      f"{journal.JOURNAL_FILE}; nothing was sealed", EXIT_VERIFY)
 
 
 def seal(root: Path, judged: Judgement, release: Callable[[], None] = lambda: None,

@@ -18,9 +18,11 @@ from typing import Optional, Union
 
 from pydantic import ValidationError
 
+from campaign.contract import journal, status
 from campaign.contract.artifacts import LOCK_FILE, RECEIPT_FILE
 from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, Refused
 from campaign.contract.receiptmodel import Receipt, ReceiptFile, ReceiptV1, content_digest
+from campaign.contract.runroot import RunRoot
 from campaign.sealing import rootfiles
 
 # Not recorded at seal: the receipt itself and the live run lock (removed right after).
@@ -32,7 +34,7 @@ INTERRUPTED_HINT = "run.lock left beside receipt.json: the seal was interrupted;
 
 @dataclass(frozen=True)
 class Difference:
-    kind: str            # "changed" | "missing" | "extra" | "mode" | "refused" | "receipt"
+    kind: str            # "changed" | "missing" | "extra" | "mode" | "refused" | "receipt" | "journal"
     path: str            # relative to the root; a folder ends in "/"
     detail: str = ""
 
@@ -126,6 +128,12 @@ def _compare_folders(model: Receipt, tree: rootfiles.Tree) -> list[Difference]:
     return out
 
 
+def journal_differences(root: Path) -> list[Difference]:
+    """Each finished cell's files against the digests journalled as it ended (`campaign.contract.journal`)."""
+    rows, _ = RunRoot.of(root).status()
+    return [Difference("journal", rel, what) for rel, what in journal.differences(root, status.with_evidence(rows))]
+
+
 def check(root: Path, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
     root = Path(root)
     model, problems = read_receipt(root)
@@ -134,6 +142,11 @@ def check(root: Path, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
     tree = rootfiles.scan(root, leave_out)
     found = [Difference("refused", rel, what) for rel, what in tree.refused.items()]
     found += _compare_files(root, model, tree)
+    if not tree.refused:     # never opens what the scan refused (a FIFO for status.tsv)
+        # a path the receipt already disagrees with is named once; the journal adds what a receipt
+        # rewritten over edited evidence (its own digest recomputed) agrees with
+        named = {d.path for d in found}
+        found += [d for d in journal_differences(root) if d.path not in named]
     if isinstance(model, Receipt):
         found += _compare_folders(model, tree)
     return Verification(model, tuple(problems + sorted(found, key=lambda d: (d.path.rstrip("/"), d.kind))))

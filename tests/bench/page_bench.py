@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import rootbuilder as rb  # noqa: E402
 
 from campaign.flows import session  # noqa: E402
-from campaign.judging import screening, screenroot  # noqa: E402
+from campaign.judging import screenroot, screentable  # noqa: E402
 
 CHANGED = ("mm", "bmm", "addmm")
 
@@ -38,7 +38,7 @@ def build(real: Path, out: Path) -> Path:
                 if target.is_dir() and source.is_dir():
                     shutil.rmtree(target)
                     shutil.copytree(source, target)
-    (root / screenroot.SCREEN_FILE).write_text(screening.render(screenroot.table(root)), encoding="utf-8")
+    (root / screenroot.SCREEN_FILE).write_text(screentable.render(screenroot.table(root)), encoding="utf-8")
     session.seal_root(root)
     return root
 

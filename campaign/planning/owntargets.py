@@ -1,0 +1,90 @@
+"""The targets of a ``provider: pytest`` workload whose file is the user's own, outside the project.
+
+Every target is made absolute (relative ones are read from the manifest's folder), checked
+against the file with pytest's rootdir for it as the root (`campaign.planning.ownfile.rootdir`),
+and the files a cell of it reads are checked against what such a file must not do
+(`campaign.planning.ownrules`). Correctness node ids are the file's own tests: they name the same
+file or another under the same rootdir, written as the benchmark is (absolute, ``./`` or ``../``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from campaign.contract.plans import Targets
+from campaign.contract.workloads import Workload, own_path
+from campaign.planning import ownfile, ownrules, targets
+
+NOT_DIGESTED = ("imports not digested (installed packages, or code prepare cannot see; torch's and triton's "
+                "versions are in each cell's run identity)")
+
+
+@dataclass
+class Own:
+    """What resolving one workload found: its targets, or the problems as (check, key path, detail)."""
+
+    targets: Optional[Targets] = None
+    notes: list[str] = field(default_factory=list)
+    problems: list[tuple[str, tuple, str]] = field(default_factory=list)
+
+
+def _node(manifest_path: Path, root: Path, node: str, own: Own, check: str, loc: tuple) -> Optional[str]:
+    """The absolute node id when it resolves under ``root``; otherwise a problem is added."""
+    if not own_path(node):
+        own.problems.append((check, loc, f"{node}: a file of your own is named from the manifest's folder "
+                                         f"(./file.py::test_x) or absolutely, like the benchmark"))
+        return None
+    node = ownfile.absolute(manifest_path, node)
+    file = Path(node.partition("::")[0])
+    if not file.is_file():
+        own.problems.append((check, loc, f"{file}: no such file"))
+        return None
+    if ownfile.rootdir(file) != root:
+        own.problems.append((check, loc, f"{file}: pytest's rootdir for it is {ownfile.rootdir(file)}, not the "
+                                         f"benchmark's {root}; one workload's tests run in one pytest tree"))
+        return None
+    missing, note = targets.node_problem(root, ownfile.relative(root, node))
+    if missing:
+        own.problems.append((check, loc, f"{root}/{missing}"))
+        return None
+    if note:
+        own.notes.append(f"{root}/{note}")
+    return node
+
+
+def resolve(workload: Workload, manifest_path: Path, compile_only: bool) -> Own:
+    """The workload's absolute targets, rootdir and data files, or why not (each problem located)."""
+    own = Own()
+    file = ownfile.locate(manifest_path, workload.benchmark.partition("::")[0])
+    if not file.is_file():
+        own.problems.append(("benchmark_target", ("benchmark",), f"{file}: no such file (a path starting with ./ "
+                                                                 f"or ../ is read from the manifest's folder)"))
+        return own
+    root = ownfile.rootdir(file)
+    benchmark = _node(manifest_path, root, workload.benchmark, own, "benchmark_target", ("benchmark",))
+    node_ids = workload.correctness.node_ids if workload.correctness else None
+    nodes = tuple(_node(manifest_path, root, node, own, "correctness_target", ("correctness", "node_ids", n))
+                  for n, node in enumerate(node_ids or ()))
+    data = []
+    for n, name in enumerate(workload.data or ()):
+        path = ownfile.locate(manifest_path, name)
+        if not path.is_file():
+            own.problems.append(("data", ("data", n), f"{path}: no such file (data paths are read from the "
+                                                      f"manifest's folder unless absolute)"))
+        data.append(str(path))
+    if benchmark is None or None in nodes:
+        return own
+    k = workload.correctness.k if workload.correctness else None
+    correctness = nodes[0].partition("::")[0] if nodes else (benchmark.partition("::")[0] if k else benchmark)
+    found = Targets(benchmark=benchmark, correctness=correctness, correctness_node_ids=nodes or None,
+                    correctness_k=k, rootdir=str(root), data=tuple(data))
+    read = ownfile.reads(root, (benchmark, correctness, *nodes))
+    for path in sorted(p for p in read if p.suffix == ".py" and p.is_file()):
+        own.problems += [("own_file", ("benchmark",), line)
+                         for line in ownrules.broken(path, path.read_text(encoding="utf-8", errors="replace"), compile_only)]
+    missing = ownfile.unresolved(root, read)
+    if missing:
+        own.notes.append(f"{file}: {NOT_DIGESTED}: {', '.join(missing)}")
+    own.targets = found
+    return own

@@ -1,0 +1,98 @@
+"""Only digested code runs in a worker (`campaign.running.workerlaunch`).
+
+After prepare, two pieces of code are planted in a copy of the project (`projectcopy`): a
+``pluggy.py`` at the project root (pytest imports pluggy in the worker, the parent never does)
+and a ``__pycache__/demo_kernels.*.pyc`` compiled from edited source and stamped with the real
+source's mtime and size. Each writes a line to a marker file when it runs. `campaign run`
+through the workers' launch runs neither and seals; the same cell started as workers were
+started before (``python -m campaign.worker`` from the project folder, bytecode caches read)
+runs each of them, so the check can fail.
+"""
+from __future__ import annotations
+
+import importlib._bootstrap_external as bootstrap
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import projectcopy
+import pytest
+import runroots
+
+from campaign.contract import canonical
+from campaign.contract.artifacts import RESULT_FILE, TASK_FILE
+from campaign.contract.plans import CellPlan
+from campaign.running import workerlaunch
+from campaign.running.cellenv import cell_env
+
+KERNELS = Path("ops") / "workloads" / "demo" / "demo_kernels.py"
+
+
+def _plant(project: Path, marker: Path) -> None:
+    (project / "pluggy.py").write_text(f"open({str(marker)!r}, 'a').write('module\\n')\n"
+                                       "raise ImportError('a planted pluggy')\n", encoding="utf-8")
+    source = project / KERNELS
+    stat = source.stat()
+    edited = f"open({str(marker)!r}, 'a').write('pyc\\n')\n" + source.read_text(encoding="utf-8")
+    code = compile(edited, str(source), "exec", dont_inherit=True)
+    pyc = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+    pyc.parent.mkdir(exist_ok=True)
+    # what the import system checks before it trusts a .pyc: the source's mtime and size
+    pyc.write_bytes(bootstrap._code_to_timestamp_pyc(code, stat.st_mtime, stat.st_size))
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> tuple[Path, Path, Path, subprocess.CompletedProcess]:
+    base = tmp_path_factory.mktemp("planted")
+    project = projectcopy.make(base)
+    manifest = base / "planted.yaml"
+    # two workloads in one process: the batch's launch; the single cell's is started below by hand
+    manifest.write_text(runroots.HEAD.format(campaign="planted", rounds=1, extra_sources="",
+                                             per_process="  workloads_per_process: 2\n")
+                        + runroots.demo("add") + runroots.demo("row_sum"), encoding="utf-8")
+    root = projectcopy.prepare(project, manifest)
+    marker = base / "ran.txt"
+    _plant(project, marker)
+    return project, root, marker, projectcopy.run(project, root)
+
+
+def test_a_planted_module_and_pyc_never_run_in_a_worker(planted):
+    project, root, marker, done = planted
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists(), marker.read_text()
+    assert (root / "receipt.json").is_file()
+    assert {row.rc_name for row in runroots.rows(root)} == {"ok"}
+
+
+def _unprotected(project: Path, root: Path, folder: Path) -> None:
+    """The add candidate's cell again, in a fresh folder, started as workers were before the launch
+    protections: ``python -m`` in the project folder, nothing about bytecode."""
+    plan = CellPlan.model_validate(canonical.read_json(root / "cells" / "add" / "r1" / "candidate" / TASK_FILE))
+    folder.mkdir()
+    (folder / "triton").mkdir()
+    plan = plan.model_copy(update={"cell_dir": str(folder), "triton_cache_dir": str(folder / "triton"),
+                                   "tuner_cache_dir": str(folder / "triton")})
+    canonical.write_json_new(folder / TASK_FILE, plan.model_dump(mode="json"))
+    subprocess.run([sys.executable, "-m", "campaign.worker", str(folder / TASK_FILE), str(folder / RESULT_FILE)],
+                   cwd=project, env=cell_env(os.environ, plan), capture_output=True, timeout=300)
+
+
+def test_without_the_protections_both_are_picked_up(planted, tmp_path):
+    project, root, marker, _ = planted
+    _unprotected(project, root, tmp_path / "with-module")
+    assert marker.read_text() == "module\n"      # pytest's import of pluggy found the planted one first
+    (project / "pluggy.py").unlink()
+    _unprotected(project, root, tmp_path / "with-pyc")
+    assert marker.read_text().splitlines() == ["module", "pyc"]       # the kernels' module ran the edited code
+    marker.unlink()
+
+
+def test_the_launch_is_python_safe_path_through_the_boot_with_a_fresh_bytecode_prefix(tmp_path):
+    folders = workerlaunch.packages()
+    argv = workerlaunch.argv("python", ["task.json", "result.json"], folders)
+    assert argv[:3] == ["python", "-P", str(Path(folders["campaign.worker"]) / "boot.py")]
+    assert argv[-3:] == ["--", "task.json", "result.json"]
+    assert sorted(folders) == sorted(workerlaunch.PACKAGES) and all(Path(f, "__init__.py").is_file() for f in folders.values())
+    assert workerlaunch.protections(tmp_path) == {"PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1",
+                                                  "PYTHONPYCACHEPREFIX": str(tmp_path)}

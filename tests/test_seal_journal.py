@@ -1,0 +1,114 @@
+"""Evidence digested when it is made (`campaign.contract.journal`): each cell's files are journalled
+in digests.jsonl as the cell ends; the seal and verify compare the finished cells' folders with it.
+
+A real run on the CPU backend, then what an attacker would do: make the sealed root writable,
+edit a cell's file, delete receipt.json and run `campaign run ROOT` to reseal over the edit (refused,
+the file named), or rewrite receipt.json to match the edit with its own digest recomputed (verify
+names the file through the journal).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from runroots import demo, prepare, run
+
+from campaign.contract import canonical, journal
+from campaign.contract.artifacts import cell_dir
+from campaign.contract.receiptmodel import content_digest
+
+ROWS = "cells/add/r1/candidate/rows.json"
+
+
+def _writable(root: Path) -> None:
+    for folder, _, names in os.walk(root):
+        os.chmod(folder, 0o755)
+        for name in names:
+            os.chmod(Path(folder) / name, 0o644)
+
+
+def _edit(path: Path) -> None:
+    data = canonical.read_json(path)
+    data["rows"] = data["rows"][:1]        # a row dropped from the evidence
+    path.write_text(canonical.dumps(data), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def once(tmp_path_factory) -> Path:
+    root = prepare(tmp_path_factory.mktemp("journal"), [demo("add")])
+    done = run(root)
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+@pytest.fixture
+def sealed(once: Path, tmp_path: Path) -> Path:
+    """A copy of the sealed root, modes kept, beside its own scratch: each test tampers with its own."""
+    root = tmp_path / "runs" / once.name
+    shutil.copytree(once, root)
+    return root
+
+
+def test_every_finished_cell_is_journalled_with_its_files_as_it_ended(sealed: Path):
+    entries, problems = journal.read(sealed)
+    assert problems == [] and sorted(entries) == ["add/r1/baseline", "add/r1/candidate"]
+    for task_id, files in entries.items():
+        assert files == journal.folder_digests(sealed, task_id)
+        assert {f"cells/{task_id}/result.json", f"cells/{task_id}/rows.json"} <= set(files)
+    assert journal.JOURNAL_FILE in canonical.read_json(sealed / "receipt.json")["files"]
+
+
+def test_a_reseal_after_a_deleted_receipt_refuses_evidence_edited_after_its_cell_ended(sealed: Path, cli):
+    _writable(sealed)
+    _edit(sealed / ROWS)
+    (sealed / "receipt.json").unlink()
+    done = run(sealed)
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert f"SEAL_REFUSED check=journal: {sealed}: evidence changed after its cell ended (1): journal: {ROWS} " \
+           "(changed since its cell ended: sha256 " in done.stderr
+    assert not (sealed / "receipt.json").exists()
+    assert cli("verify", sealed).returncode == 1        # nothing was sealed
+
+
+def test_verify_names_evidence_under_a_receipt_rewritten_to_match_it(sealed: Path, cli):
+    _writable(sealed)
+    _edit(sealed / ROWS)
+    data = canonical.read_json(sealed / "receipt.json")
+    data["files"][ROWS].update(sha256=canonical.sha256_file(sealed / ROWS), size=(sealed / ROWS).stat().st_size)
+    data["content_sha256"] = content_digest(data)        # consistent with itself: a checksum, not a signature
+    (sealed / "receipt.json").write_text(canonical.dumps(data), encoding="utf-8")
+    for rel in data["files"]:
+        os.chmod(sealed / rel, 0o444)
+    for rel in data["folders"]:
+        os.chmod(sealed / rel, 0o555)
+    done = cli("verify", sealed)
+    assert done.returncode == 5, done.stdout + done.stderr
+    failed = [line for line in done.stderr.splitlines() if line.startswith("VERIFY_FAILED")]
+    assert len(failed) == 1 and failed[0].startswith(f"VERIFY_FAILED journal: {ROWS} (changed since its cell ended: ")
+    assert "1 difference(s)" in done.stderr
+
+
+def test_the_journal_names_files_changed_removed_and_added_and_a_broken_line(tmp_path: Path):
+    folder = cell_dir(tmp_path, "w/r1/baseline")
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text("a")
+    (folder / "b.json").write_text("b")
+    journal.append(tmp_path, "w/r1/baseline")
+    journal.append(tmp_path, "w/r2/baseline")           # skipped: no folder, nothing journalled
+    assert journal.differences(tmp_path, {"w/r1/baseline"}) == []
+    (folder / "a.json").write_text("A")
+    (folder / "b.json").unlink()
+    (folder / "c.json").write_text("c")
+    assert [(rel, what.split(":")[0]) for rel, what in journal.differences(tmp_path, {"w/r1/baseline"})] == [
+        ("cells/w/r1/baseline/a.json", "changed since its cell ended"),
+        ("cells/w/r1/baseline/b.json", "removed since its cell ended"),
+        ("cells/w/r1/baseline/c.json", "added since its cell ended")]
+    assert journal.differences(tmp_path, {"w/r9/baseline"})[:1] == []     # a task never journalled
+    path = tmp_path / journal.JOURNAL_FILE
+    path.write_text(path.read_text() + '{"task": "w/r1/can')            # torn by a killed runner: not a finding
+    assert journal.read(tmp_path)[1] == []
+    path.write_text('{"task": 1}\n' + json.dumps({"task": "x", "files": {}}) + "\n")
+    assert journal.read(tmp_path) == ({"x": {}}, ["line 1: not a journal entry"])
