@@ -4,10 +4,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 from typing import Optional, Sequence
 
-from campaign import __version__
-from campaign.contract.errors import EXIT_INTERRUPTED, CampaignError
+from campaign import __version__, crash
+from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_REFUSED, CampaignError
 
 # subcommand (a module of campaign.commands) -> one-line help
 COMMANDS = {
@@ -40,6 +41,8 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
         if name == command:
             module = importlib.import_module(f"campaign.commands.{name}")
             module.add_arguments(sp)
+            sp.epilog = module.EXAMPLE          # every command shows an example under its options
+            sp.formatter_class = argparse.RawDescriptionHelpFormatter
             sp.set_defaults(_module=module)
     return parser
 
@@ -63,6 +66,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as exc:   # a bug: one line naming its crash log, never a bare traceback
+        root = getattr(args, "root", None)
+        crash.report(exc, argv, root if isinstance(root, Path) else None)
+        return EXIT_REFUSED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -37,7 +37,7 @@ from campaign.judging import direction
 from campaign.judging.classify import classify
 from campaign.judging.evidence import load_root
 from campaign.reporting import report
-from campaign.sealing import receipt
+from campaign.sealing import receipt, verification
 
 PREFIX = "REACCOUNT_REFUSED"
 DEMOTIONS = {("G", "C"), ("G", "B"), ("C", "B"), ("R", "B")}
@@ -66,9 +66,7 @@ def default_out(root: Path, floor: int) -> Path:
 def check(root: Path, out: Path) -> Union[Receipt, ReceiptV1]:
     """Refuse, naming the check; return the sealed receipt, as verify read it."""
     root, out = Path(root).resolve(), Path(out).resolve()
-    if not (root / RECEIPT_FILE).is_file():
-        raise Refused(PREFIX, "receipt", f"{root}: no campaign receipt: only a sealed root can be reaccounted",
-                      EXIT_INPUT)
+    verification.require_sealed(root, PREFIX)
     # a derived receipt is no campaign receipt: said so before verify calls it malformed
     if canonical.read_json(root / RECEIPT_FILE).get("kind") == "derived":
         raise Refused(PREFIX, "receipt", f"{root}: holds a derived receipt, not a campaign receipt", EXIT_INPUT)

@@ -118,7 +118,8 @@ def test_missing_reversed_order_round_is_x(tmp_path):
 
 def test_an_unfinished_task_is_x(tmp_path):
     w = one(tmp_path, rb.mm(), rb.Options(drop={"matmul/r2/candidate"}))
-    assert (w["class"], w["reason"]) == ("X", "evidence missing: matmul/r2/candidate did not finish")
+    assert (w["class"], w["reason"]) == ("X", "not run: matmul/r2/candidate did not finish (never started; `campaign run` "
+                                          "resumes an unsealed root)")
 
 
 def test_timeout_is_x_not_a_verdict(tmp_path):

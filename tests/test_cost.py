@@ -140,8 +140,9 @@ def test_a_committed_sealed_root_from_before_phases_reads_as_not_recorded_and_is
     assert cells and all(line.count("not recorded") == len(PHASE_NAMES) + 1 for line in cells)
     assert " 0.00 |" not in proc.stdout
     assert _tree(root) == before
-    verify = subprocess.run([sys.executable, "-m", "campaign", "verify", str(root)], capture_output=True, text=True,
-                            timeout=300)
+    # sealed under receipt schema 1, which verify checks only when asked (`--allow-schema 1`)
+    verify = subprocess.run([sys.executable, "-m", "campaign", "verify", str(root), "--allow-schema", "1"],
+                            capture_output=True, text=True, timeout=300)
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 

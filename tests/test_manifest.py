@@ -14,7 +14,8 @@ INVALID = FIXTURES / "manifests" / "invalid"
 SEMANTIC = FIXTURES / "manifests" / "semantic"
 
 EXPECTED = {
-    "unknown_key.yaml": ["14:32: workloads -> 0 -> dtype: unknown key (not part of the manifest format)"],
+    "unknown_key.yaml": ["14:32: workloads -> 0 -> dtype: unknown key (not part of the manifest format); "
+                         "did you mean dtypes?"],
     "wrong_type.yaml": ["13:10: rounds -> count: Input should be a valid integer (got 'two', a str)"],
     "env_not_string.yaml": ["11:17: switch -> cells -> candidate -> DISABLE_MMA_V3: Input should be a valid string (got 1: quote it)"],
     "both_node_ids_and_k.yaml": ["17:79: workloads -> 0 -> correctness -> k: give node_ids or k, never both"],

@@ -118,11 +118,11 @@ def test_an_unsealed_source_or_a_workload_it_lacks_is_refused(source, tmp_path):
     unsealed = runroots.prepare(tmp_path / "u", [runroots.demo("matmul")], campaign="unsealed")
     done = prepare(pinned_manifest(tmp_path, unsealed, "0" * 64, name="p1"), tmp_path / "runs")
     assert done.returncode == 2 and "only a sealed root's configs can be pinned" in done.stderr
-    manifest = runroots.manifest(tmp_path, [runroots.demo("add")], campaign="p2")
+    manifest = runroots.manifest(tmp_path, ["  - {name: matmull, op: add}\n"], campaign="p2")
     manifest.write_text(manifest.read_text().replace(
         DEFAULTS, DEFAULTS + f"  autotune_from: {{root: {source}, receipt_sha256: \"{digest_of(source)}\"}}\n"))
     done = prepare(manifest, tmp_path / "runs")
-    assert done.returncode == 2 and "has no workload 'add' (it has: matmul)" in done.stderr
+    assert done.returncode == 2 and "has no workload 'matmull'; did you mean matmul? (it has: matmul)" in done.stderr
 
 
 def test_replay_sources_resolve_to_the_pinned_copy_or_the_recording_cell(tmp_path):

@@ -207,7 +207,7 @@ def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, reference, dead
     # the head, which ran no cell, sampled nothing of its own
     errors = (remote / "telemetry.err").read_text(encoding="utf-8").splitlines()
     cards = {r.workload: r.device for r in ran}
-    assert len(errors) == 2 and all("no telemetry: RuntimeError: the backend declares no telemetry source" in line
+    assert len(errors) == 2 and all("no telemetry on this backend (compile-only)" in line
                                     for line in errors), errors
     assert sorted(line.split("\t")[1].split(": ")[0] for line in errors) == sorted(
         f"{card.split('@')[1]} ({card})" for card in cards.values())

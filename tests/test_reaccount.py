@@ -70,7 +70,7 @@ def test_cli_refuses_a_root_without_receipt(tmp_path, cli):
     root = rb.build(tmp_path, [rb.mm()])
     done = cli("reaccount", root, "--floor", "1")
     assert done.returncode == 2
-    assert "REACCOUNT_REFUSED check=receipt" in done.stderr
+    assert "REACCOUNT_REFUSED check=sealed" in done.stderr
 
 
 def test_cli_refuses_a_root_that_does_not_verify(tmp_path, cli):

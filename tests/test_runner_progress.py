@@ -32,6 +32,30 @@ def test_eta_from_measured_cells_only():
     assert Tally().eta_s() is None
 
 
+def test_eta_learns_from_finished_cells_of_the_same_workload_and_kind():
+    """A slow workload's cells say nothing about a fast one's; an untimed IR-pass cell nothing about a timed one."""
+    def task(workload: str, n: int, timed: bool = True) -> Task:
+        return _task(n).model_copy(update={"id": f"{workload}/r{int(timed)}/c{n}", "workload": workload,
+                                           "timed": timed})
+
+    def row(t: Task, elapsed: float) -> StatusRow:
+        return StatusRow(t.id, 1, t.workload, "baseline", 0, "ok", elapsed_s=elapsed, rows_ok=1, rows_failed=0)
+
+    slow = [task("mm", n) for n in range(3)]
+    fast = [task("add", n) for n in range(3)]
+    ir_pass = [task("add", n, timed=False) for n in range(2)]
+    tally = Tally(clock=lambda: 0.0)
+    tally.start(tuple(slow + fast + ir_pass), {})
+    assert tally.eta_s() is None
+    tally.end(row(slow[0], 60.0))
+    assert tally.eta_s() == 60.0 * 7          # nothing else known: every cell left at the one mean
+    tally.end(row(fast[0], 6.0))
+    # mm: 2 x 60; add timed: 2 x 6; add's IR pass: no untimed cell yet, so the timed cells' mean (33)
+    assert tally.eta_s() == 2 * 60.0 + 2 * 6.0 + 2 * 33.0
+    tally.end(row(ir_pass[0], 2.0))
+    assert tally.estimate_s(ir_pass[1].id) == 2.0 and tally.eta_s() == 2 * 60.0 + 2 * 6.0 + 2.0
+
+
 def test_plain_lines_one_per_start_and_end():
     out = io.StringIO()
     progress = make_progress(out)

@@ -85,7 +85,7 @@ def test_a_receipt_write_that_fails_seals_nothing_and_run_seals_later(sealed, tm
     assert "Traceback" not in full.stderr
     assert not (root / "receipt.json").exists() and not (root / "receipt.json.partial").exists()
     assert not (root / "run.lock").exists()
-    assert cli("verify", root).returncode == 1          # not sealed, and nothing pretends it is
+    assert cli("verify", root).returncode == 2          # not sealed (exit 2), and nothing pretends it is
 
     resumed = run(root)
     assert resumed.returncode == 0, resumed.stderr
@@ -196,7 +196,7 @@ def test_a_finished_cell_folder_missing_refuses_the_seal_by_name(sealed, tmp_pat
     assert "SEAL_REFUSED check=cell_folder:" in done.stderr and "cells/add/r1/candidate" in done.stderr
     assert not (root / "receipt.json").exists() and not (root / "receipt.json.partial").exists()
     assert not (root / "run.lock").exists() and _mode(root) == 0o755
-    assert cli("verify", root).returncode == 1
+    assert cli("verify", root).returncode == 2     # not sealed
 
 
 def test_the_lock_goes_only_after_the_modes_and_before_the_root(sealed, tmp_path):

@@ -70,7 +70,7 @@ def test_a_reseal_after_a_deleted_receipt_refuses_evidence_edited_after_its_cell
     assert f"SEAL_REFUSED check=journal: {sealed}: evidence changed after its cell ended (1): journal: {ROWS} " \
            "(changed since its cell ended: sha256 " in done.stderr
     assert not (sealed / "receipt.json").exists()
-    assert cli("verify", sealed).returncode == 1        # nothing was sealed
+    assert cli("verify", sealed).returncode == 2        # nothing was sealed: not a sealed root
 
 
 def test_verify_names_evidence_under_a_receipt_rewritten_to_match_it(sealed: Path, cli):

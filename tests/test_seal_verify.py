@@ -76,8 +76,8 @@ def test_run_seals_and_verify_names_every_difference(tmp_path: Path, cli):
 def test_verify_refuses_an_unsealed_root(tmp_path: Path, cli):
     root = prepare(tmp_path, [demo("add")])
     done = cli("verify", root)
-    assert done.returncode == 1
-    assert "VERIFY_REFUSED check=receipt:" in done.stderr and "not sealed" in done.stderr
+    assert done.returncode == 2
+    assert f"VERIFY_REFUSED check=sealed: {root}: no receipt.json: not a sealed root" in done.stderr
 
 
 def test_seal_writes_the_verdicts_it_is_handed_null_with_its_note_never_invented(tmp_path: Path):

@@ -73,3 +73,14 @@ def test_a_torn_last_line_is_reported_and_the_next_row_starts_clean(tmp_path: Pa
     assert rows == [CLEAN, CLEAN]
     assert len(bad) == 1 and bad[0].startswith("line 3: 3 fields")
     assert status.read(tmp_path / "absent.tsv") == ([], [])
+
+
+def test_bytes_that_are_not_utf8_spoil_their_line_only(tmp_path: Path):
+    path = tmp_path / "status.tsv"
+    status.append(path, CLEAN)
+    with open(path, "ab") as handle:
+        handle.write(b"\xff\xfe\x00garbage\n")
+    status.append(path, CLEAN)
+    rows, bad = status.read(path)
+    assert rows == [CLEAN, CLEAN]
+    assert len(bad) == 1 and bad[0].startswith("line 3: 1 fields, expected")

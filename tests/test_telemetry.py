@@ -172,3 +172,13 @@ def test_the_default_interval_puts_a_sample_in_the_shortest_committed_timing_win
     parser = argparse.ArgumentParser()
     add_execution_arguments(parser)
     assert telemetry.INTERVAL_S < shortest and parser.parse_args([]).telemetry_interval == telemetry.INTERVAL_S
+
+
+def test_a_compile_only_backend_says_there_is_nothing_to_sample_not_an_exception_name(tmp_path: Path):
+    from campaign.backends import get_backend
+    cpu = get_backend("cpu").capabilities
+    sampler = Sampler(tmp_path, lambda: telemetry.make_source(cpu.telemetry, None, not cpu.executes))
+    assert not sampler.start()
+    assert sampler.reason == "no telemetry on this backend (compile-only): nothing executes, nothing is sampled"
+    assert "Error" not in (tmp_path / "telemetry.err").read_text(encoding="utf-8")
+    assert not (tmp_path / "telemetry.tsv").exists()

@@ -18,18 +18,16 @@ if TYPE_CHECKING:
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     """How cells are executed; `campaign run`'s and `campaign screen`'s."""
     from campaign.running.telemetry import INTERVAL_S
-    parser.add_argument("--scratch-dir", type=Path, default=None,
-                        help="where per-cell caches are made, outside the root (default: the system temp dir)")
-    parser.add_argument("--telemetry-interval", type=float, default=INTERVAL_S,
-                        help=f"seconds between samples (default {INTERVAL_S}: a sample inside every timing window)")
-    parser.add_argument("--grace", type=float, default=10.0,
-                        help="seconds between SIGTERM and SIGKILL when a cell is ended (default 10)")
+    parser.add_argument("--scratch-dir", type=Path, default=None, metavar="DIR",
+                        help="per-cell caches, outside the root (default: temp dir)")
+    parser.add_argument("--telemetry-interval", type=float, default=INTERVAL_S, metavar="S",
+                        help=f"seconds between samples (default {INTERVAL_S})")
+    parser.add_argument("--grace", type=float, default=10.0, metavar="S",
+                        help="seconds from SIGTERM to SIGKILL of a cell (default 10)")
     parser.add_argument("--devices", type=_devices, default=None, metavar="I,J,...",
-                        help="run on these of the manifest's cards only (host indices); a resume moves the "
-                             "unfinished workloads of the others onto them")
+                        help="only these of the manifest's cards; a resume moves the others' workloads here")
     parser.add_argument("--weights-from", type=Path, default=None, metavar="ROOT",
-                        help="partition the workloads over the cards by the seconds this sealed root of the "
-                             "same manifest spent on each (default: the manifest's weight_s, else equal)")
+                        help="partition by this sealed root's seconds per workload (default: weight_s)")
 
 
 def _devices(text: str) -> tuple[int, ...]:

@@ -14,6 +14,8 @@ from campaign.contract import canonical
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, Refused
 from campaign.sealing import attest
 
+EXAMPLE = "example:\n  campaign attest runs/demo-20261201T120000Z --out demo.intoto.json"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("root", type=Path, help="a sealed run root")

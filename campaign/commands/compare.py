@@ -17,6 +17,8 @@ from campaign.contract.errors import EXIT_OK
 from campaign.flows import compare as flow
 from campaign.reporting import comparetext
 
+EXAMPLE = "example:\n  campaign compare runs/demo-A runs/demo-B --format json"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("roots", type=Path, nargs="+", metavar="ROOT",

@@ -1,10 +1,10 @@
-"""`campaign cost ROOT [--format md|tsv]`: where a root's seconds went, per workload and phase.
+"""`campaign cost ROOT [--format md|tsv|json]`: where a root's seconds went, per workload and phase.
 
 Reads a root, sealed or not (a run still in progress included), and writes nothing:
 matrix.json for the tasks, status.tsv for each cell's state and wall time, each cell's
 phases.json for its phases (`campaign.reporting.cost`). Exit 2 when ROOT is not a run root (no
 readable matrix.json). An unreadable phases.json is named on stderr and counts as not
-recorded.
+recorded. ``--format json``: `campaign.contract.outputs.CostOutput` (schemas/cost.schema.json).
 """
 from __future__ import annotations
 
@@ -13,17 +13,21 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import status
+from campaign.contract import canonical, status
 from campaign.contract.cellfiles import Phases
 from campaign.contract.errors import EXIT_OK
+from campaign.contract.outputs import OUTPUT_VERSION, CostLine, CostOutput
 from campaign.contract.runroot import RunRoot
 from campaign.reporting import cost
+
+EXAMPLE = "example:\n  campaign cost runs/my-campaign-20261201T120000Z --format json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("root", type=Path, help="a run root, sealed or not")
-    parser.add_argument("--format", choices=("md", "tsv"), default="md",
-                        help="md: tables for a person (default); tsv: one header, one row per workload, cell and total")
+    parser.add_argument("--format", choices=("md", "tsv", "json"), default="md",
+                        help="md: tables for a person (default); tsv: one header, one row per workload, cell and "
+                             "total; json: the same lines (schemas/cost.schema.json)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -44,12 +48,25 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "tsv":
         sys.stdout.write(cost.render_tsv(cells))
         return EXIT_OK
+    if args.format == "json":
+        sys.stdout.write(canonical.dumps(_json(root, cells).model_dump(mode="json")))
+        return EXIT_OK
     sealed = "sealed" if root.sealed else "not sealed"
     ran = sum(c.ran for c in cells)
     summary = (f"Campaign `{matrix.campaign}`, backend {matrix.backend}, {sealed}: {len(matrix.tasks)} cells "
                f"in the matrix, {ran} ran, {sum(c.ran and c.phases is not None for c in cells)} with phases recorded.")
     sys.stdout.write(cost.render_md(root.name, summary + _batching(root) + _lanes(rows), cells))
     return EXIT_OK
+
+
+def _json(root: RunRoot, cells: list[cost.CellCost]) -> CostOutput:
+    ir_pass = {c.task_id for c in cells if c.ir_pass}
+    lines = tuple(CostLine(scope=line.scope, name=line.name, state=line.state, cells=line.cells,
+                           recorded=line.recorded, ir_pass=line.scope == "cell" and line.name in ir_pass,
+                           seconds=line.seconds, phases_s=line.phases_s, wall_s=line.wall_s)
+                  for line in cost.lines(cells))
+    return CostOutput(schema_version=OUTPUT_VERSION, root=str(root.path), campaign=root.matrix.campaign,
+                      backend=root.matrix.backend, sealed=root.sealed, lines=lines)
 
 
 def _lanes(rows: list[status.StatusRow]) -> str:

@@ -7,32 +7,38 @@ shape count, and the reason when ops/dismiss_upstream.csv sets the item aside. W
 checkout's benchmark/ in a child process and each row says whether collection found the
 item with that mark (``verified``: yes / no, or ``collection error`` where its file did not
 import: flag_gems missing is the usual cause); without it the column says ``not run``.
-The table is CSV (written with ``--out``, never over an existing file; stdout otherwise).
+The table is CSV, or with ``--format json`` `campaign.contract.outputs.InventoryOutput`
+(schemas/inventory.schema.json); written with ``--out``, never over an existing file; stdout otherwise.
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import io
+import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from campaign.contract import yamlio
+from campaign.contract import canonical, yamlio
 from campaign.contract.canonical import read_json
 from campaign.contract.errors import EXIT_OK, InputError, Refused
+from campaign.contract.outputs import OUTPUT_VERSION, InventoryItem, InventoryOutput
 from campaign.planning import checkout, harness, inventory, upstream
 from campaign.planning.upstreamtargets import NO_SRC_PATH
 
 COLUMNS = ("file", "function", "param_index", "mark", "op_name", "bench_class", "shape_key", "shapes",
            "dismissed", "verified")
 COLLECT_TIMEOUT_S = 1800
+EXAMPLE = "examples:\n  campaign inventory ~/FlagGems --out inventory.csv\n  campaign inventory ~/FlagGems --format json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkout", type=Path, help="a FlagGems source checkout")
     parser.add_argument("--out", type=Path, help="write the table here (refused if it exists)")
+    parser.add_argument("--format", choices=("csv", "json"), default="csv",
+                        help="CSV (default) or JSON (schemas/inventory.schema.json)")
     parser.add_argument("--collect", action="store_true",
                         help="verify the items with pytest --collect-only (needs flag_gems importable: a device host)")
 
@@ -55,25 +61,37 @@ def collected(root: Path) -> tuple[dict[str, set[str]], set[str]]:
     return found, {error.split("::", 1)[0] for error in written["errors"]}
 
 
-def table(root: Path, known: inventory.Inventory, verified: dict[str, set[str]] | None,
-          errors: set[str] = frozenset()) -> tuple[str, list[str]]:
-    items, notes = upstream.scan(root)
+def items(root: Path, known: inventory.Inventory, verified: dict[str, set[str]] | None,
+          errors: set[str] = frozenset()) -> tuple[list[InventoryItem], list[str]]:
+    """One row per (item, op mark), and the scan's notes."""
+    found, notes = upstream.scan(root)
     shape_path = root / checkout.SHAPE_FILE
     shapes = yamlio.load(shape_path)[0] if shape_path.is_file() else {}
     if not isinstance(shapes, dict):
         raise InputError(f"{shape_path}: not a mapping of keys to shape sets")
     bases = upstream.class_bases(root)
+    rows = []
+    for item in found:
+        key = upstream.shape_key(item.op_name, item.bench_class, shapes, bases)
+        state = ("not run" if verified is None else "collection error" if item.file in errors else
+                 "yes" if item.node in verified and (not item.mark or item.mark in verified[item.node]) else "no")
+        rows.append(InventoryItem(
+            file=item.file, function=item.function, param_index=item.param_index, mark=item.mark,
+            op_name=item.op_name, bench_class=item.bench_class, shape_key=key,
+            shapes=len(upstream.shapes_for(key, shapes)) if key != upstream.DEFAULT_SHAPES_KEY else None,
+            dismissed=known.upstream_reason(item.node, item.mark) or "", verified=state))
+    return rows, notes
+
+
+def table(root: Path, known: inventory.Inventory, verified: dict[str, set[str]] | None,
+          errors: set[str] = frozenset()) -> tuple[str, list[str]]:
+    """The inventory as CSV, and the scan's notes."""
+    rows, notes = items(root, known, verified, errors)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
-    for item in items:
-        key = upstream.shape_key(item.op_name, item.bench_class, shapes, bases)
-        count = len(upstream.shapes_for(key, shapes)) if key != upstream.DEFAULT_SHAPES_KEY else ""
-        state = ("not run" if verified is None else "collection error" if item.file in errors else
-                 "yes" if item.node in verified and (not item.mark or item.mark in verified[item.node]) else "no")
-        writer.writerow((item.file, item.function, "" if item.param_index is None else item.param_index, item.mark,
-                         item.op_name, item.bench_class, key, count, known.upstream_reason(item.node, item.mark) or "",
-                         state))
+    for row in rows:
+        writer.writerow(("" if value is None else value for value in (getattr(row, name) for name in COLUMNS)))
     return buffer.getvalue(), notes
 
 
@@ -84,7 +102,12 @@ def main(args: argparse.Namespace) -> int:
                          "not a FlagGems checkout")
     known = inventory.load(harness.PROJECT_ROOT / "ops")
     verified, errors = collected(root) if args.collect else (None, set())
-    text, notes = table(root, known, verified, errors)
+    if args.format == "json":
+        rows, notes = items(root, known, verified, errors)
+        text = canonical.dumps(InventoryOutput(schema_version=OUTPUT_VERSION, checkout=str(root),
+                                               layout=upstream.layout(root), items=tuple(rows)).model_dump(mode="json"))
+    else:
+        text, notes = table(root, known, verified, errors)
     for error in sorted(errors):
         print(f"note: {error}: collection failed (its items say 'collection error')", file=sys.stderr)
     for note in notes:
@@ -97,6 +120,6 @@ def main(args: argparse.Namespace) -> int:
             handle.write(text)
     except FileExistsError:
         raise Refused("INVENTORY_REFUSED", "out", f"{args.out}: exists; an inventory is never overwritten") from None
-    rows = text.count("\n") - 1
+    rows = len(json.loads(text)["items"]) if args.format == "json" else text.count("\n") - 1
     print(f"{args.out}: {rows} benchmark items of {root} ({upstream.layout(root)} layout)")
     return EXIT_OK

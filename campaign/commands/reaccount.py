@@ -13,6 +13,8 @@ from pathlib import Path
 from campaign.contract.errors import EXIT_OK
 from campaign.reaccount.derive import newest_sealed, reaccount
 
+EXAMPLE = "example:\n  campaign reaccount runs/demo-20261201T120000Z --floor 3"
+
 
 def _floor(text: str) -> int:
     value = int(text)

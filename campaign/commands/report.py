@@ -25,6 +25,8 @@ from campaign.judging.evidence import caliber_of, load_frame, load_root
 from campaign.reporting import cardsection, page, report, speedup
 from campaign.sealing import receipt
 
+EXAMPLE = "examples:\n  campaign report runs/demo-20261201T120000Z > report.md\n  campaign report ROOT --format json --html review/"
+
 PREFIX = "REPORT_REFUSED"
 NOT_SEALED = ("> **Not sealed.** These verdicts are derived now from the root's files; no receipt records them, "
               "so nothing here has been verified.\n\n")
@@ -71,28 +73,9 @@ def main(args: argparse.Namespace) -> int:
     drift = tuple(verified.receipt.harness_changed_since_prepare) if verified else ()
     # one read of the root serves the verdicts and the speedup section
     ev = load_root(root, allow_caliber_mismatch=args.allow_caliber_mismatch, harness_drift=drift)
-    derived = Verdicts.read(classify(ev))
-    if verified is None:
-        print(f"note: {root} is not sealed: verdicts derived now, not a sealed record", file=sys.stderr)
-        verdicts, banner = derived, NOT_SEALED
-    elif verified.receipt.verdicts is None:
-        why = verified.receipt.verdicts_note
-        print(f"note: the receipt holds no verdicts ({why}): these are derived now", file=sys.stderr)
-        verdicts, banner = derived, f"> **Derived now, not sealed.** The seal recorded no verdicts: {why}.\n\n"
-    else:
-        verdicts = verified.receipt.verdicts
-        changes = class_changes(verdicts, derived)
-        banner = _changes_note(changes, args.allow_caliber_mismatch)
-        if changes:
-            print("warning: classes moved since the seal (re-derived now); the sealed verdicts are shown and are "
-                  "the record: " + "; ".join(changes), file=sys.stderr)
-        elif verdicts.dump() != derived.dump():
-            print("note: the classifier's output changed since the seal; every class and reason is the sealed one",
-                  file=sys.stderr)
+    verdicts, banner = _shown(root, verified, Verdicts.read(classify(ev)), args.allow_caliber_mismatch)
     for note in verified.notes if verified else ():
         print(f"note: {note}", file=sys.stderr)
-    if args.plot is not None:
-        report.forest_plot(verdicts, args.plot)
     beside = tuple(speedup.section(ev)) + tuple(cardsection.section(root))
     link, logs = None, report.log_lines(ev.tasks.values())
     if folder is not None:
@@ -106,7 +89,31 @@ def main(args: argparse.Namespace) -> int:
         sys.stdout.write(report.json_text(verdicts))
     else:
         sys.stdout.write(banner + report.markdown(verdicts, beside, ir_pass=check.ir_pass, page=link, logs=logs))
+    if args.plot is not None:   # after the report: a root with nothing timed still gets its report
+        why = report.forest_plot(verdicts, args.plot)
+        if why is not None:
+            print(f"note: {why}", file=sys.stderr)
     return EXIT_OK
+
+
+def _shown(root: Path, verified, derived: Verdicts, released: bool) -> tuple[Verdicts, str]:
+    """The verdicts shown and the banner above them: the sealed ones where the receipt holds them."""
+    if verified is None:
+        print(f"note: {root} is not sealed: verdicts derived now, not a sealed record", file=sys.stderr)
+        return derived, NOT_SEALED
+    if verified.receipt.verdicts is None:
+        why = verified.receipt.verdicts_note
+        print(f"note: the receipt holds no verdicts ({why}): these are derived now", file=sys.stderr)
+        return derived, f"> **Derived now, not sealed.** The seal recorded no verdicts: {why}.\n\n"
+    verdicts = verified.receipt.verdicts
+    changes = class_changes(verdicts, derived)
+    if changes:
+        print("warning: classes moved since the seal (re-derived now); the sealed verdicts are shown and are "
+              "the record: " + "; ".join(changes), file=sys.stderr)
+    elif verdicts.dump() != derived.dump():
+        print("note: the classifier's output changed since the seal; every class and reason is the sealed one",
+              file=sys.stderr)
+    return verdicts, _changes_note(changes, released)
 
 
 def class_changes(sealed: Verdicts, derived: Verdicts) -> list[str]:

@@ -15,14 +15,16 @@ from pathlib import Path
 from campaign.commands import add_execution_arguments, execution
 from campaign.flows import session
 
+EXAMPLE = "examples:\n  campaign run runs/demo-20261201T120000Z\n  campaign run --runs-dir /data/runs     (its newest prepared root)"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("root", nargs="?", type=Path, help="the run root (default: newest prepared, unsealed)")
-    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where roots are looked for (default: runs/)")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR",
+                        help="where roots are looked for (default: runs/)")
     add_execution_arguments(parser)
     parser.add_argument("--ray", metavar="auto|ADDRESS", default=None,
-                        help="run each workload as a Ray task (num_gpus=1) on an existing cluster; the head "
-                             "(here) gathers the cells and seals (`pip install 'campaign[ray]'`)")
+                        help="each workload a Ray task on a cluster; this host seals (campaign[ray])")
 
 
 def main(args: argparse.Namespace) -> int:

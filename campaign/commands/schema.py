@@ -12,16 +12,23 @@ from campaign.contract import canonical
 from campaign.contract.comparison import Comparison
 from campaign.contract.errors import EXIT_OK, CampaignError
 from campaign.contract.manifest import Manifest
+from campaign.contract.outputs import CostOutput, InventoryOutput, ScreenOutput, ValidateOutput, VerifyOutput
 from campaign.contract.plans import Matrix
 from campaign.contract.receiptmodel import ReceiptFile
 from campaign.contract.records import Verdicts
 from campaign.contract.rootrecords import Prepare, Rescore, RunIdentity
 from campaign.planning.harness import PROJECT_ROOT
 
+EXAMPLE = "example:\n  campaign schema --check"
+
 SCHEMAS = {"manifest.schema.json": Manifest, "matrix.schema.json": Matrix, "receipt.schema.json": ReceiptFile,
            "prepare.schema.json": Prepare, "run_identity.schema.json": RunIdentity,
            "verdicts.schema.json": Verdicts, "rescore.schema.json": Rescore,
-           "comparison.schema.json": Comparison}
+           "comparison.schema.json": Comparison,
+           # what `--format json` prints (`campaign.contract.outputs`)
+           "validate.schema.json": ValidateOutput, "verify.schema.json": VerifyOutput,
+           "screen.schema.json": ScreenOutput, "cost.schema.json": CostOutput,
+           "inventory.schema.json": InventoryOutput}
 
 
 def render() -> dict[str, str]:

@@ -25,35 +25,43 @@ as screen.original.tsv, and rescore.json naming the rule and what moved.
 
 ``--emit-manifest FILE`` writes the IR_CHANGED workloads as a campaign manifest
 (each with ``weight_s``); an existing FILE is refused before anything runs.
-Refusals: ``SCREEN_REFUSED check=<name>: ...``.
+Refusals: ``SCREEN_REFUSED check=<name>: ...``. ``--format json`` prints the table as
+`campaign.contract.outputs.ScreenOutput` (schemas/screen.schema.json) and nothing else on stdout.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from pathlib import Path
 
 from campaign.commands import add_execution_arguments, execution
+from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, InputError, Refused
+from campaign.contract.outputs import OUTPUT_VERSION, ScreenOutput
 from campaign.flows import screen as flow
-from campaign.judging import screenroot
+from campaign.judging import screenroot, screentable
+
+EXAMPLE = "examples:\n  campaign screen manifests/demo.yaml --emit-manifest next.yaml\n  campaign screen --resume ROOT"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", type=Path, nargs="?", help="the manifest to screen (YAML)")
-    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the screen root is made (default: runs/)")
-    parser.add_argument("--resume", type=Path, metavar="ROOT",
-                        help="complete an unsealed screen root that was stopped (finished cells are kept)")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR",
+                        help="where the screen root is made (default: runs/)")
+    parser.add_argument("--resume", type=Path, metavar="ROOT", help="complete a stopped screen, keeping finished cells")
     parser.add_argument("--rescore", type=Path, metavar="ROOT", help="re-judge a sealed screen root; runs nothing")
-    parser.add_argument("--strip-annotation", action="append", default=[], metavar="REGEX",
-                        help="with --rescore: also strip this pattern before fingerprinting (repeatable)")
-    parser.add_argument("--time-unchanged", action="store_true",
-                        help="time round 1 of every workload, also those whose IR pass found the IR unchanged")
+    parser.add_argument("--strip-annotation", action="append", default=[], metavar="RE",
+                        help="--rescore: also strip RE before fingerprinting")
+    parser.add_argument("--time-unchanged", action="store_true", help="time round 1 also where the IR is unchanged")
     parser.add_argument("--emit-manifest", type=Path, metavar="FILE",
-                        help="write the IR_CHANGED workloads as a campaign manifest with weight_s")
+                        help="write the IR_CHANGED workloads as a manifest")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text (default) or json (schemas/screen.schema.json)")
     add_execution_arguments(parser)
 
 
-def main(args: argparse.Namespace) -> int:
+def _usage(args: argparse.Namespace) -> None:
     given = [what for what, value in (("MANIFEST", args.manifest), ("--resume", args.resume),
                                       ("--rescore", args.rescore)) if value is not None]
     if len(given) != 1:
@@ -65,19 +73,32 @@ def main(args: argparse.Namespace) -> int:
         raise InputError("--time-unchanged applies to a fresh screen (a MANIFEST); a resumed screen keeps its matrix's choice")
     if args.emit_manifest is not None and args.emit_manifest.exists():
         raise Refused(flow.PREFIX, "emit_exists", f"{args.emit_manifest} exists: an emitted manifest never overwrites one")
-    if args.rescore is not None:
-        code, out, rows = flow.rescore(args.rescore, tuple(args.strip_annotation))
-    elif args.resume is not None:
-        code, out, rows = flow.resume(args.resume, execution(args))
+
+
+def main(args: argparse.Namespace) -> int:
+    _usage(args)
+    as_json = args.format == "json"
+    # with --format json, stdout holds the JSON alone: every other line goes to stderr
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        if args.rescore is not None:
+            code, out, rows = flow.rescore(args.rescore, tuple(args.strip_annotation))
+        elif args.resume is not None:
+            code, out, rows = flow.resume(args.resume, execution(args))
+        else:
+            code, out, rows = flow.screen(args.manifest, args.runs_dir, execution(args), args.time_unchanged)
+        if code != EXIT_OK:
+            return code
+        for r in rows if not as_json else ():
+            print(line(r))
+        if args.emit_manifest is not None:
+            flow.emit(args.rescore or out, rows, args.emit_manifest)
+    if as_json:
+        table = ScreenOutput(schema_version=OUTPUT_VERSION, root=str(out), table=str(out / screenroot.SCREEN_FILE),
+                             columns=screentable.COLUMNS, rows=tuple(rows),
+                             emitted_manifest=str(args.emit_manifest) if args.emit_manifest is not None else None)
+        sys.stdout.write(canonical.dumps(table.model_dump(mode="json")))
     else:
-        code, out, rows = flow.screen(args.manifest, args.runs_dir, execution(args), args.time_unchanged)
-    if code != EXIT_OK:
-        return code
-    for r in rows:
-        print(line(r))
-    if args.emit_manifest is not None:
-        flow.emit(args.rescore or out, rows, args.emit_manifest)
-    print(out / screenroot.SCREEN_FILE)
+        print(out / screenroot.SCREEN_FILE)
     return EXIT_OK
 
 

@@ -3,13 +3,14 @@
 Exit 0 when everything verifies; 5 when any file changed, went missing or
 appeared, a mode changed, a folder was added or removed, a symbolic link, FIFO
 or device is found (never followed or opened), or receipt.json itself is not a
-valid receipt or was edited (each named on stderr); 1 when ROOT has no receipt
-(not sealed). Each finished cell's files are also checked against the digests journalled
+valid receipt or was edited (each named on stderr); 2 when ROOT has no receipt
+(not sealed: `campaign.sealing.verification.require_sealed`, as every command that needs a seal). Each finished cell's files are also checked against the digests journalled
 as it ended (`campaign.contract.journal`), which names evidence edited under a receipt
 rewritten to match it. A receipt of an older schema (version 1: no modes, folders or own
 digest, so an edit of it cannot be seen) is refused, exit 5, unless ``--allow-schema 1``
 asks for it; then its file digests are verified and a note names the checks it cannot
 support. ``content_sha256`` is a checksum of the receipt, not a signature, and verify says so.
+``--format json`` prints `campaign.contract.outputs.VerifyOutput` (schemas/verify.schema.json).
 """
 from __future__ import annotations
 
@@ -17,9 +18,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, Refused
+from campaign.contract import canonical
+from campaign.contract.errors import EXIT_OK, EXIT_VERIFY
+from campaign.contract.outputs import OUTPUT_VERSION, VerifyDifference, VerifyOutput
 from campaign.contract.receiptmodel import RECEIPT_VERSION
 from campaign.sealing import verification as verify
+
+EXAMPLE = "example:\n  campaign verify runs/my-campaign-20261201T120000Z --format json"
 
 CHECKSUM_NOTE = ("note: content_sha256 is a checksum of receipt.json, not a signature: whoever can rewrite the root "
                  "can recompute it; the digests journalled as each cell ended catch evidence edited under a rewritten "
@@ -31,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-schema", type=int, action="append", default=[], metavar="N",
                         help=f"verify a receipt of the older schema_version N (current: {RECEIPT_VERSION}) with the "
                              "checks it supports")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text lines (default) or JSON (schemas/verify.schema.json)")
 
 
 def _older(receipt, allowed: list[int]) -> str | None:
@@ -43,12 +50,27 @@ def _older(receipt, allowed: list[int]) -> str | None:
             f"`--allow-schema {version}` verifies it with the checks it supports)")
 
 
+def _json(root: Path, result: verify.Verification, refused: str | None) -> int:
+    differences = tuple(VerifyDifference(kind=d.kind, path=d.path, detail=d.detail) for d in result.differences)
+    if refused is not None:   # an older receipt not asked for: refused as a difference of the receipt itself
+        differences = (VerifyDifference(kind="receipt", path="receipt.json", detail=refused),)
+    out = VerifyOutput(
+        schema_version=OUTPUT_VERSION, root=str(root), ok=not differences,
+        receipt_schema_version=result.receipt.schema_version if result.receipt is not None else None,
+        files_recorded=len(result.receipt.files) if result.receipt is not None else 0,
+        differences=differences, notes=result.notes,
+        writable=tuple(verify.writable_entries(root, result)) if result.receipt is not None else ())
+    sys.stdout.write(canonical.dumps(out.model_dump(mode="json")))
+    return EXIT_VERIFY if differences else EXIT_OK
+
+
 def main(args: argparse.Namespace) -> int:
     root = args.root
-    if not root.is_dir():
-        raise Refused("VERIFY_REFUSED", "receipt", f"{root}: no such directory")
+    verify.require_sealed(root, "VERIFY_REFUSED")
     result = verify.check(root)
     refused = _older(result.receipt, args.allow_schema) if result.receipt is not None else None
+    if args.format == "json":
+        return _json(root, result, refused)
     if refused is not None:
         print(f"VERIFY_FAILED {refused}", file=sys.stderr)
         return EXIT_VERIFY

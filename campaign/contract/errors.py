@@ -1,8 +1,7 @@
-"""The one error type a person sees, caught in one place (`campaign.cli`).
+"""The one error type a person sees, caught in one place (`campaign.cli`), and the exit codes.
 
-Exit codes are part of the interface: 0 done; 1 refused or failed with a named
-reason; 2 bad usage or invalid input; 3 preflight failed; 4 caliber mismatch;
-5 digests do not verify; 130 interrupted.
+Exit codes are part of the interface; `EXIT_CODES` is their one table (the README prints it
+and `tests/test_exit_codes.py` builds each case for real).
 """
 from __future__ import annotations
 
@@ -13,6 +12,20 @@ EXIT_PREFLIGHT = 3
 EXIT_CALIBER = 4
 EXIT_VERIFY = 5
 EXIT_INTERRUPTED = 130
+
+# code -> what it means, wherever a command exits with it
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "done: every workload had a cell that ran (a failed cell is a row the verdicts read)",
+    EXIT_REFUSED: "refused by a named check, or failed: a workload none of whose cells ran (the root is sealed, "
+                  "the evidence kept), a lost card or canary; an unexpected error (its crash log named)",
+    EXIT_INPUT: "bad usage or invalid input: a manifest, an option, a root that is not sealed where a sealed "
+                "one is needed",
+    EXIT_PREFLIGHT: "preflight failed in every cell of the run (the root is sealed, the evidence kept), or a "
+                    "card failed its check",
+    EXIT_CALIBER: "the cells' calibers differ (`--allow-caliber-mismatch` releases)",
+    EXIT_VERIFY: "a sealed root does not verify against its receipt",
+    EXIT_INTERRUPTED: "interrupted (SIGINT/SIGTERM); `campaign run ROOT` resumes",
+}
 
 
 class CampaignError(Exception):

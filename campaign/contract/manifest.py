@@ -46,19 +46,24 @@ class Pin(Model):
 
 class Checkout(Model):
     """A FlagGems source checkout whose own benchmark/ and tests/ files are run
-    (`campaign.planning.checkout`): prepare refuses it unless HEAD is the pinned commit or
-    tag and the tree is clean."""
+    (`campaign.planning.checkout`): prepare refuses a git work tree unless HEAD is the pinned
+    commit or tag and the tree is clean, and a plain tree unless its digest is the pinned one."""
 
     path: Annotated[str, StringConstraints(min_length=1)]    # relative to the manifest's folder, or absolute
     commit: Optional[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]] = None
     tag: Optional[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")]] = None
+    # a plain tree (no .git): `campaign.planning.checkout.tree_digest`, which prepare prints when it is missing
+    digest: Optional[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]] = None
     # FlagGems' tests/ take --quick for smaller shape lists (the earlier harness ran both sides with it)
     quick: StrictBool = False
 
     @model_validator(mode="after")
     def _pinned(self) -> "Checkout":
-        if self.commit is None and self.tag is None:
-            raise FieldError(("commit",), "a checkout needs the commit or tag it must be at: what ran is named by it")
+        if self.commit is None and self.tag is None and self.digest is None:
+            raise FieldError(("commit",), "a checkout needs the commit or tag it must be at (a plain tree, without "
+                                          ".git: its digest, which prepare prints): what ran is named by it")
+        if self.digest is not None and (self.commit is not None or self.tag is not None):
+            raise FieldError(("digest",), "a digest pins a plain tree, a commit or tag a git work tree: give one")
         return self
 
 

@@ -207,7 +207,8 @@ def parse(text: str) -> tuple[list[StatusRow], list[str]]:
 def read(path: Path) -> tuple[list[StatusRow], list[str]]:
     if not path.is_file():
         return [], []
-    return parse(path.read_text(encoding="utf-8"))
+    # bytes that are not UTF-8 (a disk error, a foreign file) make their line unreadable, never the ledger
+    return parse(path.read_text(encoding="utf-8", errors="replace"))
 
 
 def latest(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:

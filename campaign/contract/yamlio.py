@@ -20,7 +20,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Optional, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
@@ -30,6 +30,7 @@ from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEv
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scalarbool import ScalarBoolean
 
+from campaign.contract import suggest
 from campaign.contract.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
@@ -221,12 +222,13 @@ def load(path: Path) -> tuple[Any, Any]:
     return data, document
 
 
-def _message(error: dict) -> str:
+def _message(error: dict, model: Optional[type[BaseModel]] = None) -> str:
     message = error["msg"]
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
     if error["type"] == "extra_forbidden":
-        message = "unknown key (not part of the manifest format)"
+        known = suggest.keys_at(model, tuple(error["loc"])[:-1]) if model is not None else None
+        message = "unknown key (not part of the manifest format)" + suggest.did_you_mean(error["loc"][-1], known or ())
     elif error["type"] == "string_type" and isinstance(error.get("input"), (int, float, bool)):
         message += f" (got {error['input']!r}: quote it)"
     elif error["type"] in ("int_type", "float_type") and isinstance(error.get("input"), (str, bool)):
@@ -241,10 +243,12 @@ def validate(model: type[M], path: Path) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InputError(errors_to_lines(exc, document, str(path))) from None
+        raise InputError(errors_to_lines(exc, document, str(path), model)) from None
 
 
-def errors_to_lines(exc: ValidationError, document: Any, where: str) -> list[str]:
+def errors_to_lines(exc: ValidationError, document: Any, where: str,
+                    model: Optional[type[BaseModel]] = None) -> list[str]:
+    """Every error located in the file; ``model``, the one validated, lets an unknown key name its close ones."""
     located = []
     for error in exc.errors():
         cause = (error.get("ctx") or {}).get("error")
@@ -256,7 +260,7 @@ def errors_to_lines(exc: ValidationError, document: Any, where: str) -> list[str
         if error["type"] == "too_short" and any(
                 other[:len(loc)] == loc and len(other) > len(loc) for other, _ in located):
             continue
-        lines.append(_located(where, document, loc, _message(error)))
+        lines.append(_located(where, document, loc, _message(error, model)))
     return lines
 
 

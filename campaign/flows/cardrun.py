@@ -142,7 +142,8 @@ def run(setup: RunSetup, backend, devices: Optional[Sequence[int]], weights_from
     samplers, work = [], []
     for card, workloads in groups:
         sampler = Sampler(setup.root, lambda card=card: make_source(
-            backend.capabilities.telemetry, [card.visible] if card.visible is not None else None), interval)
+            backend.capabilities.telemetry, [card.visible] if card.visible is not None else None,
+            not backend.capabilities.executes), interval)
         if not sampler.start():
             print(f"card {card.index}: {sampler.reason} (recorded in telemetry.err; the campaign goes on)", flush=True)
         samplers.append(sampler)

@@ -27,7 +27,7 @@ from campaign.flows.roots import root_mode
 from campaign.judging import screening, screenroot, screentable
 from campaign.planning import harness
 from campaign.planning.matrix import expand
-from campaign.sealing import receipt
+from campaign.sealing import receipt, verification
 
 PREFIX = "SCREEN_REFUSED"
 ORIGINAL_FILE = "screen.original.tsv"
@@ -80,8 +80,7 @@ def rescore(root: Path, strip: tuple[str, ...]) -> Screened:
     if root_mode(root) != "screen" or not (root / screenroot.SCREEN_FILE).is_file():
         raise Refused(PREFIX, "screen_root", f"{root}: not a screen root (no screen.tsv, or prepare.json "
                       "does not say mode screen)", EXIT_INPUT)
-    if not receipt.is_sealed(root):
-        raise Refused(PREFIX, "sealed", f"{root}: not sealed; only a sealed screen is rescored", EXIT_INPUT)
+    verification.require_sealed(root, PREFIX)
     receipt.require_verified(root, PREFIX)
     rows = screenroot.table(root, strip)
     original = (root / screenroot.SCREEN_FILE).read_bytes()

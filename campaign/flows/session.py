@@ -9,10 +9,12 @@ the running cell's process group, record it as ``interrupted`` and exit 130; the
 hint printed says how to complete it. A full disk or an unwritable path stops the
 run with ``RUN_FAILED check=disk|write`` (`campaign.contract.faults`, exit 1),
 finished cells kept. A completed matrix is judged (`judge`: the classifier, here
-and nowhere else) and sealed with those verdicts (`campaign.sealing.receipt`), and
-exits 0 even when some cells failed: those are rows, and the verdicts say what
-they mean. A seal stopped by a crash (run.lock left beside receipt.json) is
-completed here again, under the lock it takes over (`receipt.complete`).
+and nowhere else) and sealed with those verdicts (`campaign.sealing.receipt`); it
+exits 0 when some cells failed (those are rows, and the verdicts say what they
+mean), but 3 when every cell failed preflight and 1 when a workload had no cell
+that ran (`campaign.judging.runhealth`: sealed all the same, the last line says why; a
+screen's table says it per workload instead).
+A seal stopped by a crash (run.lock left beside receipt.json) is completed here again, under the lock it takes over (`receipt.complete`).
 A manifest naming several cards runs one serial runner per card (`campaign.flows.cardrun`);
 a card failing its check or dying stops the root unsealed with ``RUN_FAILED check=card``
 (exit 3), its unfinished tasks marked for `campaign run --devices` to resume elsewhere.
@@ -41,7 +43,9 @@ from campaign.contract.rootrecords import Prepare
 from campaign.contract.runroot import RunRoot
 from campaign.flows import cardrun
 from campaign.flows.roots import prepared_roots, root_mode
+from campaign.judging import runhealth
 from campaign.judging.classify import classify_root
+from campaign.judging.evidence import latest_status
 from campaign.planning import harness
 from campaign.running import batching, rayexec, runchecks
 from campaign.running.cellenv import pinned_env
@@ -81,7 +85,8 @@ def find_root(root: Optional[Path], runs_dir: Path) -> Path:
         return root
     roots = prepared_roots(runs_dir)
     if not roots:
-        raise Refused(PREFIX, "prepared", f"no prepared, unsealed root under {runs_dir}/")
+        raise Refused(PREFIX, "prepared", f"no prepared, unsealed root under {runs_dir}/: name the root "
+                      "(`campaign prepare` prints it) or the folder it was prepared in (--runs-dir DIR)")
     return roots[0].resolve()
 
 
@@ -144,7 +149,8 @@ def _sampler(root: Path, backend, pinned: dict, interval: float) -> Sampler:
     variable = backend.visibility_variable
     value = pinned.get(variable, os.environ.get(variable)) if variable else None
     devices = visible_devices(value)
-    return Sampler(root, lambda: make_source(backend.capabilities.telemetry, devices), interval)
+    return Sampler(root, lambda: make_source(backend.capabilities.telemetry, devices,
+                                             not backend.capabilities.executes), interval)
 
 
 def _resume_hint(root: Path, mode: str, execution: Execution) -> str:
@@ -196,7 +202,7 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
             lanes, why = batching.lanes(manifest.defaults.ir_pass_lanes, len(os.sched_getaffinity(0)),
                                         manifest.device.cards, manifest.defaults.tuner_cache)
             setup = dataclasses.replace(setup, lanes=lanes, lanes_why=why)
-        progress = make_progress()
+        progress = make_progress(sys.stdout)   # read now: a caller may have redirected it
         runner = (rayexec.RayExecutor(setup, progress, execution.ray, execution.telemetry_interval)
                   if execution.ray else cardrun.LocalCards() if cards else Runner(setup, progress, sampler))
         previous = {sig: signal.signal(sig, lambda num, _frame: runner.interrupt(signal.Signals(num).name))
@@ -230,7 +236,17 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
     finally:
         if not sealed:
             lock.release()
+    return _sealed(root, prepare, sealed_receipt)
+
+
+def _sealed(root: RunRoot, prepare: Prepare, sealed_receipt: dict[str, Any]) -> int:
+    """What the seal holds, and the run's exit: a workload none of whose cells ran is not a success."""
     print(f"sealed {root}: {len(sealed_receipt['files'])} files in receipt.json")
     if sealed_receipt["verdicts"] is None:
         print(f"note: verdicts are null: {sealed_receipt['verdicts_note']}")
-    return EXIT_OK
+    if prepare.mode != "campaign":
+        return EXIT_OK   # a screen's table says it per workload (NO_ROWS), after the seal
+    verdict = runhealth.health(latest_status(root), root)
+    if verdict.line:
+        print(verdict.line, file=sys.stderr)
+    return verdict.exit_code

@@ -139,7 +139,9 @@ def _collect(found: dict, pairs: list[tuple[str, Optional[Mapping]]], skip: tupl
     """Count into ``found`` each field not in ``skip`` that differs from the first present cell's;
     ``missing``: a cell without an identity is a finding of its own (counted in one scope only)."""
     present = [(task_id, identity) for task_id, identity in pairs if identity is not None]
-    reference_id, reference = present[0] if present else ("none", None)
+    if not present:
+        return   # no cell wrote an identity: nothing to compare (`compare` says why)
+    reference_id, reference = present[0]
     for task_id, identity in pairs:
         if identity is None:
             if missing:
@@ -185,8 +187,10 @@ def _autotune(tasks: list[Task], identities: Mapping[str, Optional[Mapping]]) ->
     return findings
 
 
-def compare(tasks: Iterable[Task], identities: Mapping[str, Optional[Mapping]]) -> CaliberCheck:
-    """Judge the identities of every participating task (those present as keys)."""
+def compare(tasks: Iterable[Task], identities: Mapping[str, Optional[Mapping]],
+            preflight_failed: frozenset[str] = frozenset()) -> CaliberCheck:
+    """Judge the identities of every participating task (those present as keys); ``preflight_failed``:
+    the task ids whose cell failed preflight, which writes no identity (named when none was written)."""
     taking_part = sorted((t for t in tasks if t.id in identities), key=lambda t: t.order)
     by_workload: dict[str, list[Task]] = {}
     for task in taking_part:
@@ -202,6 +206,11 @@ def compare(tasks: Iterable[Task], identities: Mapping[str, Optional[Mapping]]) 
     if shared:
         warnings.append(f"{WARN_PREFIX} tuner_cache: shared in {len(shared)} cells ({shared[0]} …): configs depend on "
                         "what else ran on the machine; relative conclusions hold, absolute latencies are not quotable")
+    if taking_part and not any(identities[t.id] for t in taking_part):
+        why = ("every cell failed preflight" if all(t.id in preflight_failed for t in taking_part)
+               else "no cell that ran wrote run_identity.json")
+        warnings.append(f"{WARN_PREFIX} no caliber to compare: {why} ({len(taking_part)} cells; each cell's run.log "
+                        "says why)")
     untimed = [t for t in taking_part if not t.timed]
     return CaliberCheck(tuple(findings), tuple(warnings), _table(taking_part, identities), per_workload,
                         _table(untimed, identities))

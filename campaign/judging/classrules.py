@@ -5,7 +5,7 @@ and then the campaign-wide pass.
 
 Rules, first match wins:
 
-1. X  evidence missing: a task that did not finish (skipped adaptive rounds
+1. X  not run: a task that did not finish (skipped adaptive rounds
    excepted), a timeout (a cost problem, not a verdict), a failed preflight, an
    unreadable artifact.
 2. F  the candidate (or control) crashes, fails a benchmark row the baseline runs
@@ -89,7 +89,8 @@ def _evidence_missing(w: WorkloadFacts) -> Optional[str]:
         return f"timeout in {_ids(timeouts)}: a cost problem, not a verdict"
     missing = [t for t in w.tasks if t.state == "missing"]
     if missing:
-        return f"evidence missing: {_ids(missing)} did not finish"
+        why = sorted({t.row.rc_name if t.row is not None else "never started" for t in missing})
+        return f"not run: {_ids(missing)} did not finish ({', '.join(why)}; `campaign run` resumes an unsealed root)"
     preflight = [t for t in w.done if not t.result.preflight.ok]
     if preflight:
         check = preflight[0].result.preflight.failed_check or "unnamed"

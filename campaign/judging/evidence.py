@@ -119,7 +119,9 @@ def caliber_of(root: Path, tasks: Iterable[Task]) -> tuple[caliber.CaliberCheck,
     tasks = list(tasks)
     ran = [t for t in tasks if (Path(root) / cell_dir_name(t.id) / RESULT_FILE).is_file()]
     identities = caliber.load_identities(root, ran)
-    return caliber.compare(tasks, identities), identities
+    rows = latest_status(root)
+    preflight = frozenset(t.id for t in ran if t.id in rows and rows[t.id].preflight_failed)
+    return caliber.compare(tasks, identities, preflight), identities
 
 
 def _autotune(cell: Path, problems: list[str]) -> tuple[Optional[AutotuneFile], bool]:

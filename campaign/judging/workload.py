@@ -58,6 +58,8 @@ def _correctness(tasks: list[TaskEvidence]) -> dict:
         outside += out
         for k, v in counts.items():
             total[k] += v
+    if state != "run" and reason is None:
+        reason = "the cell did not finish"
     return {"state": state, "reason": None if state == "run" else reason, **total, "outside_target": outside}
 
 
@@ -95,7 +97,7 @@ def screen_verdict(w: "WorkloadFacts") -> str:
     sides = {}
     for cell in w.cells:
         t = next((t for t in w.tasks if t.task.round == 1 and t.task.cell == cell), None)
-        if t is None or t.state == "skipped":
+        if t is None or t.state != "done":   # skipped, or not run yet: no side to judge (MISSING, never NO_ROWS)
             continue
         sides[cell] = screenroot.side(t)
     if not sides and w.ir_pass:          # round 1 skipped: the IR pass decided, as screen.tsv says

@@ -1,9 +1,14 @@
 """A FlagGems checkout as a source: its commit, its cleanliness, and the files a cell of it runs.
 
-A manifest names the checkout (``sources.flag_gems_checkout: {path, commit | tag}``);
-prepare refuses it unless ``git rev-parse HEAD`` is that commit and the tree is clean.
+A manifest names the checkout (``sources.flag_gems_checkout: {path, commit | tag | digest}``).
+A git work tree is refused unless ``git rev-parse HEAD`` is that commit and the tree is clean.
 A dirty tree is refused, not recorded: the campaign's claim is "FlagGems at commit X",
 and a diff recorded beside it is not something a reviewer of the receipt can read back.
+A plain tree (an unpacked release, a copy: no ``.git``) has no commit; its `tree_digest`
+stands in for one, pinned as ``digest`` in the manifest (which the root holds byte for
+byte), and a refusal prints the digest to pin. The checkout's own version (`own_version`:
+pyproject.toml, setup.py or flag_gems' ``__init__.py``) must be the one ``sources.flag_gems``
+pins, or the checkout's benchmark files would time another release's package.
 
 What a cell runs from the checkout is digested like any harness file: the benchmark or
 test file, every conftest.py and pytest configuration on its way down from the checkout
@@ -15,20 +20,28 @@ reads them with the checkout as the root), and the shape file FlagGems reads,
 checkout's ``src/`` is not what runs and is not digested.
 
 Targets of a checkout are absolute paths inside it; the checkout root is the nearest
-folder above a target holding ``.git``, so prepare, run and the seal find the same files
-from prepare.json's targets alone.
+folder above a target holding ``.git`` or ``benchmark/core_shapes.yaml``, so prepare, run and
+the seal find the same files from prepare.json's targets alone.
 """
 from __future__ import annotations
 
+import ast
+import hashlib
+import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Iterable, Optional
+
+import tomllib
 
 from campaign.planning import targetfiles
 
 SHAPE_FILE = "benchmark/core_shapes.yaml"
 SHAPE_SUFFIXES = (".yaml", ".yml")
 GIT_TIMEOUT_S = 60
+# left out of a plain tree's digest: what running or installing it writes beside its files
+UNDIGESTED = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", "build", "dist"})
 
 
 class CheckoutProblem(ValueError):
@@ -53,10 +66,59 @@ def locate(manifest_path: Path, path: str) -> Path:
     return (given if given.is_absolute() else Path(manifest_path).resolve().parent / given).resolve()
 
 
-def check(root: Path, commit: Optional[str], tag: Optional[str]) -> str:
-    """The checkout's HEAD commit, when it is the pinned one and the tree is clean."""
+def tree_digest(root: Path) -> str:
+    """sha256 over ``<sha256>  <path>`` lines of every regular file under ``root``, sorted by path,
+    leaving out `UNDIGESTED` folders, ``*.egg-info`` and ``*.pyc``; a symbolic link counts by its target text."""
+    lines = []
+    for folder, names, files in os.walk(root):
+        names[:] = sorted(n for n in names if n not in UNDIGESTED and not n.endswith(".egg-info"))
+        for name in files:
+            path = Path(folder) / name
+            if name.endswith(".pyc"):
+                continue
+            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            lines.append(f"{hashlib.sha256(data).hexdigest()}  {path.relative_to(root).as_posix()}\n")
+    return hashlib.sha256("".join(sorted(lines, key=lambda line: line[66:])).encode()).hexdigest()
+
+
+_VERSION = re.compile(r"""\bversion\s*=\s*["']([^"']+)["']""")
+
+
+def own_version(root: Path) -> Optional[tuple[str, str]]:
+    """(version, the file it was read from): pyproject.toml's [project] version, setup.py's
+    ``version="..."``, or ``__version__`` of flag_gems' ``__init__.py``; None when none states one."""
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            version = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("version")
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            version = None
+        if isinstance(version, str):
+            return version, "pyproject.toml"
+    setup = root / "setup.py"
+    if setup.is_file():
+        found = _VERSION.search(setup.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            return found.group(1), "setup.py"
+    for init in (root / "src" / "flag_gems" / "__init__.py", root / "flag_gems" / "__init__.py"):
+        if init.is_file():
+            for node in ast.parse(init.read_text(encoding="utf-8", errors="replace")).body:
+                if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets)
+                        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+                    return node.value.value, init.relative_to(root).as_posix()
+    return None
+
+
+def check(root: Path, commit: Optional[str], tag: Optional[str], digest: Optional[str] = None) -> str:
+    """The checkout's HEAD commit, when it is the pinned one and the tree is clean; for a plain
+    tree (no ``.git``), its `tree_digest`, when that is the pinned ``digest``."""
     if not root.is_dir():
         raise CheckoutProblem(f"{root}: no such folder")
+    if not (root / ".git").exists():
+        return _plain(root, commit, tag, digest)
+    if digest is not None:
+        raise CheckoutProblem(f"{root}: a git work tree is named by its commit or tag, not a digest: "
+                              "pin `commit:` (git rev-parse HEAD) instead of `digest:`")
     if _git(root, "rev-parse", "--show-toplevel").strip() != str(root.resolve()):
         raise CheckoutProblem(f"{root}: not the top of a git work tree")
     head = _git(root, "rev-parse", "HEAD").strip()
@@ -75,10 +137,22 @@ def check(root: Path, commit: Optional[str], tag: Optional[str]) -> str:
     return head
 
 
+def _plain(root: Path, commit: Optional[str], tag: Optional[str], digest: Optional[str]) -> str:
+    found = tree_digest(root)
+    if commit is not None or tag is not None:
+        raise CheckoutProblem(f"{root}: not a git work tree (no .git), so no commit or tag can be checked; "
+                              f"pin the tree by its digest instead: `digest: \"{found}\"`")
+    if digest != found:
+        raise CheckoutProblem(f"{root}: the tree's digest is {found}, the manifest pins {digest}: the files "
+                              "changed since it was pinned (pin the new digest if that is the tree to measure)")
+    return found
+
+
 def root_of(path: Path) -> Optional[Path]:
-    """The nearest folder at or above ``path``'s folder that holds ``.git``."""
+    """The nearest folder at or above ``path``'s folder that holds ``.git`` or, a plain tree,
+    `SHAPE_FILE`."""
     for folder in Path(path).parents:
-        if (folder / ".git").exists():
+        if (folder / ".git").exists() or (folder / SHAPE_FILE).is_file():
             return folder
     return None
 

@@ -31,6 +31,7 @@ from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, CampaignError, Inp
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix
 from campaign.contract.runroot import RunRoot
+from campaign.contract.suggest import did_you_mean
 
 PINNED_DIR = "autotune_from"
 CHECK = "autotune_from"
@@ -100,8 +101,9 @@ def _verified_source(spec, source: Path, refuse: _Refusal) -> Matrix:
 def _recording(source: Path, matrix: Matrix, workload: str, refuse: _Refusal) -> Path:
     tasks = [t for t in matrix.tasks if t.workload == workload]
     if not tasks:
-        known = ", ".join(sorted({t.workload for t in matrix.tasks}))
-        raise refuse("root", f"{source} has no workload {workload!r} (it has: {known}): nothing recorded to replay")
+        names = {t.workload for t in matrix.tasks}
+        raise refuse("root", f"{source} has no workload {workload!r}{did_you_mean(workload, names)} (it has: "
+                             f"{', '.join(sorted(names))}): nothing recorded to replay")
     # a screen root's IR pass (round 0) records only each kernel's first config: its round 1 recorded
     # the winners it timed, and those are what a campaign pinned to it replays
     recorders = [t for t in tasks if t.autotune.mode == "record"]

@@ -13,6 +13,7 @@ from campaign.contract import platforms
 from campaign.contract.errors import EXIT_INPUT, CampaignError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
+from campaign.contract.suggest import did_you_mean
 from campaign.contract.workloads import Workload, own_path
 from campaign.contract.yamlio import position
 from campaign.planning import checkout, owntargets, targets, upstreamtargets
@@ -141,8 +142,9 @@ def _inventory_workload(workload: Workload, loc: tuple, inventory: Inventory, pr
     dismissed = inventory.dismissed.get((workload.op, workload.provider))
     if entry is None and workload.reason is None:
         problems.add("inventory", loc + ("op",),
-                     f"{workload.op} ({workload.provider}) is not in ops/inventory.csv; "
-                     "add it there or give the workload a reason")
+                     f"{workload.op} ({workload.provider}) is not in ops/inventory.csv"
+                     + did_you_mean(workload.op, (op for op, provider in inventory.entries if provider == workload.provider))
+                     + "; add it there or give the workload a reason")
     if dismissed is not None and workload.reason is None:
         problems.add("dismissed", loc + ("op",),
                      f"{workload.op} is on ops/dismiss.csv ({dismissed}); give a reason to run it anyway")

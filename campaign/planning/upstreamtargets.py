@@ -15,15 +15,16 @@ once prepare has found a key of it for every item the workload runs.
 """
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from campaign.contract import yamlio
+from campaign.contract.devicerule import version_matches
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
+from campaign.contract.suggest import did_you_mean
 from campaign.contract.workloads import Workload
 from campaign.planning import checkout, upstream
 from campaign.planning.inventory import Inventory
@@ -68,16 +69,12 @@ class Checkouts:
         if root not in self.state:
             where = ("sources", "flag_gems_checkout", "path")
             try:
-                head = checkout.check(root, source.commit, source.tag)
+                head = checkout.check(root, source.commit, source.tag, source.digest)
             except checkout.CheckoutProblem as exc:
                 problems.add("checkout", where, str(exc))
                 self.state[root] = (None, [])
                 return None
-            pin = manifest.sources.flag_gems
-            if pin is not None and pin.commit is not None and not head.startswith(pin.commit):
-                problems.add("checkout", ("sources", "flag_gems", "commit"),
-                             f"the checkout is at {head}, the installed flag_gems is pinned at {pin.commit}: "
-                             "its benchmark files would time another commit's package")
+            _pinned_package(root, head, source.digest is not None, manifest, problems)
             if upstream.layout(root) is None:
                 problems.add("checkout", where, f"{root}: neither benchmark/{upstream.LAYOUTS['category']} (5.0.2) "
                                                 f"nor benchmark/{upstream.LAYOUTS['per_op']} (5.3+): not a FlagGems checkout")
@@ -87,6 +84,25 @@ class Checkouts:
             self.state[root] = (head, items)
         head, items = self.state[root]
         return (root, items) if head is not None else None
+
+
+def _pinned_package(root: Path, head: str, plain: bool, manifest: Manifest, problems: Problems) -> None:
+    """The checkout against ``sources.flag_gems``: the commit it pins, and the version (the
+    checkout's own, `checkout.own_version`), so its benchmark files never time another release."""
+    pin = manifest.sources.flag_gems
+    if pin is None:
+        return
+    if pin.commit is not None and (plain or not head.startswith(pin.commit)):
+        at = "a plain tree, at no commit" if plain else f"at {head}"
+        problems.add("checkout", ("sources", "flag_gems", "commit"),
+                     f"the checkout is {at}, the installed flag_gems is pinned at {pin.commit}: "
+                     "its benchmark files would time another commit's package")
+    own = checkout.own_version(root)
+    if pin.version is not None and own is not None and not version_matches(pin.version, own[0]):
+        problems.add("checkout", ("sources", "flag_gems", "version"),
+                     f"the checkout {root} is FlagGems {own[0]} ({own[1]}), sources.flag_gems pins {pin.version}: "
+                     f"its benchmark files would time another release's package; check out FlagGems {pin.version} "
+                     f"there, or pin sources.flag_gems to {own[0]} (and install that)")
 
 
 def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inventory: Inventory,
@@ -99,8 +115,7 @@ def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inven
         marked = [i for i in marked if i.file == file_part and (not function or i.function == function)]
     if not marked:
         known = sorted({item.mark for item in items if item.mark})
-        close = difflib.get_close_matches(mark, known, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        hint = did_you_mean(mark, known)
         where = f" in {workload.benchmark}" if workload.benchmark else ""
         problems.add("benchmark_target", loc + (("benchmark",) if workload.benchmark else ("op",)),
                      f"no benchmark item of {root}{where} carries the op mark {mark!r}{hint}")

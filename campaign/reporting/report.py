@@ -138,9 +138,10 @@ def forest_points(verdicts: AnyVerdicts) -> list[dict]:
     return out
 
 
-def forest_plot(verdicts: AnyVerdicts, path: Path) -> None:
+def forest_plot(verdicts: AnyVerdicts, path: Path) -> Optional[str]:
     """Per timed workload: geomean Δ with its interval (a hollow point: one round, no
-    interval) over the grey A/A floor; needs the optional ``plot`` extra."""
+    interval) over the grey A/A floor; needs the optional ``plot`` extra. Returns why no
+    plot was written (nothing timed), None when it was."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -150,7 +151,9 @@ def forest_plot(verdicts: AnyVerdicts, path: Path) -> None:
     verdicts = Verdicts.read(verdicts)
     points = forest_points(verdicts)
     if not points:
-        raise CampaignError("--plot: no workload has timed rows to plot (nothing was timed, or nothing reached Triton)")
+        return (f"no plot written to {path}: no workload has timed rows to plot ("
+                + ("a compile-only backend times nothing" if not platform(verdicts.backend).executes else
+                   "nothing was timed, or nothing reached Triton") + ")")
     fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.45 * len(points)))
     for y, p in enumerate(reversed(points)):
         if p["floor"] is not None:
@@ -167,3 +170,4 @@ def forest_plot(verdicts: AnyVerdicts, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+    return None

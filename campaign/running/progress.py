@@ -1,8 +1,8 @@
 """What a person watching `run` sees; the loop only calls these (`campaign.running.runner.Events`).
 
 On a terminal: a rich live view -- cells done/total, the current cell and its
-elapsed time, the campaign's elapsed time, an ETA from the mean elapsed of
-cells measured so far -- with each finished cell printed above it. Otherwise
+elapsed time, the campaign's elapsed time, an ETA learnt from the finished
+cells of each workload and kind (`Tally`) -- with each finished cell printed above it. Otherwise
 plain lines, one when a cell starts and one when it ends, for logs and CI.
 """
 from __future__ import annotations
@@ -32,22 +32,34 @@ def end_line(row: StatusRow) -> str:
 
 
 class Tally:
-    """Counts and the ETA, shared by both views."""
+    """Counts and the ETA, shared by both views. The ETA learns from finished cells: each cell left
+    is estimated by the mean of the finished cells of its own workload and kind (timed, or an
+    untimed IR pass), else of its kind, else of every finished cell."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self.clock = clock
         self.total = 0
         self.done = 0
-        self.measured: list[float] = []
+        self.measured: dict[tuple[str, bool], list[float]] = {}
+        self.kinds: dict[str, tuple[str, bool]] = {}      # task id -> (workload, timed)
+        self.left: set[str] = set()
         self.started_at = clock()
         self.current: Optional[Task] = None
         self.current_since = self.started_at
 
     def start(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow]) -> None:
         self.total = len(tasks)
+        self.kinds = {task.id: (task.workload, task.timed) for task in tasks}
         finished = [row for row in rows.values() if row.finished]
         self.done = len(finished)
-        self.measured = [row.elapsed_s for row in finished if row.elapsed_s is not None and row.rc_name != SKIPPED]
+        self.left = set(self.kinds) - {row.task_id for row in finished}
+        for row in finished:
+            self._measure(row)
+
+    def _measure(self, row: StatusRow) -> None:
+        if row.elapsed_s is not None and row.rc_name != SKIPPED:
+            kind = self.kinds.get(row.task_id, (row.workload, True))
+            self.measured.setdefault(kind, []).append(row.elapsed_s)
 
     def begin(self, task: Task) -> None:
         self.current, self.current_since = task, self.clock()
@@ -58,15 +70,25 @@ class Tally:
         counted = settled and row.finished
         if counted:
             self.done += 1
-        if row.elapsed_s is not None and row.rc_name != SKIPPED and counted:
-            self.measured.append(row.elapsed_s)
+            self.left.discard(row.task_id)
+            self._measure(row)
         return self.done if counted else self.done + 1
 
+    def estimate_s(self, task_id: str) -> Optional[float]:
+        """One cell left: its workload and kind's mean, else its kind's, else every finished cell's."""
+        workload, timed = self.kinds[task_id]
+        for found in (self.measured.get((workload, timed)),
+                      [s for (_, t), seconds in self.measured.items() if t is timed for s in seconds],
+                      [s for seconds in self.measured.values() for s in seconds]):
+            if found:
+                return statistics.fmean(found)
+        return None
+
     def eta_s(self) -> Optional[float]:
-        """Mean elapsed of measured cells times the cells left (skips make it pessimistic)."""
+        """The cells left, each at its estimate (skips make it pessimistic); None before any cell finished."""
         if not self.measured:
             return None
-        return statistics.fmean(self.measured) * max(self.total - self.done, 0)
+        return sum(self.estimate_s(task_id) or 0.0 for task_id in self.left)
 
 
 def _clock_text(seconds: Optional[float]) -> str:

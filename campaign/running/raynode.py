@@ -209,7 +209,8 @@ def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
         variable = backend.visibility_variable
         card = card_here(backend, variable)
         devices = visible_devices(os.environ.get(variable) if variable else None)
-        sampler = Sampler(root, lambda: NodeSource(make_source(backend.capabilities.telemetry, devices),
+        sampler = Sampler(root, lambda: NodeSource(make_source(backend.capabilities.telemetry, devices,
+                                                               not backend.capabilities.executes),
                                                    socket.gethostname()), job["telemetry_interval"])
         events = _Notes()
         if not sampler.start():

@@ -70,12 +70,19 @@ SOURCES: dict[str, Callable[[Optional[list[str]]], Source]] = {
     "nvml": NvmlSource, "mthreads-gmi": GmiSource, "amdsmi": AmdSmiSource}
 
 
-def make_source(kind: Optional[str], devices: Optional[list[str]]) -> Source:
-    """The backend's telemetry source; RuntimeError (or the library's own) says why there is none."""
+class NoTelemetry(Exception):
+    """Nothing to sample, by design rather than by failure: the reason is the whole message."""
+
+
+def make_source(kind: Optional[str], devices: Optional[list[str]], compile_only: bool = False) -> Source:
+    """The backend's telemetry source; `NoTelemetry` where there is by design none, RuntimeError (or
+    the library's own) where one failed."""
+    if kind is None and compile_only:
+        raise NoTelemetry("no telemetry on this backend (compile-only): nothing executes, nothing is sampled")
     if devices == []:
         raise RuntimeError("the visibility variable is set but names no device: nothing to sample")
     if kind not in SOURCES:
-        raise RuntimeError(f"the backend declares no telemetry source ({kind!r})")
+        raise NoTelemetry(f"no telemetry on this backend: it declares no telemetry source ({kind!r})")
     return SOURCES[kind](devices)
 
 
@@ -114,6 +121,10 @@ class Sampler:
     def start(self) -> bool:
         try:
             self.source = self.make()
+        except NoTelemetry as exc:   # nothing to sample here: said plainly, recorded, the campaign goes on
+            self.reason = str(exc)
+            self._note(self.reason)
+            return False
         except Exception as exc:  # any failure to start is recorded, and the campaign goes on
             self.reason = f"no telemetry: {type(exc).__name__}: {exc}"
             self._note(self.reason)
