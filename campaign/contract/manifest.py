@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
 
-from pydantic import BeforeValidator, Field, StrictBool, StringConstraints, model_validator
+from pydantic import BeforeValidator, Field, StrictBool, StringConstraints, model_serializer, model_validator
 
 from campaign.contract import cellenv_rules, stripregex
 from campaign.contract.fields import (
@@ -166,6 +166,15 @@ class Timer(Model):
         # written into matrix.json, so the frozen campaign says what its rows were sampled to
         if isinstance(data, dict) and data.get("max_noise_pct") is not None:
             data = {"min_samples": NOISE_MIN_SAMPLES, "timeout_s": NOISE_TIMEOUT_S, **data}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _noise_only_when_set(self, handler):
+        # a matrix frozen without a noise target dumps to the bytes it had before the keys existed
+        data = handler(self)
+        for key in ("max_noise_pct", "min_samples", "timeout_s"):
+            if data.get(key, 0) is None:
+                del data[key]
         return data
 
     @model_validator(mode="after")
