@@ -42,8 +42,7 @@ class Clock:
     """The monotonic clock the cap reads; ``tick`` is what each sample costs."""
 
     def __init__(self, tick: float = 1.0):
-        self.t = 50.0
-        self.tick = tick
+        self.t, self.tick = 50.0, tick
 
     def __call__(self) -> float:
         return self.t
@@ -54,10 +53,7 @@ class ScriptedGraphDevice:
     events report 2 ms); each timed replay costs ``clock.tick`` seconds on the monotonic clock."""
 
     def __init__(self, per_replay, clock: Clock):
-        self.script = iter(per_replay)
-        self.clock = clock
-        self.timed = 0
-        self.estimated = False
+        self.script, self.clock, self.timed, self.estimated = iter(per_replay), clock, 0, False
         device = self
 
         class Event:
@@ -156,9 +152,7 @@ class ScriptedBench:
     clock, and returns the next value of the script (``return_mode="all"``: the next list)."""
 
     def __init__(self, script, clock: Clock):
-        self.script = iter(script)
-        self.clock = clock
-        self.modes: list[str] = []
+        self.script, self.clock, self.modes = iter(script), clock, []
 
     def __call__(self, fn, *, warmup, rep, return_mode):
         fn()
@@ -284,16 +278,11 @@ def test_a_capped_row_reaches_the_verdicts_reason_and_the_report(tmp_path, cli):
     assert "candidate 12 of 16 row(s) reached it, 4 NOISE CAPPED (" in report.stdout
 
 
-def test_a_root_with_every_row_on_target_says_nothing_of_a_cap(tmp_path):
+def test_the_noise_target_is_caliber_and_rows_on_target_say_nothing_of_a_cap(tmp_path):
     root = rootbuilder.build(tmp_path, [rootbuilder.mm()], rootbuilder.Options(max_noise_pct=0.5))
     verdict = classify_root(root)["workloads"]["matmul"]
     assert "NOISE CAPPED" not in verdict["reason"]
     assert verdict["noise"]["candidate"] == {"sampled": 16, "capped": 0, "capped_rows": []}
-
-
-def test_the_noise_target_is_caliber(tmp_path):
-    options = rootbuilder.Options(max_noise_pct=0.5)
-    root = rootbuilder.build(tmp_path, [rootbuilder.mm()], options)
     tasks = Matrix.model_validate(canonical.read_json(root / MATRIX_FILE)).tasks
     identities = caliber.load_identities(root, tasks)
     other = next(t.id for t in tasks if t.cell == "candidate" and t.round == 2)
