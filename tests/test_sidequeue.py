@@ -17,6 +17,7 @@ from runroots import demo, fault, manifest
 
 from campaign.contract import canonical, status
 from campaign.contract.artifacts import claim, claimed_by
+from campaign.contract.progresslines import parse
 
 
 def test_a_workload_is_claimed_once_and_its_claim_names_the_batch(tmp_path: Path):
@@ -32,6 +33,16 @@ def _claims(root: Path) -> dict[str, str]:
     return {p.name.replace("__", "/"): p.read_text() for p in root.glob("batches/queue-*/*")}
 
 
+def _claim_time(root: Path, task_id: str) -> float:
+    return next(root.glob(f"batches/queue-*/{task_id.replace('/', '__')}")).stat().st_mtime
+
+
+def _events(root: Path) -> dict[tuple[str, str], float]:
+    """(start|end, task id) -> the unix time its process wrote it."""
+    return {(e.kind, e.task_id): e.unix for p in root.glob("batches/[0-9]*/progress.tsv")
+            for e in parse(p.read_text(encoding="utf-8"))}
+
+
 def _lock_workers(root: Path) -> set[str]:
     try:
         return {w["task_id"] for w in json.loads((root / "run.lock").read_text())["workers"].values()}
@@ -40,10 +51,10 @@ def _lock_workers(root: Path) -> set[str]:
 
 
 def test_a_slow_and_a_hung_workload_hold_up_no_other_and_nothing_runs_twice(tmp_path: Path):
-    # the candidate side: slow (15 s), hang (killed at its 8 s timeout), then three quick ones
-    path = manifest(tmp_path, [demo("add", canary=True), fault("slow", "test_bench_slow"),
-                               fault("hang", "test_bench_hang", timeout_s=8), demo("softmax"), demo("row_sum"),
-                               demo("matmul")], campaign="queue", lanes=2)
+    # the candidate side: slow (15 s), two quick ones, hang (killed at its 8 s timeout), a third quick one
+    path = manifest(tmp_path, [demo("add", canary=True), fault("slow", "test_bench_slow"), demo("softmax"),
+                               demo("row_sum"), fault("hang", "test_bench_hang", timeout_s=8), demo("matmul")],
+                    campaign="queue", lanes=2)
     proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--runs-dir", str(tmp_path / "runs"),
                              "--scratch-dir", str(tmp_path), "--grace", "1"], cwd=PROJECT_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -70,11 +81,14 @@ def test_a_slow_and_a_hung_workload_hold_up_no_other_and_nothing_runs_twice(tmp_
     assert "claimed from its side's queue" in latest["hang/r0/candidate"].note
     for name in ("slow", "softmax", "row_sum", "matmul"):
         assert latest[f"{name}/r0/candidate"].rc_name == "ok", latest[f"{name}/r0/candidate"]
-    claims = _claims(root)
+    claims, events = _claims(root), _events(root)
     slow = claims["slow/r0/candidate"]
-    behind = [f"{name}/r0/candidate" for name in ("softmax", "row_sum", "matmul")]
-    assert all(claims[t] != slow for t in behind), ("the quick workloads behind the slow one were claimed by "
-                                                    f"other processes while it ran: {claims}")
+    began, ended = events[("start", "slow/r0/candidate")], events[("end", "slow/r0/candidate")]
+    assert claims["softmax/r0/candidate"] != slow and began < events[("start", "softmax/r0/candidate")] < ended, \
+        "the workload after the slow one ran in the other lane while the slow one ran"
+    for task_id, batch in claims.items():       # nothing was reserved behind it: claimed once it had ended
+        if batch == slow and task_id != "slow/r0/candidate":
+            assert _claim_time(root, task_id) >= ended, (task_id, claims)
     assert any("slow/r0/candidate" in busy and len(busy) == 2 for busy in seen), \
         f"the lock named the slow workload beside the other lane's: {seen}"
     # each process's batch.json says which queue it claimed from and its own caches
