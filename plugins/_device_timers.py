@@ -16,6 +16,11 @@ the device mostly idle and its clock dropping -- and for a graph at the timed re
 opened just after that window's start is stamped and closed just before its end is, so
 every clock read it takes lies inside the window; ``clock`` is what it read there (None:
 no watch, or no clock source). A timing that raises leaves no sampling thread behind.
+
+Each timing is handed the row's noise target (`campaign.contract.timers.NoiseTarget`; None: the
+fixed counts): its samples are taken until the target or the cap, and ``noise`` says what was
+reached (samples, relative spread, capped). The cap's clock (``monotonic``) starts where the
+window does, so neither the first call's compile nor a graph's capture counts against it.
 """
 from __future__ import annotations
 
@@ -101,12 +106,27 @@ class DeviceTimers:
     """``event``, ``direct`` and ``graph`` timings of one call, in milliseconds."""
 
     def __init__(self, do_bench: Callable = _triton_do_bench, wall: Callable[[], float] = time.time,
-                 watch: Optional[Watch] = None):
+                 watch: Optional[Watch] = None, monotonic: Callable[[], float] = time.monotonic):
         self._do_bench = do_bench            # the clock; tests hand in a recorded one
         self._wall = wall
+        self._monotonic = monotonic          # the noise target's time cap
         self.watch = watch
         self.window: Optional[tuple[float, float]] = None   # of the last timing that returned
         self.clock: Optional[RowClock] = None               # read inside that window
+        self.noise: Optional[timers.Noise] = None           # what its sampling reached (noise target only)
+
+    def _sampled(self, take: Callable[[], Sequence[float]], target: timers.NoiseTarget,
+                 started: list[float]) -> list[float]:
+        """``take()``'s samples until ``target`` is met or its cap is reached; ``started`` holds the
+        cap clock's start once the window opened (empty: not yet, the first take compiles)."""
+        values: list[float] = []
+        while True:
+            values.extend(float(v) for v in take())
+            elapsed = self._monotonic() - started[0] if started else 0.0
+            reached = timers.sampled_enough(values, target, elapsed)
+            if reached is not None:
+                self.noise = reached
+                return values
 
     def _open(self) -> None:
         if self.watch is not None:
@@ -120,34 +140,69 @@ class DeviceTimers:
         if self.watch is not None:
             self.watch.discard()
 
-    def event(self, fn, *, warmup_ms: float, rep_ms: float, return_mode: str) -> float:
-        call, stamp = stamped(fn, self._wall, self._open)
+    def _opened(self, started: list[float]) -> Callable[[], None]:
+        def opened():
+            started.append(self._monotonic())
+            self._open()
+        return opened
+
+    def event(self, fn, *, warmup_ms: float, rep_ms: float, return_mode: str,
+              noise: Optional[timers.NoiseTarget] = None) -> float:
+        """One ``do_bench`` call reduced by ``return_mode``; under a noise target its per-iteration
+        times (``return_mode="all"``) of as many calls as the target takes, reduced together."""
+        started: list[float] = []
+        call, stamp = stamped(fn, self._wall, self._opened(started))
         try:
-            value = float(self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode))
+            if noise is None:
+                value = float(self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode))
+            else:
+                value = timers.summarize(self._sampled(
+                    lambda: self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode="all"), noise, started),
+                    return_mode)
             self._close(stamp)
         finally:
             self._discard()
         return value
 
     def direct(self, fn, *, warmup_ms: float, rep_ms: float, return_mode: str, repeat: int,
-               quantiles: Optional[Sequence[float]] = None) -> float:
-        """The median over ``repeat`` separate ``do_bench`` calls: the layer that sees drift
-        across calls (clocks ramping, another process arriving), which one call's inner
-        median cannot."""
+               quantiles: Optional[Sequence[float]] = None, noise: Optional[timers.NoiseTarget] = None) -> float:
+        """The median over ``repeat`` separate ``do_bench`` calls (under a noise target, as many
+        as it takes): the layer that sees drift across calls (clocks ramping, another process
+        arriving), which one call's inner median cannot."""
         timers.check_direct_request(return_mode, quantiles)
         if repeat < 1:
             raise timers.TimerRefused(f"repeat={repeat}: at least one call is needed")
-        call, stamp = stamped(fn, self._wall, self._open)     # one window over every repeat
+        started: list[float] = []
+        call, stamp = stamped(fn, self._wall, self._opened(started))     # one window over every repeat
         try:
-            values = [self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode)
-                      for _ in range(repeat)]
+            if noise is None:
+                values = [self._do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode=return_mode)
+                          for _ in range(repeat)]
+            else:
+                values = self._sampled(lambda: [self._do_bench(call, warmup=warmup_ms, rep=rep_ms,
+                                                               return_mode=return_mode)], noise, started)
             self._close(stamp)
         finally:
             self._discard()
         return timers.median_of_repeats(values)
 
+    def _replays(self, graph, events, interface, calls: int, noise: Optional[timers.NoiseTarget]) -> list[float]:
+        """The per-call times of the timed replays: `timers.TIMED_REPLAYS` of them, or as many as
+        the noise target takes."""
+        start, end = events
+
+        def replay() -> list[float]:
+            start.record()
+            graph.replay()
+            end.record()
+            interface.synchronize()
+            return [start.elapsed_time(end) / calls]
+        if noise is None:
+            return [value for _ in range(timers.TIMED_REPLAYS) for value in replay()]
+        return self._sampled(replay, noise, [self._monotonic()])
+
     def graph(self, fn, interface, graph_class, *, warmup_ms: float, rep_ms: float,
-              return_mode: str) -> float:
+              return_mode: str, noise: Optional[timers.NoiseTarget] = None) -> float:
         """Per-call time of a replayed graph of back-to-back calls (no L2 flush).
 
         The first call compiles and autotunes, then calls run for ``warmup_ms`` before
@@ -182,15 +237,9 @@ class DeviceTimers:
             try:
                 graph.replay()                   # the first replay uploads the graph: not timed
                 interface.synchronize()
-                per_call = []
                 measured_from = [self._wall()]
                 self._open()
-                for _ in range(timers.TIMED_REPLAYS):
-                    start.record()
-                    graph.replay()
-                    end.record()
-                    interface.synchronize()
-                    per_call.append(start.elapsed_time(end) / calls)
+                per_call = self._replays(graph, (start, end), interface, calls, noise)
                 self._close(measured_from)
             except Exception as exc:
                 raise CaptureFailure("replay", exc) from exc

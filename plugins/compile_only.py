@@ -12,7 +12,7 @@ in Triton's wheel) builds the cubin as on a GPU, so SASS can be taken offline
 Protocol with the rest of Triton 3.6 (runtime/jit.py, compiler/compiler.py):
 
 - ``utils.load_binary`` hands out a unique fake (module, function) handle pair per
-  loaded variant, so a launch's ``function`` joins to one variant's hash through
+  loaded variant, unique across the workloads of a batch process too, so a launch's ``function`` joins to one variant's hash through
   ``kernel_load_end_hook``, exactly as CUfunction handles do on a GPU.
 - ``launcher_cls(...)(grid..., function, packed_metadata, launch_metadata, enter, exit, *args)``
   fires the enter and exit hooks itself (the C launcher does that on a GPU), counts
@@ -74,10 +74,16 @@ def _refuse_benchmark(kernel_call, *, quantiles=None, **kwargs):
                         "replay recorded autotune configs or declare autotune policy first-config")
 
 
+# One count for the process: a batch process builds a driver per workload, and the launch index joins
+# a launch's handle to the variant loaded under it process-wide (`campaign.plugins.ir_capture.PROCESS`),
+# so a handle is never handed out twice, as a CUfunction is not while its module is loaded.
+HANDLES = itertools.count(0x1000)
+
+
 class CompileOnlyUtils:
     def __init__(self, properties: dict):
         self._properties = dict(properties)
-        self._handles = itertools.count(0x1000)
+        self._handles = HANDLES
         self.loaded: dict[int, str] = {}            # fake function handle -> kernel name
 
     def load_binary(self, name, kernel, shared, device):

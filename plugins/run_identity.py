@@ -23,7 +23,8 @@ Keys (all always present; a value that does not apply is null)::
     inherited_env                                            the code-selecting variables this process
                                                              inherited (PYTHONPATH, LD_LIBRARY_PATH, ...):
                                                              not caliber (paths differ per machine), shown
-    timer {kind, warmup_ms, rep_ms, return_mode, direct_repeat, l2_flush}, direct_repeat
+    timer {kind, warmup_ms, rep_ms, return_mode, direct_repeat, l2_flush,
+           max_noise_pct, min_samples, timeout_s}, direct_repeat   the noise target: null where none
 
 The timer object is what the manifest asks for (the timing plugin owns what was
 measured); on a compile-only backend, and in a screen's untimed IR pass, nothing is timed and
@@ -56,10 +57,12 @@ __all__ = ("CALIBER_FIELDS", "L2_FLUSH", "device_section", "identity", "make", "
 def timer_section(timer, executes: bool) -> dict:
     if not executes:
         return {"kind": UNTIMED, "warmup_ms": None, "rep_ms": None, "return_mode": None,
-                "direct_repeat": None, "l2_flush": None}
+                "direct_repeat": None, "l2_flush": None, "max_noise_pct": None, "min_samples": None,
+                "timeout_s": None}
     return {"kind": timer.kind, "warmup_ms": timer.warmup_ms, "rep_ms": timer.rep_ms,
             "return_mode": timer.return_mode, "direct_repeat": timer.direct_repeat,
-            "l2_flush": L2_FLUSH[timer.kind]}
+            "l2_flush": L2_FLUSH[timer.kind], "max_noise_pct": timer.max_noise_pct,
+            "min_samples": timer.min_samples, "timeout_s": timer.timeout_s}
 
 
 def _runtime_version(torch, backend: str) -> Optional[str]:

@@ -30,6 +30,9 @@ provider's shape file, narrowed by the workload's subset) times the task's dtype
   clock can be read (run.log says why, once).
 - Re-timing on an environmental clock reason, and the steady-clock load before the first
   timed row: `campaign.plugins.timingclock`.
+- Under the manifest's noise target (``timer.max_noise_pct``), each timer samples a row until
+  its relative spread reaches the target or the time cap (`campaign.contract.timers`); the row
+  records ``samples``, ``noise_pct`` and ``noise_capped``, and run.log a line for each.
 - A planned case the test never measured (it raised first, or was poisoned) still gets a
   failed row saying so: no case disappears from the table.
 """
@@ -123,6 +126,7 @@ class TimingPlugin:
                  steady_load: Optional[Callable[[float], int]] = None):
         self.ctx = ctx
         self.timer = ctx.terms.timer
+        self.noise = timers.noise_target(self.timer)
         self.capabilities = ctx.backend.capabilities
         # an untimed task runs each call once, as the compile-only driver does: the IR is the point
         self.measures = self.capabilities.executes and ctx.task.timed
@@ -254,11 +258,13 @@ class TimingPlugin:
         except timers.TimerRefused as exc:
             return self._add(Row(**base, timer=timer, status="failed", error=str(exc), **extra))
         attached = timingclock.window_and_clock(self.device_timers, retimed)
+        timingclock.log_noise(self.device_timers, self.noise, self.ctx.log, base)
         return self._add(Row(**base, timer=timer, status="ok", latency_ms=value, **extra, **attached))
 
     # -- helpers ------------------------------------------------------------------------
     def _bench_args(self) -> dict:
-        return dict(warmup_ms=self.timer.warmup_ms, rep_ms=self.timer.rep_ms, return_mode=self.timer.return_mode)
+        return dict(warmup_ms=self.timer.warmup_ms, rep_ms=self.timer.rep_ms, return_mode=self.timer.return_mode,
+                    noise=self.noise)
 
     def _timer_label(self) -> str:
         if not self.capabilities.executes:
@@ -267,7 +273,7 @@ class TimingPlugin:
             return "none (IR pass: untimed, each call runs once)"
         t = self.timer
         return (f"{t.kind} warmup_ms={t.warmup_ms} rep_ms={t.rep_ms} return_mode={t.return_mode} "
-                f"direct_repeat={timers.repeat_count(t.direct_repeat)}")
+                f"direct_repeat={timers.repeat_count(t.direct_repeat)}{timingclock.noise_label(self.noise)}")
 
     @staticmethod
     def _marker_fields(base: dict) -> dict:

@@ -7,6 +7,8 @@ Not a plugin (no ``make``): `campaign.plugins.timing` calls it.
   `campaign.contract.timers.RETIMES` times; the row keeps the last attempt's latency, window
   and clock, ``clock.retimed`` names each re-time's reasons and run.log has a line for each.
   The power cap (``sw_power_cap``) is the card's operating point and never re-times.
+- Under a noise target, each row's sampling gets a run.log line (``NOISE CAPPED`` where the time
+  cap stopped it above the target; `campaign.contract.timers`).
 - Before a timed task's first row (only where the backend executes), the device runs a
   fixed dense load for `campaign.contract.timers.STEADY_CLOCK_S` seconds, so the clock the
   first row meets does not depend on what ran before the cell; run.log says how long and
@@ -31,6 +33,7 @@ def forget_window(device_timers: DeviceTimers) -> None:
     # a timer that returns without recording a window must not hand on the previous row's
     device_timers.window = None
     device_timers.clock = None
+    device_timers.noise = None
 
 
 def retiming(device_timers: DeviceTimers, log, base: dict, run) -> tuple[Any, tuple[str, ...]]:
@@ -53,12 +56,29 @@ def retiming(device_timers: DeviceTimers, log, base: dict, run) -> tuple[Any, tu
 
 
 def window_and_clock(device_timers: DeviceTimers, retimed: tuple[str, ...]) -> dict:
-    """A row's fields for the window its timer recorded and the clock read inside it."""
+    """A row's fields for the window its timer recorded, the clock read inside it and, under a
+    noise target, what its sampling reached."""
     window, clock = device_timers.window, device_timers.clock
     out = {} if window is None else dict(window_start_unix=window[0], window_end_unix=window[1])
     if clock is not None:
         out["clock"] = clock.model_copy(update={"retimed": retimed})
+    noise = device_timers.noise
+    if noise is not None:
+        out.update(samples=noise.samples, noise_pct=noise.spread_pct, noise_capped=noise.capped)
     return out
+
+
+def log_noise(device_timers: DeviceTimers, target: Optional[timers.NoiseTarget], log, base: dict) -> None:
+    """run.log's line for a row sampled to a noise target (NOISE CAPPED where the cap stopped it)."""
+    if device_timers.noise is not None and target is not None:
+        log.line(f"row {base['function']} {shape_sets.format_shape(base['shape'])} {base['dtype']}: "
+                 + timers.noise_line(device_timers.noise, target))
+
+
+def noise_label(target: Optional[timers.NoiseTarget]) -> str:
+    if target is None:
+        return ""
+    return f" max_noise_pct={target.max_noise_pct:g} min_samples={target.min_samples} timeout_s={target.timeout_s:g}"
 
 
 def steady_clock(row_clocks: rowclock.RowClocks, steady_load: Callable[[float], int], log) -> None:
@@ -91,5 +111,10 @@ def clocks_line(rows: list[Row]) -> str:
     read = [row.clock for row in ok if row.clock is not None and row.clock.samples]
     retimed = sum(bool(row.clock and row.clock.retimed) for row in ok)
     persisted = sum(bool(row.clock and timers.retime_cause(row.clock.reasons)) for row in ok)
-    return (f"row clocks: {len(read)} of {len(ok)} ok rows read; {retimed} re-timed; "
+    line = (f"row clocks: {len(read)} of {len(ok)} ok rows read; {retimed} re-timed; "
             f"{persisted} still environmental after their re-times")
+    sampled = [row for row in ok if row.samples is not None]
+    if sampled:
+        capped = sum(bool(row.noise_capped) for row in sampled)
+        line += f"; noise target: {len(sampled) - capped} of {len(sampled)} rows reached it, {capped} capped"
+    return line

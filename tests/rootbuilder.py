@@ -56,6 +56,7 @@ class Workload:
     tuning_configs: int = 0                                         # configs the recording cell benchmarks besides the winner
     failed_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)   # cell -> shape indices whose row fails
     recording_bias: float = 1.0                                     # latency factor of a cell that benchmarked configs
+    noise_capped: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices stopped at the noise cap
 
     def cell_kernels(self, cell: str) -> tuple[Kernel, ...]:
         return self.kernels.get(cell, self.kernels["baseline"])
@@ -102,6 +103,7 @@ class Options:
     mode: str = "campaign"                                           # prepare.json's: "screen" for a screen root
     ir_pass: bool = False                                            # a screen's matrix: round 0 untimed before round 1
     stopping: Optional[tuple[int, int]] = None                       # (min, max): rounds.stop decided, as the runner runs it
+    max_noise_pct: Optional[float] = None                            # timer.max_noise_pct: rows sampled to a noise target
 
 # prepare.json's clock: a root built twice is byte-identical
 PREPARED = datetime(2026, 11, 29, 8, 35, 32, tzinfo=timezone.utc)
@@ -118,7 +120,8 @@ def manifest_text(options: Options, workloads: list[Workload]) -> str:
     return yamlio.dump(taskplan.manifest_data(
         campaign=f"test-{options.backend}", description="DISABLE_MMA_V3 over built roots", device=device,
         switch={"name": "DISABLE_MMA_V3", "cells": cells, "ir_stage": "ttgir"},
-        timer={"kind": "event" if cpu else "graph"},
+        timer={"kind": "event" if cpu else "graph",
+               **({} if options.max_noise_pct is None else {"max_noise_pct": options.max_noise_pct})},
         rounds=({"count": options.rounds, "alternate_order": True, "later_only_if_ir_changed": True}
                 if options.stopping is None else
                 {"min": options.stopping[0], "max": options.stopping[1], "stop": "decided"}),

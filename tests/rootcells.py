@@ -75,6 +75,8 @@ def identity(task, options: Options, pinned: dict[str, str]) -> dict:
     timer = ({"kind": "none", "warmup_ms": None, "rep_ms": None, "return_mode": None, "direct_repeat": None, "l2_flush": None}
              if not timed(task, options) else {"kind": "graph", "warmup_ms": 25.0, "rep_ms": 100.0, "return_mode": "median",
                           "direct_repeat": None, "l2_flush": False})
+    if options.max_noise_pct is not None and timed(task, options):
+        timer |= {"max_noise_pct": options.max_noise_pct, "min_samples": 10, "timeout_s": 15.0}
     data = {"schema_version": 1, "task_id": task.id, "backend": options.backend,
             "device_name": None if cpu else "NVIDIA H200",
             "device_uuid": None if cpu else "GPU-5f2c0d3e-8a41-4c2b-9d7e-1b6f0a9c3e22", "device_target": "cuda:90",
@@ -104,6 +106,11 @@ def _rows(task, w: Workload, options: Options) -> list[dict]:
             row["latency_ms"] = round(ms * ratio * (1 + jitter), 6)
             if i in w.failed_rows.get(task.cell, ()):
                 row.update(status="failed", latency_ms=None, error="RuntimeError: CUDA error: an illegal memory access")
+            if options.max_noise_pct is not None and row["status"] == "ok":
+                capped = i in w.noise_capped.get(task.cell, ())
+                # a capped row ran its 15 s of replays and stayed above the target; the others met it at 10
+                row.update(samples=1500 if capped else 10, noise_capped=capped,
+                           noise_pct=round(options.max_noise_pct * (3.0 if capped else 0.5), 6))
             if i in w.fallback_rows.get(task.cell, ()):
                 row.update(timer="direct", markers=["BENCHMARK_DIRECT_NO_CUDAGRAPH"], fallback_phase="capture", repeat=1)
         rows.append(row)

@@ -114,6 +114,20 @@ def test_a_kernel_compiled_by_an_earlier_workload_of_the_process_is_in_the_later
     assert fingerprint(cells / "matmul_again/r1/candidate/ir") != fingerprint(cells / "matmul_again/r1/baseline/ir")
 
 
+def test_a_kernel_loaded_before_another_workloads_joins_its_launches_to_itself_not_to_the_other(tmp_path: Path):
+    # softmax, matmul, softmax again in one process: the compile-only driver is built anew for every
+    # workload, and a handle it handed out must never be handed out again, or softmax_again's launches
+    # (of the kernels softmax loaded) would join to the matmul variant loaded under the same handle
+    again = "  - {name: softmax_again, op: softmax}\n"
+    root = _prepare(tmp_path, [demo("softmax"), demo("matmul"), again], 3)
+    done = run(root)
+    assert done.returncode == 0, done.stderr
+    for cell in ("baseline", "candidate"):
+        first, later = root / "cells" / f"softmax/r1/{cell}", root / "cells" / f"softmax_again/r1/{cell}"
+        assert {r["kernel"] for r in read_index(later)} == {"softmax_kernel"}, read_index(later)
+        assert fingerprint(later / "ir") == fingerprint(first / "ir") is not None
+
+
 def _wait_for_start(progress: Path, task_id: str, proc, limit: float = 180) -> None:
     deadline = time.monotonic() + limit
     while not (progress.is_file() and f"start\t{task_id}\t" in progress.read_text()):

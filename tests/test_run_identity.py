@@ -25,7 +25,8 @@ KEYS = {
     "tuner_cache", "tuner_cache_at_start", "tuner_store_at_start", "autotune_mode", "autotune_source", "autotune_policy", "autotune_from", "env", "pinned_env",
     "harness_digest", "inherited_env", "timer", "direct_repeat",
 }
-TIMER_KEYS = {"kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush"}
+TIMER_KEYS = {"kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush", "max_noise_pct", "min_samples",
+              "timeout_s"}
 EMPTY_TEST = "def test_nothing():\n    pass\n"
 
 
@@ -75,7 +76,8 @@ def test_timer_states_l2_flush_per_kind():
     assert run_identity.timer_section(timer("graph"), executes=True)["l2_flush"] is False
     direct = run_identity.timer_section(timer("direct", 5), executes=True)
     assert direct == {"kind": "direct", "warmup_ms": 25.0, "rep_ms": 100.0, "return_mode": "median",
-                      "direct_repeat": 5, "l2_flush": True}
+                      "direct_repeat": 5, "l2_flush": True, "max_noise_pct": None, "min_samples": None,
+                      "timeout_s": None}
     assert run_identity.timer_section(timer("event"), executes=False)["kind"] == "none"
 
 

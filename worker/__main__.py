@@ -147,13 +147,17 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def run_cell(task_path: Path, result_path: Path, started: float, notes: list[str],
-             first_in_process: bool = True) -> int:
-    """One cell: its task file in, its result file (and phases.json) out; the result's rc."""
+             first_in_process: bool = True, caches: Optional[tuple[str, str]] = None) -> int:
+    """One cell: its task file in, its result file (and phases.json) out; the result's rc.
+    ``caches``: the (Triton, tuner) cache folders of the process that claimed it from a side's
+    queue, in place of the task file's (`campaign.contract.plans.BatchRecord`)."""
     if result_path.exists():
         print(f"{result_path}: exists; a finished cell is never re-run or overwritten", file=sys.stderr)
         return EXIT_REFUSED
     try:
         plan = CellPlan.model_validate(read_json(task_path))
+        if caches is not None:
+            plan = plan.model_copy(update={"triton_cache_dir": caches[0], "tuner_cache_dir": caches[1]})
     except Exception as exc:        # without a plan there is no task id to write a result under
         print(f"{task_path}: not a readable task file: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INPUT

@@ -23,6 +23,11 @@ What one process cannot give each workload, and what is done about it:
 - ``sys.argv`` is a single-cell worker's (``[worker, task.json, result.json]``) during each
   workload, for code written against that protocol.
 
+From a side's shared queue (``queue`` in batch.json: a screen's IR pass in lanes), the process
+claims each workload before it runs it (`claimed`), so the side's processes share its workloads
+as they come free and one long workload holds up no other; it runs each with the caches batch.json
+names (its own, fresh), which its environment was started with.
+
 The process exits 0 after its last workload; each workload's status is its own ``end`` line.
 """
 from __future__ import annotations
@@ -35,7 +40,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from campaign.contract.artifacts import PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir
+from campaign.contract.artifacts import PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir, claim
 from campaign.contract.canonical import read_json
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, EXIT_REFUSED
 from campaign.contract.plans import BatchRecord, CellPlan
@@ -95,6 +100,21 @@ def _isolated(folder: Path) -> bool:
         return False
 
 
+def claimed(record: BatchRecord) -> Iterator[str]:
+    """The workloads this process runs: its ``tasks`` in order; from a side's queue, each one it
+    claims as it comes to it, at most ``bound`` (the others' claims are skipped)."""
+    if record.queue is None:
+        yield from record.tasks
+        return
+    taken = 0
+    for task_id in record.tasks:
+        if record.bound is not None and taken >= record.bound:
+            return
+        if claim(Path(record.queue), task_id, record.id):
+            taken += 1
+            yield task_id
+
+
 def run(batch_path: Path, started: float, notes: list[str]) -> int:
     from campaign.worker.__main__ import run_cell
 
@@ -109,9 +129,12 @@ def run(batch_path: Path, started: float, notes: list[str]) -> int:
         return EXIT_REFUSED
     progress = batch_path.parent / PROGRESS_FILE
     argv0 = sys.argv[0]
-    for position, task_id in enumerate(record.tasks):
+    caches = (record.triton_cache_dir, record.tuner_cache_dir) if record.queue is not None else None
+    for position, task_id in enumerate(claimed(record)):
         folder = cell_dir(Path(record.root), task_id)
-        here = [*notes, f"batch {record.id}: workload {position + 1} of {len(record.tasks)} in this process"
+        of = (f"of {len(record.tasks)} " if record.queue is None
+              else f"(claimed from queue {Path(record.queue).name}) ")
+        here = [*notes, f"batch {record.id}: workload {position + 1} {of}in this process"
                 + (f" (continues batch {record.continues})" if record.continues and position == 0 else "")]
         if position:
             here.append(f"{reset_tuners()} in-memory tuner caches emptied before this workload")
@@ -121,6 +144,6 @@ def run(batch_path: Path, started: float, notes: list[str]) -> int:
         sys.argv = [argv0, str(folder / TASK_FILE), str(folder / RESULT_FILE)]
         with cell_streams(folder):
             rc = run_cell(folder / TASK_FILE, folder / RESULT_FILE, started if position == 0 else time.monotonic(),
-                          here, first_in_process=position == 0)
+                          here, first_in_process=position == 0, caches=caches)
         mark(progress, "end", task_id, rc)
     return EXIT_OK

@@ -35,8 +35,9 @@ before a cell runs, `campaign.contract.cellfiles` for what the cell writes.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -80,6 +81,9 @@ PHASES_FILE = "phases.json"
 BATCHES_DIR = "batches"
 BATCH_FILE = "batch.json"
 PROGRESS_FILE = "progress.tsv"
+# A side's shared queue of IR-pass workloads (`campaign.running.sidequeue`): batches/queue-<nnnn>/,
+# one claim file per workload a process claimed, holding that process's batch id.
+QUEUE_PREFIX = "queue-"
 # event is "start" or "end"; unix is time.time(), monotonic is time.monotonic() (one clock for
 # every process of the machine); rc is the workload's exit status on "end", empty on "start".
 PROGRESS_COLUMNS = ("event", "task_id", "unix", "monotonic", "rc")
@@ -125,6 +129,33 @@ def first_free(name_for: Callable[[int], Path], take: Callable[[Path], None]) ->
             return path
         except FileExistsError:
             n += 1
+
+
+def claim_file(queue: Path, task_id: str) -> Path:
+    """Where a queued workload's claim lives: its task id with "/" spelt "__"."""
+    return Path(queue) / task_id.replace("/", "__")
+
+
+def claim(queue: Path, task_id: str, batch_id: str) -> bool:
+    """Claim a queued workload for batch ``batch_id``: its claim file, whole from the first moment
+    (written aside, then linked: a link fails where the name exists), names the batch. False: taken."""
+    aside = Path(queue) / f".{batch_id}-{os.getpid()}-{threading.get_ident()}.tmp"
+    aside.write_text(batch_id, encoding="utf-8")
+    try:
+        os.link(aside, claim_file(queue, task_id))
+    except FileExistsError:
+        return False
+    finally:
+        aside.unlink()
+    return True
+
+
+def claimed_by(queue: Path, task_id: str) -> Optional[str]:
+    """The batch that claimed a queued workload; None: unclaimed."""
+    try:
+        return claim_file(queue, task_id).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
 
 
 def set_aside(folder: Path) -> Path:

@@ -3,7 +3,9 @@ autotune*.json and phases.json. `campaign.contract.artifacts` says where each fi
 
 A timed row of rows.json carries its timing window (``window_start_unix``..``window_end_unix``)
 and its own clock (`RowClock`): the SM clock and clocks-event reasons the worker read inside
-that window (`campaign.plugins.rowclock`), and the environmental reasons it was re-timed for.
+that window (`campaign.plugins.rowclock`), and the environmental reasons it was re-timed for;
+under a noise target, the samples it took and the relative spread they reached (``noise_capped``:
+the time cap stopped it above the target).
 """
 from __future__ import annotations
 
@@ -102,6 +104,12 @@ class Row(Record):
     # The clock read inside that window by the worker itself. None: not timed, no clock source
     # here (no NVML, cpu, musa: run.log says why), or written before rows carried their clocks.
     clock: Optional[RowClock] = None
+    # Under the manifest's noise target (`campaign.contract.timers`): the samples taken, the relative
+    # spread they reached (percent: the relative standard error of their mean; None below two samples)
+    # and whether the time cap stopped them above the target. None: no noise target, or not timed.
+    samples: Optional[int] = None
+    noise_pct: Optional[float] = None
+    noise_capped: Optional[bool] = None
     # reference: timed beside the measured rows (FlagGems' torch side), never paired (`campaign.judging.stats.keyed`)
     role: Literal["measured", "reference"] = "measured"
 

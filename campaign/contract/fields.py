@@ -20,6 +20,12 @@ MIN_ADAPTIVE_ROUNDS = 4                 # two in each run order: what a directio
 MAX_WORKLOADS_PER_PROCESS = 256
 MAX_IR_PASS_LANES = 32
 MAX_MS = 60_000                         # timer windows, per measurement
+# A row's noise target (`campaign.contract.timers`): nvbench's defaults for --min-samples and
+# --timeout where the manifest gives only max_noise_pct, and the bounds of each.
+NOISE_MIN_SAMPLES = 10
+NOISE_TIMEOUT_S = 15.0
+MAX_NOISE_SAMPLES = 100_000
+MAX_NOISE_TIMEOUT_S = 3_600.0
 Count = Annotated[int, Field(strict=True, ge=1)]
 Seconds = Annotated[int, Field(strict=True, ge=1, le=MAX_TIMEOUT_S)]
 Millis = Annotated[float, Field(strict=True, gt=0, le=MAX_MS, allow_inf_nan=False)]

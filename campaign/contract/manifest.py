@@ -25,14 +25,13 @@ from campaign.contract.fields import (
     EnvName,
     EnvValue,
     FieldError,
-    Millis,
     Model,
     Reason,
     Seconds,
     integer_only,
 )
 from campaign.contract.platforms import BACKEND_NAMES, TARGET_PATTERN, family, platform, stages_of
-from campaign.contract.timers import TIMER_KINDS
+from campaign.contract.timermodel import Timer
 from campaign.contract.workloads import Workload
 
 SCHEMA_VERSION = 1
@@ -152,23 +151,6 @@ class Switch(Model):
 
     def cell_names(self) -> tuple[str, ...]:
         return tuple(name for name in CELL_NAMES if getattr(self.cells, name) is not None)
-
-
-class Timer(Model):
-    kind: Literal[TIMER_KINDS] = "graph"
-    warmup_ms: Millis = 25.0
-    rep_ms: Millis = 100.0
-    return_mode: Literal["median", "mean", "min", "max"] = "median"
-    direct_repeat: Optional[Annotated[Count, Field(le=1000)]] = None
-
-    @model_validator(mode="after")
-    def _repeat_is_median(self) -> "Timer":
-        if self.direct_repeat is not None and self.return_mode != "median":
-            raise FieldError(("return_mode",), "direct_repeat takes the median of repeats; return_mode must be median")
-        if self.direct_repeat is not None and self.kind == "event":
-            # only direct-timed rows repeat: kind direct, or graph rows that fell back
-            raise FieldError(("direct_repeat",), "event rows are never direct-timed: direct_repeat needs kind direct or graph")
-        return self
 
 
 class Rounds(Model):

@@ -182,3 +182,12 @@ class BatchRecord(Record):
     # absent from roots run before the runner chose it
     bound: Optional[int] = None
     bound_by: Optional[Literal["manifest", "runner"]] = None
+    # A side's shared queue (a screen's IR pass in lanes, `campaign.running.sidequeue`): ``tasks``
+    # are the side's workloads this process may claim, in order; it claims one by creating its file
+    # under ``queue`` (`campaign.contract.artifacts.claim_file`: first come, first served among the
+    # side's processes), at most ``bound`` of them, and runs each with this process's own caches
+    # (``triton_cache_dir``, ``tuner_cache_dir``), which are fresh for every process, in place of
+    # those task.json names. None: ``tasks`` are this process's, run in order.
+    queue: Optional[str] = None
+    triton_cache_dir: Optional[str] = None
+    tuner_cache_dir: Optional[str] = None

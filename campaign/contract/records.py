@@ -184,6 +184,15 @@ class SideClocks(SealedRecord):
     retimed_rows: int = 0
 
 
+class SideNoise(SealedRecord):
+    """Under the manifest's noise target (`campaign.contract.timers`), one side's timed rows:
+    how many were sampled to it and which the time cap stopped above it (key and round)."""
+
+    sampled: int
+    capped: int
+    capped_rows: tuple[str, ...]
+
+
 class Rounds(SealedRecord):
     planned: tuple[int, ...]
     done: tuple[int, ...]
@@ -213,6 +222,8 @@ class WorkloadVerdict(SealedRecord):
     clocks: dict[str, SideClocks] = {}
     # absent before cycles (time x the window's SM clock) were judged beside time
     cycles: Optional[RegimeTiming] = None          # the same pairs in cycles (time x the window's SM clock)
+    # absent where no row was sampled to a noise target
+    noise: dict[str, SideNoise] = {}
 
 
 class Rule(SealedRecord):

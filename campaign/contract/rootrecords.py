@@ -56,6 +56,10 @@ class Timer(SealedRecord):
     return_mode: Optional[str]
     direct_repeat: Optional[int]
     l2_flush: Optional[bool]
+    # the noise target (`campaign.contract.timers`); absent before rows could be sampled to one
+    max_noise_pct: Optional[float] = None
+    min_samples: Optional[int] = None
+    timeout_s: Optional[float] = None
 
 
 class FolderSize(SealedRecord):

@@ -14,6 +14,21 @@ Row timers (``Row.timer``), and what each number is:
   rows also carry BENCHMARK_DIRECT_NO_CUDAGRAPH and the phase that failed).
 - ``none``: a compile-only backend: the call compiled and was counted, nothing ran.
 
+Noise target (the manifest's ``timer.max_noise_pct``, ``min_samples``, ``timeout_s``; unset:
+the fixed sample counts above). A row's samples are taken until their *relative spread* is at
+most the target or the time cap is reached, whichever comes first, and at least ``min_samples``
+of them. A sample is one per-call time of a timed graph replay (graph), one per-iteration time of
+``do_bench`` (event: its ``return_mode="all"`` list, several calls of it if need be), or one
+``do_bench`` call's value (direct). The relative spread is the relative standard error of the
+samples' mean, ``s / (sqrt(n) * mean)`` with ``s`` the sample standard deviation (n - 1): how far
+the row's centre may sit from the centre of its own distribution, which shrinks as samples are
+added, so a noisy row can still reach the target by repetition. nvbench's ``--max-noise`` (its
+stdrel criterion) compares the relative standard deviation ``s / mean`` itself, which does not
+shrink with n: an nvbench target of r % on n samples is ours at r / sqrt(n) %. A row stopped by the
+cap (``timeout_s``, seconds of sampling after the first sample's call returned) above its target
+records ``noise_capped`` and the spread it reached: noisy, and said so. The row's latency is still
+the ``return_mode`` reduction (direct: the median) of every sample taken.
+
 Clocks. A timed row whose in-window clock reasons include an environmental one
 (`campaign.contract.clockreasons`: thermal, hardware slowdown, power brake, ...) is timed
 again, at most `RETIMES` times, as nvbench discards its throttled samples; the power cap
@@ -53,6 +68,63 @@ RETIMES = 2
 # clock and a card that just ran a long cell may be hot. 2 s is a choice, not yet a measurement:
 # well past the driver's clock and power control steps (tens of ms), and ~2 s a timed cell.
 STEADY_CLOCK_S = 2.0
+
+
+@dataclass(frozen=True)
+class NoiseTarget:
+    """The manifest's noise target of a row (see the module docstring)."""
+
+    max_noise_pct: float
+    min_samples: int
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class Noise:
+    """What sampling a row to its noise target reached: ``spread_pct`` is None below two samples."""
+
+    samples: int
+    spread_pct: Optional[float]
+    capped: bool
+
+
+def noise_target(timer) -> Optional[NoiseTarget]:
+    """The manifest timer's noise target, or None where it sets none."""
+    if getattr(timer, "max_noise_pct", None) is None:
+        return None
+    return NoiseTarget(timer.max_noise_pct, timer.min_samples, timer.timeout_s)
+
+
+def relative_spread(values: Sequence[float]) -> Optional[float]:
+    """The relative standard error of the mean, in percent; None for fewer than two values or a
+    mean that is not positive (no relative spread is defined)."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    if not math.isfinite(mean) or mean <= 0:
+        return None
+    return 100.0 * statistics.stdev(values) / (math.sqrt(len(values)) * mean)
+
+
+def sampled_enough(values: Sequence[float], target: NoiseTarget, elapsed_s: float) -> Optional[Noise]:
+    """Whether a row's sampling stops: None to take more; else what it reached, ``capped`` where
+    the time cap stopped it above the target (or with too few samples to tell)."""
+    spread = relative_spread(values)
+    quiet = spread is not None and spread <= target.max_noise_pct
+    if len(values) >= target.min_samples and quiet:
+        return Noise(len(values), spread, False)
+    if elapsed_s >= target.timeout_s:
+        return Noise(len(values), spread, True)
+    return None
+
+
+def noise_line(noise: Noise, target: NoiseTarget) -> str:
+    """run.log's words for a row's sampling."""
+    spread = "undefined" if noise.spread_pct is None else f"{noise.spread_pct:.3g}%"
+    if noise.capped:
+        return (f"NOISE CAPPED: relative spread {spread} > target {target.max_noise_pct:g}% after {noise.samples} "
+                f"samples at the {target.timeout_s:g} s cap")
+    return f"noise: relative spread {spread} <= {target.max_noise_pct:g}% after {noise.samples} samples"
 
 
 class TimerRefused(ValueError):

@@ -10,7 +10,8 @@ them back through here. ``run_identity.json`` (one per cell) is a flat object::
      "driver": "570.124.06", "runtime": "12.8", "torch": "2.11.0+cu130",
      "triton": "3.6.0", "flag_gems": "5.0.2",
      "timer": {"kind": "graph", "warmup_ms": 25.0, "rep_ms": 100.0,
-               "return_mode": "median", "direct_repeat": null, "l2_flush": false},
+               "return_mode": "median", "direct_repeat": null, "l2_flush": false,
+               "max_noise_pct": 0.5, "min_samples": 10, "timeout_s": 15.0},
      "bench_level": "core", "shape_mode": "project", "tuner_cache": "isolated",
      "direct_repeat": 1, "autotune_policy": "measured", "autotune_from": null,
      "autotune_mode": "record", "autotune_source": null}
@@ -23,6 +24,10 @@ an old root and a new one compare field for field.
 cell replays (`campaign.planning.pinning`), null where the root recorded its own: configs
 pinned from elsewhere are a different caliber from configs tuned here. Roots sealed before
 it existed have no such key; their tables leave the row out rather than show it missing.
+
+The noise target (``timer.max_noise_pct``, ``min_samples``, ``timeout_s``; null where none) is
+caliber: a row sampled until its spread is 0.5 % is a different number from ten fixed replays.
+Roots sealed before it existed have none of the three keys; their tables leave the rows out.
 
 ``autotune_mode``/``autotune_source`` are not caliber fields: they legitimately
 differ between cells and are judged on their own. Record pinning replays is the
@@ -53,8 +58,9 @@ from campaign.contract.plans import Task
 from campaign.contract.rootrecords import CALIBER_FIELDS, SEALED_AS
 
 # Fields added after roots were sealed without them: absent from every cell, the table omits them.
-RECORDED_SINCE = ("autotune_from",)
-TIMER_FIELDS = ("kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush")
+TIMER_FIELDS = ("kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush",
+                "max_noise_pct", "min_samples", "timeout_s")
+RECORDED_SINCE = ("autotune_from", "timer.max_noise_pct", "timer.min_samples", "timer.timeout_s")
 # Compared only within a workload: flag_gems is null by design where the workload's provider is not
 # FlagGems; device_uuid differs by design between the cards of one run (a workload's cells all run on
 # one card, `campaign.running.cards`), while device_name still holds the whole campaign to one model.

@@ -27,6 +27,7 @@ from campaign.contract.records import (
     Rounds,
     Rule,
     SideClocks,
+    SideNoise,
     Timing,
     Topology,
     Verdicts,
@@ -91,6 +92,7 @@ def labelled(t: Timing, identical: bool) -> Timing:
 def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> WorkloadVerdict:
     w = WorkloadFacts(name, tasks, ev)
     klass, reason, on_timing = decide(w)
+    reason += noise_note(w.noise, ev.manifest.timer)
     rounds = sorted({t.task.round for t in w.tasks})
     return WorkloadVerdict(
         **{"class": klass}, reason=reason, screen=screen_verdict(w), rests_on_timing=on_timing, ir=_ir(w),
@@ -103,7 +105,20 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
         timing=labelled(w.timing, w.ir_changed() is False) if w.timing and w.timing.primary else None,
         caliber=tuple(ev.caliber.workloads.get(name, ())),
         # the same pairs in cycles (time x the window's SM clock): the gap confirmed under the clock
-        cycles=w.cycles.primary if w.cycles and w.cycles.primary else None)
+        cycles=w.cycles.primary if w.cycles and w.cycles.primary else None,
+        **({"noise": w.noise} if w.noise else {}))
+
+
+def noise_note(noise: Mapping[str, SideNoise], timer) -> str:
+    """What a reason adds where rows stopped at the noise target's time cap: they are noisy, and
+    their deltas carry that noise into the interval; the class stands on it, said."""
+    capped = {cell: side for cell, side in noise.items() if side.capped}
+    if not capped:
+        return ""
+    return (f"; NOISE CAPPED: {sum(s.capped for s in capped.values())} timed row(s) stopped at the "
+            f"{timer.timeout_s:g} s cap above the {timer.max_noise_pct:g}% noise target ("
+            + ", ".join(f"{cell} {s.capped} of {s.sampled}: {', '.join(s.capped_rows[:2])}"
+                        + (" …" if s.capped > 2 else "") for cell, s in capped.items()) + ")")
 
 
 def _stopped(w: WorkloadFacts) -> dict:

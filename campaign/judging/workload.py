@@ -18,6 +18,7 @@ from typing import Optional
 from campaign.contract import clockreasons, verdictnames
 from campaign.contract.cellfiles import Outcomes
 from campaign.contract.plans import IR_ROUND, Targets
+from campaign.contract.records import SideNoise
 from campaign.judging import direction, irevidence, screening, screenroot, stats, throttle
 from campaign.judging.evidence import RootEvidence, TaskEvidence
 
@@ -85,6 +86,19 @@ def _topology(t: Optional[TaskEvidence]) -> Optional[dict]:
     topo = t.topology
     return {"scoped": topo.scoped, "unscoped": topo.unscoped, "excluded": list(topo.excluded),
             "unjoinable": list(topo.unjoinable), "task": t.task.id}
+
+
+def noise(by_cell: dict[str, list[TaskEvidence]]) -> dict[str, SideNoise]:
+    """Per side, its ok rows sampled to the manifest's noise target and those the time cap stopped
+    above it, named by key and round; sides with no such row are left out."""
+    out = {}
+    for cell, tasks in by_cell.items():
+        sampled = [(t.task.round, key, row) for t in tasks for key, row in stats.keyed(t.rows or ())
+                   if row.status == "ok" and row.samples is not None]
+        if sampled:
+            capped = tuple(f"{stats.key_name(key)} r{r}" for r, key, row in sampled if row.noise_capped)
+            out[cell] = SideNoise(sampled=len(sampled), capped=len(capped), capped_rows=capped)
+    return out
 
 
 def timed_out(t: TaskEvidence) -> bool:
@@ -178,6 +192,7 @@ class WorkloadFacts:
         # is checked against (`campaign.judging.classrules`)
         self.cycles = self._timing(lambda t: throttle.cycles(t.rows, t.throttle))
         self.clocks = throttle.summary(self.done)
+        self.noise = noise(self.by_cell)
         # per side: "cell N of M timed row(s) (reasons)", environmental throttles that re-timing did not
         # clear, and clock facts (the power cap, a low clock) that send a direction to the cycles check
         self.environmental = [f"{cell} {side.environmental_rows} of {side.rows} timed row(s) "

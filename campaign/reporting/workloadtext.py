@@ -228,6 +228,12 @@ def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[
             + (f"; {k.capped_rows} at a clock fact (power cap or low clock), {k.environmental_rows} environmental, "
                f"{k.retimed_rows} re-timed" if "capped_rows" in k.model_fields_set else "")
             for c, k in w.clocks.items()))
+    if w.noise:
+        out.append("- noise target (rows sampled until their relative spread reached it, or the time cap), per side: "
+                   + "; ".join(f"{c} {n.sampled - n.capped} of {n.sampled} row(s) reached it"
+                               + (f", {n.capped} NOISE CAPPED ({', '.join(n.capped_rows[:3])}"
+                                  f"{' …' if n.capped > 3 else ''})" if n.capped else "")
+                               for c, n in w.noise.items()))
     out.append(f"- markers: {_markers(w)}")
     out += _rounds_lines(w, by_ir_pass)
     out.append("")

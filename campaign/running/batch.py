@@ -177,7 +177,7 @@ class Watch:
         self.spawn, self.rows = spawn, rows
         self.progress = batching.Progress({}, {})
         self.closed: set[str] = set()
-        self.announced = {tasks[0].id}
+        self.announced = {tasks[0].id} if tasks else set()
         self.pid: Optional[int] = None
 
     def _read(self) -> None:
@@ -202,11 +202,14 @@ class Watch:
         folder = cell_dir(self.batch.setup.root, task.id)
         window = self.runner.telemetry.window(start.unix if start else since[0], until[0], folder)
         row = status_row(task, folder, ended, until[1] - since[1], window)
-        position = [t.id for t in self.tasks].index(task.id) + 1
-        note = f"batch {self.folder.name}: workload {position} of {len(self.tasks)} in its process"
-        row = replace(row, note="; ".join(part for part in (row.note, note) if part))
+        row = replace(row, note="; ".join(part for part in (row.note, self.where(task)) if part))
         self.closed.add(task.id)
         self.runner.record(task, row, self.rows)
+
+    def where(self, task: Task) -> str:
+        """The row's note of where it ran: its place in its process."""
+        position = [t.id for t in self.tasks].index(task.id) + 1
+        return f"batch {self.folder.name}: workload {position} of {len(self.tasks)} in its process"
 
     def clock(self) -> Clock:
         """Whose seconds run now, read from the progress file (rows go out for what ended): the first

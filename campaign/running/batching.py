@@ -14,8 +14,9 @@ the manifest sets it, else the runner's choice, `RUNNER_BOUND`; batch.json recor
 
 Lanes: the untimed tasks of a screen's IR pass (round 0) time nothing, so the runner may run
 several of their processes at once on one card (`lanes`: ``defaults.ir_pass_lanes``, else the
-runner's choice); each side of the IR pass is then cut into at least that many batches, so the
-lanes have work of about equal size. Untimed canaries share lanes only with each other: both
+runner's choice); each side of the IR pass is then one group, a queue its lanes' processes claim
+workloads from one at a time (`campaign.running.sidequeue`), so one long workload holds up no
+other and the lanes end together whatever the workloads cost. Untimed canaries share lanes only with each other: both
 sides of a screen's canary run at once, and everything else waits for them, so a broken canary
 still stops the campaign before anything is run behind it. A timed task never shares its card:
 the runner waits for every IR-pass process before the first timed one starts
@@ -93,9 +94,10 @@ def groups(tasks: Sequence[Task], bound: int, lanes: int = 1) -> tuple[tuple[Tas
         if not task.canary:
             sides.setdefault((task.round, task.cell), []).append(task)
     for members in sides.values():
-        count = math.ceil(len(members) / bound)
         if lanes > 1 and lane_kind(members) == IR_PASS:
-            count = max(count, min(lanes, len(members)))
+            out.append(tuple(members))                    # the side's queue: its lanes' processes claim from it
+            continue
+        count = math.ceil(len(members) / bound)
         size = math.ceil(len(members) / count)            # near-equal: 5 at bound 4 is 3 + 2, not 4 + 1
         out += [tuple(members[at:at + size]) for at in range(0, len(members), size)]
     return tuple(out)

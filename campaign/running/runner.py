@@ -13,7 +13,8 @@ run once more, at once). Unfinished tasks whose cell folder exists (a killed
 runner, an interrupted or killed cell) have it moved aside to
 ``<cell>.interrupted-<n>`` -- kept, never deleted -- and are run again.
 Adaptive rounds: `campaign.running.rounds`. A batch of one side's workloads shares a process
-(`campaign.running.batch`), at most `batching.bound` of them; a bound of 1 is the above.
+(`campaign.running.batch`), at most `batching.bound` of them; a bound of 1 is the above. A screen's
+IR pass in lanes: each side a queue its lanes' processes claim workloads from (`campaign.running.sidequeue`).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from campaign.running.cellproc import Ended, wait_worker
 from campaign.running.cellresult import status_row
 from campaign.running.rounds import Rounds, skipped_row
 from campaign.running.runsetup import Events, RunSetup, Telemetry
+from campaign.running.sidequeue import SideQueue
 
 COMPLETED, CANARY_FAILED, INTERRUPTED = "completed", "canary_failed", "interrupted"
 
@@ -83,15 +85,18 @@ class Runner:
                               if self.setup.workloads is None or t.workload in self.setup.workloads),
                              key=lambda t: t.order))
         self.events.started(tasks, latest)
-        lanes = self.setup.lanes
-        groups = batching.groups(tasks, batching.bound(self.setup.manifest.defaults.workloads_per_process)[0], lanes)
+        lanes, bound = self.setup.lanes, batching.bound(self.setup.manifest.defaults.workloads_per_process)[0]
+        groups = batching.groups(tasks, bound, lanes)
         at = 0
         while at < len(groups):
             block, kind = 1, batching.lane_kind(groups[at])   # the next groups of one lane kind run together
             if lanes > 1 and kind is not None:
                 while at + block < len(groups) and batching.lane_kind(groups[at + block]) == kind:
                     block += 1
-            outcome = (self._lanes(groups[at:at + block], kind, rows) if block > 1 else self._group(groups[at], rows))
+            if lanes > 1 and bound > 1 and kind == batching.IR_PASS:     # each group a side's queue
+                outcome = self._queues(groups[at:at + block], rows)
+            else:
+                outcome = self._lanes(groups[at:at + block], kind, rows) if block > 1 else self._group(groups[at], rows)
             if outcome is not None:
                 return outcome
             at += block
@@ -132,24 +137,45 @@ class Runner:
                          f"{width} at once on this card ({self.setup.lanes_why}); {after}")
         pending, take = iter(block), threading.Lock()
 
-        def lane(number: int) -> list[Optional[Outcome]]:
+        def lane() -> Optional[Outcome]:
             """One lane: the next group not taken yet, until none is left."""
-            self._lane.value = number
             outcomes = []
             while True:
                 with take:
                     group = next(pending, None)
                 if group is None:
-                    return outcomes
-                try:
-                    outcomes.append(self._group(group, rows))
-                except BaseException:
-                    self.interrupt("a lane of the IR pass failed")    # the other lanes end their processes
-                    raise
+                    return next((o for o in outcomes if o is not None), None)
+                outcomes.append(self._group(group, rows))
+        return self._in_lanes(width, lane)
+
+    def _queues(self, block: tuple[tuple[Task, ...], ...], rows: list[StatusRow]) -> Optional[Outcome]:
+        """The IR pass's sides, each a queue its lanes' processes claim workloads from one at a time
+        (`campaign.running.sidequeue`), side after side; every process has ended before this returns."""
+        queues = [SideQueue(self, group, rows) for group in block]
+        self.events.note(f"{batching.IR_PASS}: {sum(len(g) for g in block)} untimed cells of {len(block)} side(s), "
+                         f"each side a queue its {self.setup.lanes} lanes claim workloads from one at a time "
+                         f"({self.setup.lanes_why}); timed cells run alone after")
+
+        def lane() -> Optional[Outcome]:
+            for queue in queues:
+                while (stopped := queue.step()) is not None:
+                    if stopped:
+                        return Outcome(INTERRUPTED, self.stop_reason)
+            return None
+        return self._in_lanes(self.setup.lanes, lane)
+
+    def _in_lanes(self, width: int, lane) -> Optional[Outcome]:
+        """``lane()`` in ``width`` threads at once, each its lane (`lane`); the first outcome of any."""
+        def run(number: int) -> Optional[Outcome]:
+            self._lane.value = number
+            try:
+                return lane()
+            except BaseException:
+                self.interrupt("a lane of the IR pass failed")    # the other lanes end their processes
+                raise
 
         with ThreadPoolExecutor(max_workers=width, thread_name_prefix="ir-lane") as pool:
-            futures = [pool.submit(lane, number) for number in range(width)]
-            outcomes = [outcome for future in futures for outcome in future.result()]
+            outcomes = [future.result() for future in [pool.submit(run, number) for number in range(width)]]
         return next((o for o in outcomes if o is not None), None)
 
     @property
