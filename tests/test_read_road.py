@@ -63,6 +63,8 @@ ALLOWED = {
     "campaign/running/batch.py": {"BATCH_FILE": "writes each batch process's batch.json and hands its path "
                                                 "to the worker"},
     "worker/phases.py": {"PHASES_FILE": "writes phases.json"},
+    "campaign/running/sidequeue.py": {"BATCH_FILE": "writes each queue process's batch.json and hands its path "
+                                                    "to the worker"},
     "reaccount/derive.py": {"MATRIX_FILE": "copies the sealed matrix.json byte for byte beside the derived receipt"},
     # the child side writes the cell: each plugin its own file, the worker the result from them
     "worker/cell.py": dict.fromkeys(("ROWS_FILE", "OUTCOMES_FILE", "AUTOTUNE_FILE", "IR_DIR", "INDEX_FILE"),

@@ -180,19 +180,8 @@ def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[
     ``page``: where `campaign report --html` wrote the page (`diff_line`)."""
     out = [f"### {name} — {w.klass} ({CLASS_NAMES[w.klass]})", "", w.reason, ""]
     out += [f"- {line}" for line in by_cells(logs or {})]
-    ir = w.ir
-    fps = {c: (fp[:12] if fp else "none") for c, fp in ir.fingerprints.items()}
-    control = {True: "control IR equals baseline", False: "control IR DIFFERS from baseline (leak)",
-               None: "control not compared"}[ir.control_matches]
-    if ir.reference != "baseline":
-        control = ("the baseline only recorded (its ir/ holds every config tried): the control stands in for it"
-                   + ("; every control variant is among the recording cell's" if ir.control_matches else ""))
-    by_ir_pass = ir_pass_cells(ir.sources)
-    if by_ir_pass:
-        control = (f"from the IR pass (round {IR_ROUND}: {', '.join(by_ir_pass)}, each on its first autotune "
-                    "config, untimed, no correctness): round 1 was not timed")
-    unpaired = f"; {EXCEPTION}: {'; '.join(ir.unpaired)}" if ir.unpaired else ""
-    out.append(f"- IR ({ir.stage}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"{unpaired}; {control}")
+    by_ir_pass = ir_pass_cells(w.ir.sources)
+    out.append(_ir_line(w, by_ir_pass))
     out += diff_line(name, w, page)
     for taint in w.taints:
         out.append(f"- **not isolated**: {taint}")
@@ -220,6 +209,32 @@ def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[
         out.append(f"- timing: no range printed ({w.screen}" + ("" if w.timing else ", nothing timed") + ")")
     else:
         out += _timing_lines(w, p, backend)
+    out += _clock_lines(w)
+    out.append(f"- markers: {_markers(w)}")
+    out += _rounds_lines(w, by_ir_pass)
+    out.append("")
+    return out
+
+
+def _ir_line(w: WorkloadVerdict, by_ir_pass: list[str]) -> str:
+    """The fingerprints per cell, the unpaired variants and what the control was compared with."""
+    ir = w.ir
+    fps = {c: (fp[:12] if fp else "none") for c, fp in ir.fingerprints.items()}
+    control = {True: "control IR equals baseline", False: "control IR DIFFERS from baseline (leak)",
+               None: "control not compared"}[ir.control_matches]
+    if ir.reference != "baseline":
+        control = ("the baseline only recorded (its ir/ holds every config tried): the control stands in for it"
+                   + ("; every control variant is among the recording cell's" if ir.control_matches else ""))
+    if by_ir_pass:
+        control = (f"from the IR pass (round {IR_ROUND}: {', '.join(by_ir_pass)}, each on its first autotune "
+                    "config, untimed, no correctness): round 1 was not timed")
+    unpaired = f"; {EXCEPTION}: {'; '.join(ir.unpaired)}" if ir.unpaired else ""
+    return f"- IR ({ir.stage}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"{unpaired}; {control}"
+
+
+def _clock_lines(w: WorkloadVerdict) -> list[str]:
+    """The SM clock inside the timing windows and the noise target, per side, where recorded."""
+    out: list[str] = []
     if w.clocks:
         out.append("- SM clock inside the timing windows, per side: " + "; ".join(
             f"{c} median {_mhz(k.sm_clock_median_mhz)}, min {_mhz(k.sm_clock_min_mhz)}, "
@@ -234,9 +249,6 @@ def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[
                                + (f", {n.capped} NOISE CAPPED ({', '.join(n.capped_rows[:3])}"
                                   f"{' …' if n.capped > 3 else ''})" if n.capped else "")
                                for c, n in w.noise.items()))
-    out.append(f"- markers: {_markers(w)}")
-    out += _rounds_lines(w, by_ir_pass)
-    out.append("")
     return out
 
 
