@@ -17,7 +17,8 @@ from campaign.judging.classify import classify_root
 
 RECEIPTS = PROJECT_ROOT / "receipts"
 SEALED = sorted(p.parent for p in RECEIPTS.glob("*/root.tar.gz"))
-AA = [p for p in SEALED if p.name.startswith("h200-aa-")]
+# the A/A campaigns (the same build on every cell); h200-aa-floor-mm-* measure the floor beside a real switch
+AA = [p for p in SEALED if p.name.startswith(("h200-aa-event-", "h200-aa-graph-"))]
 DIRECTIONS = (direction.FASTER, direction.SLOWER)
 
 
