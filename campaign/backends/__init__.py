@@ -1,7 +1,7 @@
 """Backends by name: the only place a backend name is turned into behaviour.
 
 The names, and what each backend is as data, are `campaign.contract.platforms`; a module
-here is the code behind one of them, registered below (tests/test_vocabulary.py holds the
+here is the code behind one of them, registered below (tests/structure/test_vocabulary.py holds the
 two lists equal).
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one error type a person sees, caught in one place (`campaign.cli`), and the exit codes.
 
 Exit codes are part of the interface; `EXIT_CODES` is their one table (the README prints it
-and `tests/test_exit_codes.py` builds each case for real).
+and `tests/flows/test_exit_codes.py` builds each case for real).
 """
 from __future__ import annotations
 

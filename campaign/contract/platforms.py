@@ -7,7 +7,7 @@ offline (`campaign.plugins.compile_only`), and ``rocm`` reaches a ``hip`` target
 
 Validation (`campaign.contract.manifest`), the plans, the cell's environment, the telemetry
 source, the IR stages the capture writes and the caliber's runtime version all read these
-rows; the vendor code behind a name is `campaign.backends` (tested: tests/test_vocabulary.py).
+rows; the vendor code behind a name is `campaign.backends` (tested: tests/structure/test_vocabulary.py).
 Adding a backend is one `Platform` row here, its module under `campaign/backends/`, its
 registration there and, if it samples the device, its source in `campaign.running.telemetry`.
 """

@@ -2,7 +2,7 @@
 
 Every stage that opens a root's own records (prepare.json, matrix.json, manifest.yaml, status.tsv,
 each cell's phases.json, each batch's batch.json) goes through a `RunRoot` instead of joining a
-bare path (`tests/test_read_road.py`). The cells' result files are `campaign.judging.evidence`'s.
+bare path (`tests/structure/test_read_road.py`). The cells' result files are `campaign.judging.evidence`'s.
 
 The frozen records (prepare, matrix, manifest) are read on first use and kept: nothing rewrites
 them after `campaign prepare`. status.tsv grows while a run appends to it, so `status()` reads it

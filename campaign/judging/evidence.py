@@ -3,7 +3,7 @@
 The classifier (`load_root`), the screen's table (`campaign.judging.screenroot`, through
 `load_task`) and the runner's adaptive rounds (`cell_tuned`, `cell_ir`, `load_rounds`) all read
 a root's cells, status.tsv, run identities and telemetry here, so what one judges is what
-the others judge; `tests/test_read_road.py` fails when another module opens those files.
+the others judge; `tests/structure/test_read_road.py` fails when another module opens those files.
 Everything read is named in `campaign.contract.artifacts`; nothing is written. The
 caliber is compared first (`caliber_of`) and a workload whose own cells disagree on it
 has no latency read at all unless the mismatch was released. A screen's IR pass (round 0,

@@ -187,4 +187,4 @@ class AmdSmiSource:
 
 
 # The sources by the name a backend declares (`campaign.contract.platforms.Platform.telemetry`);
-# tests/test_vocabulary.py holds these keys equal to the platforms' names.
+# tests/structure/test_vocabulary.py holds these keys equal to the platforms' names.

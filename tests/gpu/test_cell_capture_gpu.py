@@ -15,7 +15,7 @@ import torch
 
 pytestmark = pytest.mark.gpu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))        # tests/: the cellrun helper
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builders"))        # tests/: the cellrun helper
 from cellrun import CPU_PLUGINS, CUDA_PLUGINS, kernel_test, manifest_data, plan_cell, read_index, run_cell  # noqa: E402
 
 from campaign.judging.irevidence import fingerprint  # noqa: E402

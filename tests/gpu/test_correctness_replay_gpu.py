@@ -16,7 +16,7 @@ import torch
 
 pytestmark = pytest.mark.gpu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))        # tests/: the taskplan helper
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builders"))        # tests/: the taskplan helper
 from taskplan import manifest_data, run_worker, write_plan  # noqa: E402
 
 MATMUL = {"benchmark": "ops/workloads/demo/bench_demo.py::test_bench_matmul",

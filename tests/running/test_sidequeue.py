@@ -2,7 +2,7 @@
 a time (`campaign.running.sidequeue`): a slow workload holds up none behind it, a hung one gets its
 own row while the lanes go on, a first death by a signal is given back and run once more, and
 nothing settled runs twice. Through the CLI on the compile-only backend; the stop-and-resume of a
-queue is `tests/test_irlanes.py`."""
+queue is `tests/running/test_irlanes.py`."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
 """The timing plugin's sessions in-process, with the clock and the device recorded: what
-tests/test_timing_sessions.py and tests/test_timing_windows.py share.
+tests/plugins/test_timing_sessions.py and tests/plugins/test_timing_windows.py share.
 
 Nothing here has a GPU. Where a session needs a device timer, `RecordedTimers` stands
 in for the clock and for the device's reaction to a capture, with the exact wording

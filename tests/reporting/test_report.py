@@ -1,7 +1,7 @@
 """The report: byte-exact golden markdown, JSON equal to the verdicts, ranges only where they mean something.
 
 The golden file is regenerated only deliberately:
-``CAMPAIGN_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/test_report.py -k golden``.
+``CAMPAIGN_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/reporting/test_report.py -k golden``.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from campaign.contract.errors import CampaignError
 from campaign.judging.classify import classify_root
 from campaign.reporting import report
 
-GOLDEN = Path(__file__).parent / "golden" / "report.md"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "report.md"
 
 
 def campaign_root(tmp_path):

@@ -4,7 +4,7 @@ Prepare digests the file with what pytest reads with it (its rootdir's configura
 chain, the local modules it imports, the data files the manifest lists) into the harness record;
 `campaign run` refuses a root whose file, local module, data file or conftest.py changed since, by
 name. The rootdir follows pytest's rule; what such a file must not do is refused at validate with
-the file and line. The run through the worker is `tests/test_readme_walkthrough.py`'s.
+the file and line. The run through the worker is `tests/flows/test_readme_walkthrough.py`'s.
 """
 from __future__ import annotations
 

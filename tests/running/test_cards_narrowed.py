@@ -2,7 +2,7 @@
 never over the manifest's count with the rest "moved on resume" (the two-card H200 manifest run with
 ``--devices 0`` printed a two-card partition with an empty card 1). The placement is what
 `campaign.flows.cardrun.plan` writes before any cell runs, on a root prepared by the CLI, over the
-compile-only backend's declared virtual cards; runs on two cards are `tests/test_cards.py`'s."""
+compile-only backend's declared virtual cards; runs on two cards are `tests/running/test_cards.py`'s."""
 from __future__ import annotations
 
 import json

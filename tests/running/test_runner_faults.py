@@ -21,7 +21,7 @@ HANG_S = 10
 
 
 def test_faults_are_rows_and_the_campaign_goes_on(tmp_path: Path):
-    # one process per cell: each fault ends its own worker (in a batch: `tests/test_batching.py`)
+    # one process per cell: each fault ends its own worker (in a batch: `tests/running/test_batching.py`)
     root = prepare(tmp_path, [
         fault("add", CLEAN, canary=True),
         fault("hang", "test_bench_hang", timeout_s=HANG_S),

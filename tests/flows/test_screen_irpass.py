@@ -4,7 +4,7 @@ The screen matrix is pinned by a golden file (``tests/golden/matrix-demo-cpu-scr
 the demo's 4 workloads, an IR pass of baseline and candidate before round 1); `campaign run`'s
 matrix stays byte-identical to ``matrix-demo-cpu.json``. End to end through the CLI on the
 compile-only backend: ``--time-unchanged`` times every round 1 and leaves the table of a screen
-without an IR pass (a screen stopped inside its IR pass, then resumed: `tests/test_irlanes.py`). The
+without an IR pass (a screen stopped inside its IR pass, then resumed: `tests/running/test_irlanes.py`). The
 judging edges (a table row from the IR pass, a round 1 that disagrees) and an untimed cell on a
 backend that executes are checked on their own, in-process.
 """
