@@ -165,6 +165,20 @@ MUTATIONS = [
     ("per-shape floors: A/A over every round", "campaign/judging/direction.py",
      "    if not has_control or not aa or len(aa) < needed:", "    if not has_control or not aa:",
      "tests/judging/test_stats.py"),
+    ("adaptive rounds: p read at the look's alpha share", "campaign/judging/stopping.py",
+     "min(1.0, p / part)", "min(1.0, p)", "tests/judging/test_stopping.py"),
+    ("adaptive rounds: neutral only inside the A/A floor", "campaign/judging/stopping.py",
+     "    if iv.low > 1 / (1 + floor) - 1 and iv.high < floor:\n", "    if True:\n",
+     "tests/judging/test_stopping.py"),
+    ("seal: evidence edited after its cell ended (journal)", "campaign/sealing/receipt.py",
+     "    edited = verification.journal_differences(root)\n", "    edited = []\n",
+     "tests/sealing/test_seal_journal.py"),
+    ("cell env: an undeclared variable refused", "campaign/contract/cellenv_rules.py",
+     "            elif name != switch_name and name not in also:\n", "            elif False:\n",
+     "tests/contract/test_cell_env_rules.py"),
+    ("noise target: a row stopped at the cap is marked", "campaign/contract/timers.py",
+     "        return Noise(len(values), spread, True)\n", "        return Noise(len(values), spread, False)\n",
+     "tests/plugins/test_noise_target.py"),
 ]
 
 
