@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 # The session and the telemetry sampler are imported by the two commands that execute cells,
 # when they build their arguments: every command imports this package, and `validate` or
-# `verify` need neither.
+# `verify` need neither. The signing library likewise, by `verify` and `report` given --key.
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,3 +45,26 @@ def execution(args: argparse.Namespace) -> "Execution":
     return Execution(scratch_dir=args.scratch_dir, telemetry_interval=args.telemetry_interval, grace_s=args.grace,
                      emit_manifest=getattr(args, "emit_manifest", None),
                      devices=args.devices, weights_from=args.weights_from, ray=getattr(args, "ray", None))
+
+
+def add_key_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--key", type=Path, metavar="PUB",
+                        help="an ed25519 public key (PEM): also check the signed envelope of the root under it")
+    parser.add_argument("--envelope", type=Path, metavar="FILE",
+                        help="the signed envelope to check with --key (default: ROOT.dsse.json beside the root)")
+
+
+def signature_differences(args: argparse.Namespace, prefix: str):
+    """A callable giving the envelope's differences for a receipt, or None without ``--key``; the
+    key and the envelope are refused (exit 2) before anything is verified."""
+    if args.key is None:
+        if args.envelope is not None:
+            from campaign.contract.errors import InputError
+            raise InputError(f"--envelope {args.envelope}: given without --key PUB, which it is checked under")
+        return None
+    from campaign.sealing import signing
+    from campaign.sealing.verification import Difference
+    public = signing.load_public(args.key, prefix)
+    envelope = signing.require_envelope(args.envelope or signing.envelope_path(args.root), prefix)
+    return lambda receipt: tuple(Difference("signature", str(envelope), line)
+                                 for line in signing.problems(args.root, receipt, envelope, public))

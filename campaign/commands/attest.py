@@ -1,8 +1,11 @@
-"""`campaign attest ROOT [--out FILE]`: an in-toto v1 Statement for a sealed root.
+"""`campaign attest ROOT [--out FILE] [--sign KEY]`: an in-toto v1 Statement for a sealed root.
 
 Exit 0 with the statement (canonical JSON) on stdout or in FILE; 2 when ROOT is not
-a sealed root or FILE is inside it or exists already; 5 when ROOT does not verify
-against its receipt (each difference named, as `campaign verify` would).
+a sealed root, FILE is inside it or exists already, or KEY is not an ed25519 private
+key; 5 when ROOT does not verify against its receipt (each difference named, as
+`campaign verify` would). ``--sign KEY`` wraps the statement in a DSSE envelope signed
+with the key (`campaign.sealing.signing`), written to FILE or by default beside the
+root, ``ROOT.dsse.json``, where `campaign verify ROOT --key PUB` looks for it.
 """
 from __future__ import annotations
 
@@ -12,27 +15,46 @@ from pathlib import Path
 
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, Refused
-from campaign.sealing import attest
+from campaign.sealing import attest, signing
 
-EXAMPLE = "example:\n  campaign attest runs/demo-20261201T120000Z --out demo.intoto.json"
+EXAMPLE = ("examples:\n  campaign attest runs/demo-20261201T120000Z --out demo.intoto.json\n"
+           "  campaign attest runs/demo-20261201T120000Z --sign key.pem    # writes runs/demo-...Z.dsse.json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("root", type=Path, help="a sealed run root")
     parser.add_argument("--out", type=Path, default=None,
-                        help="write the statement here (outside the root, a new file) instead of stdout")
+                        help="write the statement here (outside the root, a new file) instead of stdout; "
+                             "with --sign, the envelope (default: ROOT.dsse.json beside the root)")
+    parser.add_argument("--sign", type=Path, metavar="KEY", default=None,
+                        help="an ed25519 private key (PEM, PKCS8: `openssl genpkey -algorithm ed25519`): write a "
+                             "signed DSSE envelope of the statement")
+
+
+def _check_out(out: Path, root: Path) -> None:
+    if out.resolve().is_relative_to(root.resolve()):
+        raise Refused(attest.PREFIX, "out", f"{out} is inside {root}: nothing is written into a sealed root",
+                      EXIT_INPUT)
+    if out.exists() or out.is_symlink():
+        raise Refused(attest.PREFIX, "out", f"{out} exists: a statement never overwrites a file; "
+                      "move it aside or name another --out", EXIT_INPUT)
+    if not out.parent.is_dir():
+        raise Refused(attest.PREFIX, "out", f"{out}: its folder {out.parent} is not a folder that exists", EXIT_INPUT)
 
 
 def main(args: argparse.Namespace) -> int:
     out = args.out
+    key = signing.load_private(args.sign) if args.sign is not None else None
+    if key is not None and out is None:
+        out = signing.envelope_path(args.root)
     if out is not None:
-        if out.resolve().is_relative_to(args.root.resolve()):
-            raise Refused(attest.PREFIX, "out", f"{out} is inside {args.root}: nothing is written into a sealed root",
-                          EXIT_INPUT)
-        if out.exists() or out.is_symlink():
-            raise Refused(attest.PREFIX, "out", f"{out} exists: a statement never overwrites a file", EXIT_INPUT)
+        _check_out(out, args.root)
     data = attest.statement(args.root)
-    if out is None:
+    if key is not None:
+        canonical.write_new(out, canonical.dumps(signing.sign(data, key)))
+        print(f"{args.root}: statement of {len(data['subject'])} files signed (keyid "
+              f"{signing.keyid(key.public_key())}) into {out}", file=sys.stderr)
+    elif out is None:
         sys.stdout.write(canonical.dumps(data))
     else:
         canonical.write_new(out, canonical.dumps(data))

@@ -7,7 +7,8 @@ workload whose class or reason moved since the seal is shown in a separate,
 labelled section, and the receipt stays the record. An unsealed complete root
 is derived live and labelled "not sealed". In both, the caliber of every cell
 that ran is compared before any latency is read (exit 4 on a mismatch unless
-released; released, a warning is printed every time). ``--html DIR`` also writes the review page,
+released; released, a warning is printed every time). ``--key PUB`` first checks the root's signed
+envelope as `campaign verify --key` does (exit 5 naming each mismatch, nothing rendered). ``--html DIR`` also writes the review page,
 DIR/index.html (`campaign.reporting.page`: the same report, the forest plot and the IR diff of
 every changed workload), which the markdown links.
 """
@@ -17,7 +18,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.contract.errors import EXIT_OK, InputError
+from campaign.commands import add_key_arguments, signature_differences
+from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, CampaignError, InputError
 from campaign.contract.records import Verdicts
 from campaign.judging import caliber, irdiffroot
 from campaign.judging.classify import classify
@@ -41,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the IR diff of every changed workload), which the markdown links")
     parser.add_argument("--allow-caliber-mismatch", action="store_true",
                         help="report despite a caliber mismatch (still printed; affected workloads are X)")
+    add_key_arguments(parser)
 
 
 def check_caliber(root: Path, allow: bool) -> caliber.CaliberCheck:
@@ -65,6 +68,7 @@ def main(args: argparse.Namespace) -> int:
     root = Path(args.root)
     folder = _page_dir(root, Path(args.html)) if args.html is not None else None
     verified = receipt.require_verified(root, PREFIX) if receipt.is_sealed(root) else None
+    _check_signature(args, verified)
     check = check_caliber(root, args.allow_caliber_mismatch)
     if args.allow_caliber_mismatch:
         print("warning: --allow-caliber-mismatch: the caliber guard is released; latencies measured under "
@@ -94,6 +98,15 @@ def main(args: argparse.Namespace) -> int:
         if why is not None:
             print(f"note: {why}", file=sys.stderr)
     return EXIT_OK
+
+
+def _check_signature(args: argparse.Namespace, verified) -> None:
+    if args.key is not None and verified is None:
+        raise InputError(f"--key {args.key}: {args.root} is not sealed, so no signed envelope can vouch for it")
+    signed = signature_differences(args, PREFIX)
+    failed = signed(verified.receipt) if signed is not None else ()
+    if failed:
+        raise CampaignError([f"{PREFIX} check=signature: {d.line()}" for d in failed], EXIT_VERIFY)
 
 
 def _shown(root: Path, verified, derived: Verdicts, released: bool) -> tuple[Verdicts, str]:

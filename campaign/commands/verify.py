@@ -10,6 +10,10 @@ rewritten to match it. A receipt of an older schema (version 1: no modes, folder
 digest, so an edit of it cannot be seen) is refused, exit 5, unless ``--allow-schema 1``
 asks for it; then its file digests are verified and a note names the checks it cannot
 support. ``content_sha256`` is a checksum of the receipt, not a signature, and verify says so.
+``--key PUB`` also checks the DSSE envelope `campaign attest --sign` wrote beside the root
+(``--envelope FILE`` names another): its signature must verify under the public key and the
+statement it signs must be the one the root gives now (`campaign.sealing.signing`); each
+mismatch is a ``signature`` difference (exit 5); no envelope there is bad input (exit 2).
 ``--format json`` prints `campaign.contract.outputs.VerifyOutput` (schemas/verify.schema.json).
 """
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from campaign.commands import add_key_arguments, signature_differences
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, EXIT_VERIFY
 from campaign.contract.outputs import OUTPUT_VERSION, VerifyDifference, VerifyOutput
@@ -38,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "checks it supports")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text lines (default) or JSON (schemas/verify.schema.json)")
+    add_key_arguments(parser)
 
 
 def _older(receipt, allowed: list[int]) -> str | None:
@@ -67,7 +73,10 @@ def _json(root: Path, result: verify.Verification, refused: str | None) -> int:
 def main(args: argparse.Namespace) -> int:
     root = args.root
     verify.require_sealed(root, "VERIFY_REFUSED")
+    signed = signature_differences(args, "VERIFY_REFUSED")
     result = verify.check(root)
+    if signed is not None:
+        result = verify.Verification(result.receipt, result.differences + signed(result.receipt))
     refused = _older(result.receipt, args.allow_schema) if result.receipt is not None else None
     if args.format == "json":
         return _json(root, result, refused)
@@ -87,5 +96,7 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_VERIFY
     print(f"{root}: {recorded} files verify against receipt.json")
+    if signed is not None:
+        print(f"{root}: the signed envelope binds receipt.json and its files as they are (key {args.key})")
     print(CHECKSUM_NOTE)
     return EXIT_OK

@@ -34,8 +34,8 @@ class ValidateOutput(Record):
 
 
 class VerifyDifference(Record):
-    kind: Literal["changed", "missing", "extra", "mode", "refused", "receipt"]
-    path: str                                  # relative to the root; a folder ends in "/"
+    kind: Literal["changed", "missing", "extra", "mode", "refused", "receipt", "journal", "signature"]
+    path: str                                  # relative to the root; a folder ends in "/"; a signature's: the envelope
     detail: str
 
 

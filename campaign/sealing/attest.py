@@ -1,13 +1,13 @@
 """A provenance statement for a sealed root: an in-toto v1 Statement, built with in-toto's own library.
 
 The statement is derived only from a root that verifies (`campaign.sealing.verification`):
-its subjects are the receipt's files, each with its SHA-256, so a consumer checks
-any file of the root against the statement without this tool. The predicate
+its subjects are the receipt's files and receipt.json itself, each with its SHA-256, so a
+consumer checks any file of the root against the statement without this tool. The predicate
 (``PREDICATE_TYPE``) carries what the receipt binds those files to: the manifest
 and prepare.json digests, the pinned sources and device, the harness digests and
 any drift since prepare, the run identities and the verdict counts, plus the
-receipt's own digests. The statement is unsigned; a signer wraps it in a DSSE
-envelope. Nothing is written inside the root.
+receipt's own digests. The statement is unsigned; `campaign.sealing.signing` wraps it in
+a DSSE envelope. Nothing is written inside the root.
 
 ``in_toto_attestation`` (the in-toto Attestation Framework's Python bindings) is
 imported when a statement is made or read, so every other command works on a host
@@ -85,10 +85,16 @@ def statement(root: Path) -> dict[str, Any]:
     """The statement as JSON data; refuses (exit 5) a root that does not verify."""
     root = Path(root)
     require_sealed(root, PREFIX)
-    receipt = require_verified(root, PREFIX).receipt
+    return build(root, require_verified(root, PREFIX).receipt)
+
+
+def build(root: Path, receipt) -> dict[str, Any]:
+    """The statement of ``root`` under ``receipt`` as they are now, unverified (a signature's check
+    compares it with what was signed): the receipt's files and receipt.json itself are the subjects."""
     json_format, library, _, ResourceDescriptor = _library()
-    subjects = [ResourceDescriptor(name=rel, digest={"sha256": entry.sha256}).pb
-                for rel, entry in sorted(receipt.files.items())]
+    digests = {rel: entry.sha256 for rel, entry in receipt.files.items()}
+    digests[RECEIPT_FILE] = canonical.sha256_file(RunRoot.of(root).receipt_file)
+    subjects = [ResourceDescriptor(name=rel, digest={"sha256": sha}).pb for rel, sha in sorted(digests.items())]
     made = library.Statement(subjects, PREDICATE_TYPE, json.loads(json.dumps(predicate(root, receipt))))
     made.validate()
     return _integral(json_format.MessageToDict(made.pb))
@@ -97,7 +103,10 @@ def statement(root: Path) -> dict[str, Any]:
 def read(text: str):
     """A statement read back and validated by the library (its `Statement`); raises ValueError."""
     json_format, library, statement_pb2, _ = _library()
-    message = json_format.Parse(text, statement_pb2.Statement())
+    try:
+        message = json_format.Parse(text, statement_pb2.Statement())
+    except json_format.ParseError as exc:
+        raise ValueError(str(exc)) from None
     made = library.Statement.copy_from_pb(message)
     made.validate()
     return made

@@ -29,8 +29,9 @@ def test_the_statement_names_every_sealed_file_and_what_the_receipt_binds(tmp_pa
     made = _parsed(done.stdout)
     assert made.pb.type == STATEMENT_TYPE_URI and made.pb.predicate_type == attest.PREDICATE_TYPE
     subjects = {s.name: dict(s.digest) for s in made.pb.subject}
-    assert subjects == {rel: {"sha256": entry["sha256"]} for rel, entry in sealed["files"].items()}
-    assert "receipt.json" not in subjects
+    # every sealed file, and receipt.json itself as it is on disk: a signed statement binds the receipt
+    assert subjects == {**{rel: {"sha256": entry["sha256"]} for rel, entry in sealed["files"].items()},
+                        "receipt.json": {"sha256": canonical.sha256_file(root / "receipt.json")}}
 
     data = json_format.MessageToDict(attest.read(done.stdout).pb)["predicate"]
     assert data["manifest"]["sha256"] == sealed["manifest_sha256"]
