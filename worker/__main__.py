@@ -17,9 +17,13 @@ and reads exactly RESULT_JSON afterwards. Nothing is reported on stdout.
 5. phases.json (`campaign.worker.phases`: where the seconds went), then result.json,
    written once, from the files the plugins left (`campaign.worker.cell`).
 
+A write fault met anywhere on the way (`campaign.worker.writefaults`) writes no result: the worker
+prints its `campaign.contract.faults.fault_line` and exits `EXIT_WRITE_FAULT`, and the runner stops
+with it named, the cell left to run again.
+
 The exit status is the result's rc: the benchmark session's pytest code, 3 for a
 failed preflight, 2 for unusable arguments, 1 when the worker itself crashed (still
-written as a failure result whenever the task could be read).
+written as a failure result whenever the task could be read), 6 for a write fault (no result).
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ import pytest
 
 from campaign.backends import get_backend
 from campaign.backends.plan import OUTCOMES
+from campaign.contract import faults
 from campaign.contract.artifacts import RUN_LOG
 from campaign.contract.canonical import read_json, write_json_new
 from campaign.contract.cellfiles import CellResult, Correctness, Preflight
@@ -42,6 +47,7 @@ from campaign.contract.errors import EXIT_INPUT, EXIT_PREFLIGHT, EXIT_REFUSED
 from campaign.contract.plans import CellPlan
 from campaign.worker import cell, facts, lifeline, phases, preflight
 from campaign.worker.context import CellContext, CellLog
+from campaign.worker.writefaults import WriteFaults
 
 USAGE = "usage: python -m campaign.worker TASK_JSON RESULT_JSON | --batch BATCH_JSON"
 BATCH_FLAG = "--batch"
@@ -58,6 +64,7 @@ class Cell:
         self.preflight: Optional[Preflight] = None
         self.timed = False
         self.phases = phases.Recorder(started, first_in_process=first_in_process)
+        self.faults = WriteFaults()
 
     def say(self, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -104,7 +111,7 @@ class Cell:
         args = cell.benchmark_args(plan)
         self.say(f"benchmark: pytest {' '.join(args)}")
         with self.phases.session("timing") as watch:
-            rc = int(pytest.main(args, plugins=[*plugins, watch]))
+            rc = int(pytest.main(args, plugins=[*plugins, watch, self.faults]))
         self.say(f"benchmark: pytest exit {rc}")
 
         notes = []
@@ -117,7 +124,7 @@ class Cell:
             self.say(f"correctness: pytest {' '.join(args)}")
             session_plugins = [importlib.import_module(OUTCOMES).make(ctx), *cell.correctness_plugins(plan, self.say, ctx)]
             with self.phases.session("correctness") as watch:
-                correctness_rc = int(pytest.main(args, plugins=[*session_plugins, watch]))
+                correctness_rc = int(pytest.main(args, plugins=[*session_plugins, watch, self.faults]))
             self.say(f"correctness: pytest exit {correctness_rc}")
             correctness = cell.read_correctness(self.cell_dir, correctness_rc)
             if correctness_rc not in (0, 1):
@@ -167,19 +174,47 @@ def run_cell(task_path: Path, result_path: Path, started: float, notes: list[str
         return EXIT_REFUSED
     os.chdir(plan.project_root)
     current = Cell(plan, started, first_in_process)
-    for note in notes:
-        current.say(f"note: {note}")
+    try:
+        for note in notes:
+            current.say(f"note: {note}")
+        return finish(current, result_path)
+    except OSError as exc:
+        fault = faults.write_fault(exc)
+        if fault is None:
+            raise
+        return written_off(fault)
+
+
+def finish(current: Cell, result_path: Path) -> int:
+    """Run the cell, write its phases and result; the result's rc, or `written_off` on a write fault
+    its sessions met (an OSError of one raised here is the caller's)."""
     try:
         result = current.run()
     except Exception as exc:        # recorded as a failure result, never swallowed
         traceback.print_exc()
+        current.faults.note(exc)
+        if current.faults.first is not None:
+            return written_off(current.faults.first)
         result = current.crashed(exc)
+    if current.faults.first is not None:
+        return written_off(current.faults.first)
     try:                            # before result.json, so a result always has its phases beside it
-        current.phases.write(current.cell_dir, plan.task.id)
+        current.phases.write(current.cell_dir, current.plan.task.id)
     except OSError as exc:          # cost bookkeeping: never worth losing the result over
+        if faults.write_fault(exc) is not None:
+            raise
         current.say(f"phases.json not written: {type(exc).__name__}: {exc}")
     write_json_new(result_path, result.model_dump(mode="json"))
     return result.rc
+
+
+def written_off(fault: OSError) -> int:
+    """A write fault: no result, its one line for the runner (where stderr can still be written)."""
+    try:
+        print(faults.fault_line(fault), file=sys.stderr, flush=True)
+    except OSError:
+        pass                        # the runner names the cell folder instead
+    return faults.EXIT_WRITE_FAULT
 
 
 if __name__ == "__main__":

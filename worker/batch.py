@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from campaign.contract import faults
 from campaign.contract.artifacts import PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir, claim
 from campaign.contract.canonical import read_json
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, EXIT_REFUSED
@@ -145,5 +146,11 @@ def run(batch_path: Path, started: float, notes: list[str]) -> int:
         with cell_streams(folder):
             rc = run_cell(folder / TASK_FILE, folder / RESULT_FILE, started if position == 0 else time.monotonic(),
                           here, first_in_process=position == 0, caches=caches)
-        mark(progress, "end", task_id, rc)
+        try:
+            mark(progress, "end", task_id, rc)
+        except OSError:
+            if rc != faults.EXIT_WRITE_FAULT:
+                raise
+        if rc == faults.EXIT_WRITE_FAULT:     # the run stops on it: this process's exit says it too
+            return rc
     return EXIT_OK

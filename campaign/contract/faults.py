@@ -6,17 +6,30 @@ them stops the run with ``RUN_FAILED check=disk`` (no space, no quota) or
 ``check=write`` (anything else), the path and the OS error, exit 1. Nothing
 finished is lost by stopping there: a status row is one append, and a cell
 without a row is set aside and run again on resume (`campaign.running.runner`).
+
+A cell's worker that meets a write fault (`WRITE_ERRNOS`, in its own files, the rows a plugin
+writes, or the Triton and tuner caches in the scratch dir) writes no result: it prints one
+`fault_line` and exits `EXIT_WRITE_FAULT`; the runner turns that line back into the OSError
+(`from_worker`) and stops as for its own writes, so that cell has no row and resume runs it again.
 """
 from __future__ import annotations
 
 import errno
+import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 from campaign.contract.errors import Refused
 
 _NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
+# the faults of the machine, not of the cell: a cell that meets one is run again once they are fixed
+WRITE_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+# a worker's exit when it met one (beside pytest's 0-5 and the worker's own; `campaign.contract.status`
+# names it ``write_fault``)
+EXIT_WRITE_FAULT = 6
+_LINE = "WRITE_FAULT"
+_PARSE = re.compile(rf"^{_LINE} errno=(\w+) path=(.*): (.*)$")
 
 
 @contextmanager
@@ -30,6 +43,36 @@ def naming(path: Path) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
+def write_fault(exc: Optional[BaseException]) -> Optional[OSError]:
+    """The write fault in ``exc`` or the exceptions it was raised from, or None."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def fault_line(exc: OSError) -> str:
+    """The one line a worker prints for its write fault; `from_worker` reads it back."""
+    code = errno.errorcode.get(exc.errno, str(exc.errno))
+    path = exc.filename if exc.filename is not None else ""
+    return f"{_LINE} errno={code} path={path}: {exc.strerror or exc}"
+
+
+def from_worker(log: str, cell_dir: Path) -> OSError:
+    """The write fault a cell's worker exited on (`EXIT_WRITE_FAULT`), from its log's last `fault_line`;
+    the cell folder where the OS named no file, or the worker could not say which."""
+    for line in reversed(log.splitlines()):
+        found = _PARSE.match(line.strip())
+        if found and hasattr(errno, found[1]):
+            path = found[2] or f"{cell_dir} (a write by its worker; the OS named no file)"
+            return OSError(getattr(errno, found[1]), found[3], path)
+    return OSError(None, f"its worker exited {EXIT_WRITE_FAULT} (a write fault) and its log could not say which",
+                   str(cell_dir))
+
+
 def write_failed(exc: OSError, resume: str) -> Refused:
     """The refusal for an OSError the run cannot go on after; ``resume`` says how to go on once fixed."""
     check = "disk" if exc.errno in _NO_SPACE else "write"
@@ -38,6 +81,7 @@ def write_failed(exc: OSError, resume: str) -> Refused:
         where = f"{where} -> {exc.filename2}"
     code = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno is not None else "?"
     what = exc.strerror or str(exc)
+    fix = ("free space" if check == "disk" else "raise the file-size limit (ulimit -f)" if exc.errno == errno.EFBIG
+           else "make it writable")
     return Refused("RUN_FAILED", check, f"{where}: {what} ({code}); the cells finished before it keep their "
-                   f"status rows and folders; {'free space' if check == 'disk' else 'make it writable'}, "
-                   f"then {resume}")
+                   f"status rows and folders, the cell it stopped has none and runs again; {fix}, then {resume}")

@@ -68,7 +68,7 @@ _UNFINISHED = (INTERRUPTED, CARD_FAILED)
 _APPEND = threading.Lock()     # the cards' runners share status.tsv: one append at a time
 
 _WORKER_CODES = {0: "ok", 1: "tests_failed", 2: "pytest_interrupted", 3: "preflight_failed",
-                 4: "usage_error", 5: "no_tests_collected"}
+                 4: "usage_error", 5: "no_tests_collected", faults.EXIT_WRITE_FAULT: "write_fault"}
 
 
 @dataclass(frozen=True)

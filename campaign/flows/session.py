@@ -171,7 +171,10 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
         raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
     # The lock first: with another run active, nothing else about this root is news.
     lock = RunLock(root, report=lambda text: print(text, file=sys.stderr), grace_s=execution.grace_s)
-    lock.acquire()
+    try:
+        lock.acquire()
+    except OSError as exc:   # a read-only or full root: named, as any write of the run
+        raise faults.write_failed(exc, f"{_resume_command(root, prepare.mode)} resumes") from exc
     sealed = False
     try:
         if interrupted and receipt.is_sealed(root):   # the stale lock taken over was the seal's
@@ -230,13 +233,15 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
         sealed_receipt = seal_root(root, release=lock.release)
         sealed = True
     except OSError as exc:   # a full disk, an unwritable path: named, never a traceback
-        mode = prepare.mode
-        resume = f"`campaign run {root}`" if mode == "campaign" else f"`campaign {mode} --resume {root}`"
-        raise faults.write_failed(exc, f"{resume} resumes") from exc
+        raise faults.write_failed(exc, f"{_resume_command(root, prepare.mode)} resumes") from exc
     finally:
         if not sealed:
             lock.release()
     return _sealed(root, prepare, sealed_receipt)
+
+
+def _resume_command(root: Path, mode: str) -> str:
+    return f"`campaign run {root}`" if mode == "campaign" else f"`campaign {mode} --resume {root}`"
 
 
 def _sealed(root: RunRoot, prepare: Prepare, sealed_receipt: dict[str, Any]) -> int:

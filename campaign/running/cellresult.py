@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical, errorlines, status
+from campaign.contract import canonical, errorlines, faults, status
 from campaign.contract.artifacts import RESULT_FILE, STDERR_LOG
 from campaign.contract.cellfiles import CellResult
 from campaign.contract.plans import Task
@@ -33,7 +33,14 @@ def tail(path: Path) -> str:
 
 def status_row(task: Task, cell_dir: Path, ended: Ended, elapsed: float, window) -> StatusRow:
     """The status row of a cell whose worker has ended: how it ended, what its result file says, the
-    telemetry of its window; a missing or unreadable result.json is a row saying so, never a crash."""
+    telemetry of its window; a missing or unreadable result.json is a row saying so, never a crash.
+    A worker that exited on a write fault gets no row: its OSError, for the run to stop on (`campaign.contract.faults`)."""
+    if ended.rc == faults.EXIT_WRITE_FAULT and ended.name == status.rc_name(faults.EXIT_WRITE_FAULT):
+        try:
+            log = (cell_dir / STDERR_LOG).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            log = ""
+        raise faults.from_worker(log, cell_dir)
     notes = list(ended.notes)
     result, problem = read_result(cell_dir / RESULT_FILE)
     name = ended.name
