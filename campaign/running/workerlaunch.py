@@ -12,7 +12,8 @@
   replace it (pytest reads its rewritten tests' pycs under the prefix too). The run's own workers
   write their bytecode there and the next ones read it: measured on the H200, a prefix per process
   (nothing reused) made a 21-workload screen's cells 75 % slower in sum (start 3.6 -> 25.3 s,
-  imports 34.6 -> 108.0 s: `receipts/h200-2026-12-01-c.md`).
+  imports 34.6 -> 108.0 s: `receipts/h200-2026-12-01-c.md`). An inherited ``PYTHONDONTWRITEBYTECODE``
+  is dropped for the worker, or nothing would be written there to reuse.
 """
 from __future__ import annotations
 
@@ -54,10 +55,19 @@ def protections(pycache: Path) -> dict[str, str]:
     return {"PYTHONSAFEPATH": "1", "PYTHONPYCACHEPREFIX": str(pycache)}
 
 
+def launch_env(cell: dict[str, str], pycache: Path) -> dict[str, str]:
+    """The cell's environment with the import protections. The run's prefix is written by its own
+    workers (fresh at the run's start): an inherited PYTHONDONTWRITEBYTECODE would make every worker
+    compile every module again from source, so it is dropped."""
+    env = {**cell, **protections(pycache)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def start(setup: RunSetup, plan: CellPlan, args: list[str], out: IO, err: IO) -> subprocess.Popen:
     """The worker for ``plan`` in its own session, with the cell's env and the import protections."""
     pycache = pycache_dir(setup)
     pycache.mkdir(parents=True, exist_ok=True)      # the first worker of the run makes it: empty then
-    env = {**cell_env(setup.parent_env, plan), **protections(pycache)}
+    env = launch_env(cell_env(setup.parent_env, plan), pycache)
     return subprocess.Popen(argv(setup.python, args, packages()), cwd=setup.project_root, env=env,
                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)

@@ -95,3 +95,19 @@ def test_the_launch_is_python_safe_path_through_the_boot_with_a_fresh_bytecode_p
     assert argv[-3:] == ["--", "task.json", "result.json"]
     assert sorted(folders) == sorted(workerlaunch.PACKAGES) and all(Path(f, "__init__.py").is_file() for f in folders.values())
     assert workerlaunch.protections(tmp_path) == {"PYTHONSAFEPATH": "1", "PYTHONPYCACHEPREFIX": str(tmp_path)}
+
+
+def test_the_runs_prefix_is_written_by_its_workers_even_under_an_inherited_dont_write(tmp_path):
+    env = workerlaunch.launch_env({"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/h"}, tmp_path / "pycache")
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["HOME"] == "/h"
+    assert env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "pycache") and env["PYTHONSAFEPATH"] == "1"
+    (tmp_path / "pycache").mkdir()
+    module = tmp_path / "src" / "probe_mod.py"
+    module.parent.mkdir()
+    module.write_text("VALUE = 1\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", "import probe_mod"], cwd=module.parent,
+                          env={**env, "PYTHONPATH": str(module.parent)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert list((tmp_path / "pycache").rglob("probe_mod.*.pyc"))       # the next worker of the run reads it
+    assert not (module.parent / "__pycache__").exists()                 # nothing beside the source
