@@ -18,7 +18,7 @@ from campaign.contract.errors import EXIT_INPUT, EXIT_OK, Refused
 from campaign.sealing import attest, signing
 
 EXAMPLE = ("examples:\n  campaign attest runs/demo-20261201T120000Z --out demo.intoto.json\n"
-           "  campaign attest runs/demo-20261201T120000Z --sign key.pem    # writes runs/demo-...Z.dsse.json")
+           "  campaign attest runs/demo-20261201T120000Z --sign key.pem   # ROOT.dsse.json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
