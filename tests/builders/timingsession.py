@@ -121,7 +121,26 @@ class Wall:
         return 0.25
 
 
-class FakeGraphDevice:
+class NullStreams:
+    """The stream and graph half of the device interface, doing nothing on the CPU (what a graph
+    timing calls around its replays)."""
+
+    def Stream(self):
+        return None
+
+    @contextmanager
+    def stream(self, stream):
+        yield
+
+    @contextmanager
+    def graph(self, graph):
+        yield
+
+    def synchronize(self):
+        pass
+
+
+class FakeGraphDevice(NullStreams):
     """The device interface a graph timing uses, on the CPU: events report 2 ms, each replay takes 1 s."""
 
     def __init__(self, wall: Wall):
@@ -145,19 +164,6 @@ class FakeGraphDevice:
                 test.wall.t += 1.0
         self.Event, self.graph_class = Event, Graph
 
-    def Stream(self):
-        return None
-
-    @contextmanager
-    def stream(self, stream):
-        yield
-
-    @contextmanager
-    def graph(self, graph):
-        yield
-
-    def synchronize(self):
-        pass
 
 
 class FakeReader:

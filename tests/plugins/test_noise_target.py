@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from contextlib import contextmanager
 
 import pytest
 import rootbuilder
 import taskplan
 from conftest import FIXTURES
-from timingsession import context, session
+from timingsession import NullStreams, context, session
 
 from campaign.backends.cuda import CudaBackend
 from campaign.contract import canonical, timers
@@ -48,7 +47,7 @@ class Clock:
         return self.t
 
 
-class ScriptedGraphDevice:
+class ScriptedGraphDevice(NullStreams):
     """A graph-capable device whose timed replays report ``per_replay`` ms in turn (the estimate's
     events report 2 ms); each timed replay costs ``clock.tick`` seconds on the monotonic clock."""
 
@@ -75,20 +74,6 @@ class ScriptedGraphDevice:
             def replay(self):
                 pass
         self.Event, self.graph_class = Event, Graph
-
-    def Stream(self):
-        return None
-
-    @contextmanager
-    def stream(self, stream):
-        yield
-
-    @contextmanager
-    def graph(self, graph):
-        yield
-
-    def synchronize(self):
-        pass
 
 
 def graph_timing(per_replay, target: timers.NoiseTarget, tick: float = 1.0):
