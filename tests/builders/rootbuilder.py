@@ -27,6 +27,7 @@ from campaign.contract import canonical, status, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, STATUS_FILE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
+from campaign.contract.receiptmodel import content_digest
 from campaign.flows.freeze import Checked, prepare_record
 from campaign.planning import harness
 from campaign.planning.matrix import expand
@@ -202,3 +203,22 @@ def edit_sealed(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
     path.chmod(file_mode)
     path.parent.chmod(folder_mode)
+
+
+def rewrite_receipt(root: Path, edit, redigest: bool = False) -> None:
+    """A sealed root's receipt.json edited in place by ``edit(data)``; with ``redigest`` its
+    content_sha256 recomputed (where it still has one), so the forgery is consistent with itself."""
+    data = canonical.read_json(root / "receipt.json")
+    edit(data)
+    if redigest and "content_sha256" in data:
+        data["content_sha256"] = content_digest(data)
+    edit_sealed(root / "receipt.json", canonical.dumps(data))
+
+
+def as_version_1(data: dict) -> None:
+    """A receipt's data downgraded to schema 1: no folder list, no self digest, no file modes."""
+    data.update(schema_version=1)
+    for key in ("folders", "content_sha256"):
+        data.pop(key)
+    for entry in data["files"].values():
+        entry.pop("mode")

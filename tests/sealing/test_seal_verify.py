@@ -11,11 +11,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import rootbuilder as rb
 from runroots import demo, prepare, run
 
 from campaign.contract import canonical
 from campaign.contract.errors import Refused
-from campaign.contract.receiptmodel import ReceiptFile, content_digest
+from campaign.contract.receiptmodel import ReceiptFile
 from campaign.flows import session
 from campaign.sealing import receipt
 
@@ -194,19 +195,9 @@ def test_verify_reports_folders_added_or_removed_and_modes_changed(tmp_path: Pat
     assert "VERIFY_FAILED missing: cells/add/r1/baseline/ir/ (folder)" in done.stderr
 
 
-def _rewrite_receipt(root: Path, edit, redigest: bool = False) -> None:
-    data = canonical.read_json(root / "receipt.json")
-    edit(data)
-    if redigest:
-        data["content_sha256"] = content_digest(data)
-    (root / "receipt.json").chmod(0o644)
-    (root / "receipt.json").write_text(canonical.dumps(data))
-    (root / "receipt.json").chmod(0o444)
-
-
 def test_verify_catches_an_edited_verdict_in_the_receipt(tmp_path: Path, cli):
     root = _sealed_root(tmp_path)
-    _rewrite_receipt(root, lambda data: data["verdicts"]["workloads"]["add"].update({"class": "G"}))
+    rb.rewrite_receipt(root, lambda data: data["verdicts"]["workloads"]["add"].update({"class": "G"}))
     done = cli("verify", root)
     assert done.returncode == 5
     assert "VERIFY_FAILED receipt: receipt.json (content_sha256 " in done.stderr
@@ -216,7 +207,7 @@ def test_verify_catches_an_edited_verdict_in_the_receipt(tmp_path: Path, cli):
 def test_verify_catches_an_entry_dropped_together_with_its_file(tmp_path: Path, cli):
     root = _sealed_root(tmp_path)
     gone = "cells/add/r1/candidate/rows.json"
-    _rewrite_receipt(root, lambda data: data["files"].pop(gone))
+    rb.rewrite_receipt(root, lambda data: data["files"].pop(gone))
     (root / gone).parent.chmod(0o755)
     (root / gone).unlink()
     (root / gone).parent.chmod(0o555)
@@ -226,7 +217,7 @@ def test_verify_catches_an_entry_dropped_together_with_its_file(tmp_path: Path, 
 
 def test_verify_checks_the_receipt_against_its_schema(tmp_path: Path, cli):
     root = _sealed_root(tmp_path)
-    _rewrite_receipt(root, lambda data: data["files"]["status.tsv"].update({"size": -1}), redigest=True)
+    rb.rewrite_receipt(root, lambda data: data["files"]["status.tsv"].update({"size": -1}), redigest=True)
     done = cli("verify", root)
     assert done.returncode == 5
     assert "VERIFY_FAILED receipt: receipt.json (does not match its schema: 2 -> files -> status.tsv -> size" \
@@ -244,14 +235,7 @@ def test_a_receipt_that_is_a_link_is_refused(tmp_path: Path, cli):
 def test_a_version_1_receipt_is_refused_unless_asked_then_verifies_its_digests_and_names_what_it_cannot_check(tmp_path: Path, cli):
     root = _sealed_root(tmp_path)
 
-    def as_version_1(data: dict) -> None:
-        data.update(schema_version=1)
-        for key in ("folders", "content_sha256"):
-            data.pop(key)
-        for entry in data["files"].values():
-            entry.pop("mode")
-
-    _rewrite_receipt(root, as_version_1)
+    rb.rewrite_receipt(root, rb.as_version_1)
     (root / "status.tsv").chmod(0o644)
     refused = cli("verify", root)
     assert refused.returncode == 5 and refused.stdout == ""

@@ -17,7 +17,6 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from campaign.contract import canonical
-from campaign.contract.receiptmodel import content_digest
 from campaign.flows import session
 
 ROWS = "cells/add/r1/candidate/rows.json"
@@ -52,15 +51,6 @@ def _writable(root: Path) -> None:
         os.chmod(folder, 0o755)
         for name in names:
             os.chmod(Path(folder) / name, 0o644)
-
-
-def _rewrite_receipt(root: Path, edit) -> None:
-    """The receipt edited and its content_sha256 recomputed: consistent with itself."""
-    data = canonical.read_json(root / "receipt.json")
-    edit(data)
-    if "content_sha256" in data:
-        data["content_sha256"] = content_digest(data)
-    rb.edit_sealed(root / "receipt.json", canonical.dumps(data))
 
 
 def test_a_signed_root_verifies_and_the_envelope_is_dsse_over_the_statement(signed, tmp_path: Path, cli):
@@ -112,7 +102,7 @@ def test_an_envelope_whose_payload_was_swapped_is_refused(signed, tmp_path: Path
 
 
 def _verdict_turned_g(root: Path) -> None:
-    _rewrite_receipt(root, lambda data: data["verdicts"]["workloads"]["add"].update({"class": "G"}))
+    rb.rewrite_receipt(root, lambda data: data["verdicts"]["workloads"]["add"].update({"class": "G"}), redigest=True)
 
 
 def _status_edited(root: Path) -> None:
@@ -122,17 +112,11 @@ def _status_edited(root: Path) -> None:
     def to_match(data: dict) -> None:
         data["files"]["status.tsv"].update(sha256=digest, size=(root / "status.tsv").stat().st_size)
         data["status_sha256"] = digest
-    _rewrite_receipt(root, to_match)
+    rb.rewrite_receipt(root, to_match, redigest=True)
 
 
 def _downgraded(root: Path) -> None:
-    def as_version_1(data: dict) -> None:
-        data.update(schema_version=1)
-        for key in ("folders", "content_sha256"):
-            data.pop(key)
-        for entry in data["files"].values():
-            entry.pop("mode")
-    _rewrite_receipt(root, as_version_1)
+    rb.rewrite_receipt(root, rb.as_version_1)
 
 
 def _file_removed(root: Path) -> None:
@@ -140,7 +124,7 @@ def _file_removed(root: Path) -> None:
     folder.chmod(0o755)
     (root / ROWS).unlink()
     folder.chmod(0o555)
-    _rewrite_receipt(root, lambda data: data["files"].pop(ROWS))
+    rb.rewrite_receipt(root, lambda data: data["files"].pop(ROWS), redigest=True)
 
 
 def _resealed_over_edited_evidence(root: Path) -> None:
