@@ -81,7 +81,7 @@ def test_record_measures_every_config_and_counts_real_launches(recorded):
         assert f".text.{row['kernel']}" in (Path(recorded.cell_dir) / "ir" / f"{row['hash']}-{row['kernel']}.sass").read_text()
     identity = json.loads((Path(recorded.cell_dir) / "run_identity.json").read_text())
     assert (identity["device_target"], identity["device_name"]) == (TARGET, torch.cuda.get_device_name(0))
-    assert identity["device_uuid"] and identity["cuda"] == torch.version.cuda
+    assert identity["device_uuid"] and identity["runtime"] == torch.version.cuda
     assert identity["timer"]["kind"] == "graph" and identity["timer"]["l2_flush"] is False
 
 
