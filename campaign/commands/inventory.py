@@ -9,6 +9,12 @@ item with that mark (``verified``: yes / no, or ``collection error`` where its f
 import: flag_gems missing is the usual cause); without it the column says ``not run``.
 The table is CSV, or with ``--format json`` `campaign.contract.outputs.InventoryOutput`
 (schemas/inventory.schema.json); written with ``--out``, never over an existing file; stdout otherwise.
+
+``--emit-manifest OUT --from TEMPLATE`` writes instead a manifest of the whole suite: the template
+(sources with this checkout, device, switch, timer, rounds, defaults, and any workloads of its own,
+its comments kept) with one ``provider: flaggems_upstream`` workload per runnable item of the same
+scan (`campaign.planning.suite`), the items not emitted as comments with their reasons. OUT is
+written beside the template, so the relative paths it names keep their meaning, and never over a file.
 """
 from __future__ import annotations
 
@@ -25,13 +31,14 @@ from campaign.contract import canonical, yamlio
 from campaign.contract.canonical import read_json
 from campaign.contract.errors import EXIT_OK, InputError, Refused
 from campaign.contract.outputs import OUTPUT_VERSION, InventoryItem, InventoryOutput
-from campaign.planning import checkout, harness, inventory, upstream
+from campaign.planning import checkout, harness, inventory, suite, upstream
 from campaign.planning.upstreamtargets import NO_SRC_PATH
 
 COLUMNS = ("file", "function", "param_index", "mark", "op_name", "bench_class", "shape_key", "shapes",
            "dismissed", "verified")
 COLLECT_TIMEOUT_S = 1800
-EXAMPLE = "examples:\n  campaign inventory ~/FlagGems --out inventory.csv\n  campaign inventory ~/FlagGems --format json"
+EXAMPLE = ("examples:\n  campaign inventory ~/FlagGems --out inventory.csv\n  campaign inventory ~/FlagGems --format json\n"
+           "  campaign inventory .flaggems --emit-manifest manifests/suite.yaml --from manifests/h200-flaggems-suite-template.yaml")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CSV (default) or JSON (schemas/inventory.schema.json)")
     parser.add_argument("--collect", action="store_true",
                         help="verify the items with pytest --collect-only (needs flag_gems importable: a device host)")
+    parser.add_argument("--emit-manifest", type=Path, metavar="OUT",
+                        help="write a manifest of every runnable item instead of the table (refused if it exists)")
+    parser.add_argument("--from", dest="template", type=Path, metavar="TEMPLATE",
+                        help="with --emit-manifest: the manifest whose sources, device, switch, timer, rounds and "
+                             "defaults (and own workloads) the emitted one keeps")
 
 
 def collected(root: Path) -> tuple[dict[str, set[str]], set[str]]:
@@ -95,12 +107,53 @@ def table(root: Path, known: inventory.Inventory, verified: dict[str, set[str]] 
     return buffer.getvalue(), notes
 
 
+def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> int:
+    """The template grown by a workload per runnable item, written to OUT (`campaign.planning.suite`)."""
+    out, template = args.emit_manifest, args.template
+    if template is None or args.out is not None or args.collect or args.format != "csv":
+        raise InputError("--emit-manifest OUT takes --from TEMPLATE, and neither --out, --format nor --collect")
+    if out.exists():
+        raise Refused("INVENTORY_REFUSED", "out", f"{out}: exists; an emitted manifest is never overwritten")
+    if out.absolute().parent.resolve() != template.absolute().parent.resolve():
+        raise Refused("INVENTORY_REFUSED", "out", f"{out}: not beside {template}; write it in {template.parent} "
+                                                  "so the paths the template names relative to itself keep their meaning")
+    data, document = yamlio.load(template)
+    named = ((data.get("sources") or {}).get("flag_gems_checkout") or {}).get("path") if isinstance(data, dict) else None
+    if named is None or checkout.locate(template, named) != root:
+        raise Refused("INVENTORY_REFUSED", "checkout", f"{template}: sources -> flag_gems_checkout -> path is {named!r}, "
+                                                       f"not {args.checkout}: name the checkout the template pins")
+    found, notes = upstream.scan(root)
+    planned = suite.plan(data, document, template, found, known)
+    if not planned.workloads:
+        raise Refused("INVENTORY_REFUSED", "emit", f"{root}: no item left to emit beside {template}'s own workloads "
+                                                   f"({len(planned.left_out)} not emitted: {'; '.join(planned.left_out[:3])})")
+    lead = [f"not emitted: {len(planned.left_out)} of the {planned.units} units (one op mark in one benchmark function "
+            f"each); the {len(planned.workloads)} emitted follow", *planned.left_out] if planned.left_out else []
+    head = (f"# Emitted by `campaign inventory {args.checkout} --emit-manifest {out} --from {template}`: "
+            f"{planned.items} items of the checkout,\n# {planned.units} units, {len(planned.workloads)} emitted. "
+            "Edit the template and emit again, not this file.\n")
+    text = head + yamlio.extended(document, "workloads", list(planned.workloads), lead)
+    try:
+        with open(out, "x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        raise Refused("INVENTORY_REFUSED", "out", f"{out}: exists; an emitted manifest is never overwritten") from None
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"{out}: {len(planned.workloads)} workloads emitted for {planned.units} units ({planned.items} items) of {root}; "
+          f"{planned.covered} covered by the template's own workloads, {planned.dismissed} dismissed, "
+          f"{planned.refused} refused by prepare's checks (written as comments with their reasons)")
+    return EXIT_OK
+
+
 def main(args: argparse.Namespace) -> int:
     root = args.checkout.resolve()
     if upstream.layout(root) is None:
         raise InputError(f"{args.checkout}: no benchmark/performance_utils.py (5.0.2) or benchmark/base.py (5.3+): "
                          "not a FlagGems checkout")
     known = inventory.load(harness.PROJECT_ROOT / "ops")
+    if args.emit_manifest is not None:
+        return emit(args, root, known)
     verified, errors = collected(root) if args.collect else (None, set())
     if args.format == "json":
         rows, notes = items(root, known, verified, errors)

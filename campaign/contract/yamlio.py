@@ -3,7 +3,7 @@
 Loads with ruamel.yaml's round-trip parser (for line and column of every key),
 refuses duplicate keys, and turns pydantic errors into ``FILE:LINE:COL: key ->
 path: message`` lines, all of them, not just the first. `dump` writes plain data
-back as block YAML.
+back as block YAML; `extended` writes a loaded document back, comments kept, with a list grown.
 
 A manifest may come from anyone, so reading is bounded before anything is built:
 only a regular file is opened (a FIFO or a device would block or never end), at
@@ -45,6 +45,7 @@ _INTEGER = re.compile(r"[-+]?(0[xob][0-9a-fA-F_]+|[0-9][0-9_]*)")
 def _parser() -> YAML:
     yaml = YAML(typ="rt", pure=True)
     yaml.allow_duplicate_keys = False
+    yaml.preserve_quotes = True          # `extended` writes a manifest back quoted as it was
     return yaml
 
 
@@ -279,3 +280,21 @@ def dump(data: Any, comment: str = "") -> str:
     yaml.dump(data, out)
     head = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines())
     return head + out.getvalue()
+
+
+def extended(document: Any, key: str, items: list[dict], lead: list[str]) -> str:
+    """``document`` (from `load`) written back with its comments, its ``key`` list grown by ``items`` (one line each)."""
+    listed = document.get(key)
+    if not isinstance(listed, CommentedSeq):
+        listed = document[key] = CommentedSeq()
+    listed.fa.set_block_style()          # an empty template list is written `[]`, a flow list
+    for item in items:
+        listed.append(CommentedMap(item))
+        listed[-1].fa.set_flow_style()
+    if lead:                             # the comment lines lead the first item added
+        listed.yaml_set_comment_before_after_key(len(listed) - len(items), before="\n".join(lead), indent=2)
+    yaml = _parser()
+    yaml.width, yaml.map_indent, yaml.sequence_indent, yaml.sequence_dash_offset = 4096, 2, 4, 2
+    out = io.StringIO()
+    yaml.dump(document, out)
+    return out.getvalue()

@@ -108,13 +108,12 @@ def check(root: Path, prepare: Prepare, manifest: Manifest, backend) -> None:
     """Every refusal taken under the lock; the first failing check is raised."""
     if receipt.is_sealed(root):  # sealed between the first look and the lock
         raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
-    recorded_root = Path(prepare.project_root)
-    if recorded_root.resolve() != harness.PROJECT_ROOT.resolve():
-        raise Refused(PREFIX, "project_root", f"prepared from {recorded_root}, this code is at {harness.PROJECT_ROOT}")
-    drift = runchecks.harness_problems(prepare.harness, harness.prepared_digests(harness.PROJECT_ROOT, prepare))
-    if drift:
-        raise Refused(PREFIX, "harness", "code changed since prepare: " + ", ".join(drift)
-                      + "; prepare a new root (a root measures the code it was prepared with)")
+    different = runchecks.code_problems(Path(prepare.project_root), harness.PROJECT_ROOT, prepare.harness,
+                                        lambda: harness.prepared_digests(harness.PROJECT_ROOT, prepare))
+    if different is not None:
+        name, detail = different
+        raise Refused(PREFIX, name, detail + ("; prepare a new root (a root measures the code it was prepared with)"
+                                              if name == "harness" else ""))
     versions = runchecks.version_problems(manifest.sources, installed_versions(manifest.sources))
     if versions:
         raise Refused(PREFIX, "versions", "; ".join(versions))

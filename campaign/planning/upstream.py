@@ -274,15 +274,22 @@ def scan(checkout: Path) -> tuple[list[Item], list[str]]:
     return items, notes
 
 
-def test_files_with_mark(checkout: Path, mark: str) -> list[str]:
-    """FlagGems' correctness files (tests/test_*.py) whose functions carry ``@pytest.mark.<mark>``."""
-    found = []
-    for path in sorted((Path(checkout) / "tests").glob("test_*.py")):
+def test_marks(checkout: Path) -> dict[str, tuple[str, ...]]:
+    """Op mark -> FlagGems' correctness files (tests/test_*.py) whose functions carry ``@pytest.mark.<mark>``,
+    every file read once (a 400-workload manifest asks for each mark)."""
+    root, found = Path(checkout), {}
+    for path in sorted((root / "tests").glob("test_*.py")):
         try:
             tree = ast.parse(path.read_bytes(), filename=str(path))
         except (SyntaxError, ValueError):
             continue
-        if any(mark in _mark_name(d, {}) for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-               for d in node.decorator_list):
-            found.append(path.relative_to(checkout).as_posix())
-    return found
+        marks = {mark for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 for d in node.decorator_list for mark in _mark_name(d, {})}
+        for mark in sorted(marks):
+            found.setdefault(mark, []).append(path.relative_to(root).as_posix())
+    return {mark: tuple(files) for mark, files in found.items()}
+
+
+def test_files_with_mark(checkout: Path, mark: str) -> list[str]:
+    """FlagGems' correctness files (tests/test_*.py) whose functions carry ``@pytest.mark.<mark>``."""
+    return list(test_marks(checkout).get(mark, ()))

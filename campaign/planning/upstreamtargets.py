@@ -62,6 +62,13 @@ class Checkouts:
 
     manifest_path: Path
     state: dict[Path, tuple[Optional[str], list[upstream.Item]]] = field(default_factory=dict)
+    test_marks: dict[Path, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    def correctness_files(self, root: Path, mark: str) -> tuple[str, ...]:
+        """The checkout's tests/ files carrying ``mark`` (`upstream.test_marks`, read once per checkout)."""
+        if root not in self.test_marks:
+            self.test_marks[root] = upstream.test_marks(root)
+        return self.test_marks[root].get(mark, ())
 
     def open(self, manifest: Manifest, problems: Problems) -> Optional[tuple[Path, list[upstream.Item]]]:
         source = manifest.sources.flag_gems_checkout
@@ -145,7 +152,8 @@ def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inven
     return None
 
 
-def _correctness(root: Path, workload: Workload, loc: tuple, problems: Problems) -> Optional[tuple[str, ...]]:
+def _correctness(root: Path, workload: Workload, checkouts: Checkouts, loc: tuple,
+                 problems: Problems) -> Optional[tuple[str, ...]]:
     """Absolute correctness targets: the manifest's node ids (relative to the checkout) or the
     tests/ files that carry the mark."""
     given = workload.correctness.node_ids if workload.correctness else None
@@ -158,7 +166,7 @@ def _correctness(root: Path, workload: Workload, loc: tuple, problems: Problems)
                              f"{file_part}: no such file in the checkout {root} (node ids are relative to it)")
             out.append(f"{root}/{node}")
         return tuple(out)
-    files = upstream.test_files_with_mark(root, workload.op)
+    files = checkouts.correctness_files(root, workload.op)
     if not files:
         problems.add("correctness_target", loc + ("op",), f"no file of {root}/tests carries the mark {workload.op!r}; "
                                                           "give correctness node_ids (relative to the checkout)")
@@ -214,7 +222,7 @@ def resolve_workload(manifest: Manifest, workload: Workload, index: int, invento
         problems.add("dtypes", loc + ("dtypes",), f"{', '.join(bad)}: not among FlagGems' --dtypes choices "
                                                   f"({', '.join(BENCH_DTYPES)})")
     benchmark = _benchmark(root, items, workload, inventory, loc, problems)
-    correctness = _correctness(root, workload, loc, problems)
+    correctness = _correctness(root, workload, checkouts, loc, problems)
     if benchmark is None or correctness is None:
         return None
     target, notes = benchmark

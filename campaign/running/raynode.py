@@ -142,12 +142,11 @@ def card_here(backend, variable: Optional[str]) -> Card:
 def _check_node(prepare: Prepare, manifest: Manifest, backend) -> None:
     """The session's checks that depend on the machine, taken again on this node."""
     here = socket.gethostname()
-    if Path(prepare.project_root).resolve() != harness.PROJECT_ROOT.resolve():
-        raise RuntimeError(f"node {here}: prepared from {prepare.project_root}, this node's code is at "
-                           f"{harness.PROJECT_ROOT} (every node needs the checkout at the same path)")
-    drift = runchecks.harness_problems(prepare.harness, harness.prepared_digests(harness.PROJECT_ROOT, prepare))
-    if drift:
-        raise RuntimeError(f"node {here}: code differs from prepare: {', '.join(drift)}")
+    different = runchecks.code_problems(Path(prepare.project_root), harness.PROJECT_ROOT, prepare.harness,
+                                        lambda: harness.prepared_digests(harness.PROJECT_ROOT, prepare))
+    if different is not None:
+        raise RuntimeError(f"node {here}: {different[1]} (every node runs the code the root was prepared with, "
+                           "at the same path)")
     devices = backend.enumerate_devices() if backend.capabilities.executes else []
     problems = runchecks.device_problems(manifest.device, devices)
     if problems:

@@ -9,7 +9,8 @@ on plain values. The version and device rules are the worker's too
 """
 from __future__ import annotations
 
-from typing import Optional
+from pathlib import Path
+from typing import Callable, Optional
 
 from campaign.backends.base import DeviceInfo
 from campaign.contract.devicerule import device_mismatches, version_matches
@@ -29,6 +30,18 @@ def harness_problems(recorded: dict[str, str], current: dict[str, str]) -> list[
         else:
             problems.append(f"{name} (changed since prepare)")
     return problems
+
+
+def code_problems(prepared_root: Path, here: Path, recorded: dict[str, str],
+                  digests: Callable[[], dict[str, str]]) -> Optional[tuple[str, str]]:
+    """Whether this machine runs the code the root was prepared with: (check, detail) of the first
+    difference, or None. The project root first, then the harness digests, which ``digests`` takes
+    from this machine's files only once the root is the same one (elsewhere they are another tree's).
+    The session checks it where it runs, and a Ray node again on its own machine."""
+    if Path(prepared_root).resolve() != Path(here).resolve():
+        return "project_root", f"prepared from {prepared_root}, this code is at {here}"
+    drift = harness_problems(recorded, digests())
+    return ("harness", "code changed since prepare: " + ", ".join(drift)) if drift else None
 
 
 def distribution_names(sources: Sources) -> dict[str, tuple[str, ...]]:

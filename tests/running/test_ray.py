@@ -337,7 +337,7 @@ def test_a_node_with_other_code_refuses_the_group(tmp_path):
     raynode._check_node(prepare, manifest, get_backend("cpu"))     # this checkout: the same code
     name = sorted(prepare.harness)[0]
     prepare = prepare.model_copy(update={"harness": {**prepare.harness, name: "0" * 64}})
-    with pytest.raises(RuntimeError, match=f"code differs from prepare: {name}"):
+    with pytest.raises(RuntimeError, match=f"code changed since prepare: {name}"):
         raynode._check_node(prepare, manifest, get_backend("cpu"))
 
 

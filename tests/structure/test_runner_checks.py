@@ -35,6 +35,24 @@ def test_harness_problems_name_every_file():
     assert runchecks.harness_problems(recorded, dict(recorded)) == []
 
 
+def test_code_problems_the_root_first_then_the_digests_taken_only_there(tmp_path):
+    """One check for the session and a Ray node: "prepared here, same code"."""
+    here, elsewhere = tmp_path / "project", tmp_path / "other"
+    here.mkdir()
+    elsewhere.mkdir()
+    (tmp_path / "link").symlink_to(here)
+    recorded = {"campaign/a.py": "1"}
+
+    def never() -> dict:
+        raise AssertionError("another tree's digests are never taken")
+
+    assert runchecks.code_problems(elsewhere, here, recorded, never) == (
+        "project_root", f"prepared from {elsewhere}, this code is at {here}")
+    assert runchecks.code_problems(tmp_path / "link", here, recorded, lambda: {"campaign/a.py": "2"}) == (
+        "harness", "code changed since prepare: campaign/a.py (changed since prepare)")
+    assert runchecks.code_problems(here, here, recorded, lambda: dict(recorded)) is None
+
+
 def test_version_problems():
     sources = Sources(triton=Pin(version="3.6.0"), torch=Pin(version="2.13.0"), flag_gems=Pin(version="5.0.2"))
     installed = {"triton": "3.6.0", "torch": "2.13.0+cpu", "flag_gems": None}

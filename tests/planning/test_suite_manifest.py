@@ -1,0 +1,133 @@
+"""`campaign inventory CHECKOUT --emit-manifest OUT --from TEMPLATE`: a checkout's whole suite as a manifest.
+
+Against the stand-in checkout tests/data/fake_flaggems_502 (made a git repository in tmp_path by
+`make_checkout`), grown by one file that benchmarks neg in two more functions, so one mark is
+found in three places. What is checked: every runnable (mark, file, function) becomes one
+workload with a unique, readable name and the ``benchmark:`` that picks it; the template's own
+workload, comments and ``defaults`` stay as written; the dismissed unit and the ones prepare
+would refuse are comments naming why; the result passes `campaign validate`; OUT is never
+overwritten, and a template that does not pin this checkout is refused.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_flaggems_checkout import git, make_checkout
+
+from campaign.contract import yamlio
+from campaign.planning import suite, upstream
+from campaign.planning.inventory import Inventory
+
+TWO_MORE_NEGS = '''import pytest
+import torch
+
+from benchmark.performance_utils import Benchmark
+
+
+@pytest.mark.neg
+def test_perf_neg_plain():
+    Benchmark(op_name="neg", torch_op=torch.neg).run()
+
+
+@pytest.mark.neg
+def test_perf_neg_strided():
+    Benchmark(op_name="neg", torch_op=torch.neg).run()
+'''
+
+
+def checkout_with_three_negs(tmp_path: Path) -> tuple[Path, str]:
+    root, _ = make_checkout(tmp_path, "502")
+    (root / "benchmark" / "test_reduction_perf.py").write_text(TWO_MORE_NEGS)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "two more negs")
+    return root, git(root, "rev-parse", "HEAD").strip()
+
+
+def template(tmp_path: Path, checkout: str, pin: str, timer: str = "event") -> Path:
+    path = tmp_path / "suite-template.yaml"
+    path.write_text(f"""# the suite's template: this comment stays
+schema_version: 1
+campaign: suite-cpu
+description: every item of the stand-in checkout
+sources:
+  triton: {{version: "3.6.0"}}
+  flag_gems_checkout: {{path: {checkout}, commit: {pin}}}   # pinned
+device: {{backend: cpu, target: "cuda:90"}}
+switch:
+  name: DISABLE_MMA_V3
+  cells: {{baseline: {{}}, candidate: {{DISABLE_MMA_V3: "1"}}}}
+timer: {{kind: {timer}}}
+defaults:
+  bench_level: core
+  shape_mode: upstream
+  ir_pass_lanes: 3   # three at once
+workloads:
+  # abs by hand, in float16 only
+  - {{name: abs, op: abs, provider: flaggems_upstream, dtypes: [float16]}}
+""")
+    return path
+
+
+def test_every_runnable_unit_is_one_workload_and_the_rest_say_why(tmp_path, cli):
+    root, head = checkout_with_three_negs(tmp_path)
+    source = template(tmp_path, root.name, head)
+    out = tmp_path / "suite.yaml"
+    done = cli("inventory", root, "--emit-manifest", out, "--from", source)
+    assert done.returncode == 0, done.stderr
+    assert "4 workloads emitted for 10 units (10 items)" in done.stdout
+    assert "1 covered by the template's own workloads, 2 dismissed, 3 refused" in done.stdout
+    text = out.read_text()
+    assert text.splitlines()[2:len(source.read_text().splitlines()) + 2] == source.read_text().splitlines()
+    data = yamlio.load(out)[0]
+    assert data["defaults"]["ir_pass_lanes"] == 3
+    got = {w["name"]: (w["op"], w.get("benchmark"), w.get("dtypes")) for w in data["workloads"]}
+    assert got == {
+        "abs": ("abs", None, ["float16"]),                               # the template's, as written
+        # neg in three places: the file where it is in one function, file::function where in two
+        "neg-unary_pointwise": ("neg", "benchmark/test_unary_pointwise_perf.py", None),
+        "neg-plain": ("neg", "benchmark/test_reduction_perf.py::test_perf_neg_plain", None),
+        "neg-strided": ("neg", "benchmark/test_reduction_perf.py::test_perf_neg_strided", None),
+        # mm in two files, one of them dismissed: the one left keeps the mark's name and names its file
+        "mm": ("mm", "benchmark/test_blas_perf_parallel.py", None),
+    }
+    comments = [line.strip() for line in text.splitlines() if line.startswith("  # ")]
+    assert any(c.startswith("# dismissed: pow in benchmark/test_binary_pointwise_perf.py::test_pow "
+                            "(ops/dismiss_upstream.csv)") and "no parametrize" in c for c in comments)
+    assert any(c.startswith("# dismissed: mm in benchmark/test_blas_perf.py::test_blas_benchmark") for c in comments)
+    # gelu has no tests/ file carrying its mark: prepare would refuse it, and the comment says so
+    assert any(c.startswith("# not emitted: gelu in benchmark/test_unary_pointwise_perf.py::test_gelu_backward "
+                            "(check=correctness_target: no file of ") for c in comments)
+    assert not [c for c in comments if str(root) in c]      # the checkout is named as the template names it
+    checked = cli("validate", out)
+    assert checked.returncode == 0, checked.stderr
+    assert "ok (5 workloads" in checked.stdout
+    again = cli("inventory", root, "--emit-manifest", out, "--from", source)
+    assert again.returncode == 1 and "INVENTORY_REFUSED check=out" in again.stderr and "never overwritten" in again.stderr
+
+
+def test_a_template_that_does_not_fit_is_refused_naming_the_fix(tmp_path, cli):
+    root, head = checkout_with_three_negs(tmp_path)
+    elsewhere = template(tmp_path, "../other-checkout", head)
+    done = cli("inventory", root, "--emit-manifest", tmp_path / "a.yaml", "--from", elsewhere)
+    assert done.returncode == 1 and "check=checkout" in done.stderr and "flag_gems_checkout -> path" in done.stderr
+    (tmp_path / "sub").mkdir()
+    beside = cli("inventory", root, "--emit-manifest", tmp_path / "sub" / "a.yaml", "--from", template(tmp_path, root.name, head))
+    assert beside.returncode == 1 and "check=out" in beside.stderr and "not beside" in beside.stderr
+    broken = template(tmp_path, root.name, head, timer="stopwatch")
+    invalid = cli("inventory", root, "--emit-manifest", tmp_path / "b.yaml", "--from", broken)
+    assert invalid.returncode == 2 and "suite-template.yaml:12:" in invalid.stderr and "timer -> kind" in invalid.stderr
+    assert not (tmp_path / "a.yaml").exists() and not (tmp_path / "b.yaml").exists()
+
+
+def test_names_stay_unique_and_valid_whatever_the_functions_are_called():
+    rows = [upstream.Item("benchmark/test_x_perf.py", function, 1, "add", "add", "", None, False)
+            for function in ("test_add_benchmark", "test_perf_add", "test_Add_Ünusual")]
+    rows.append(upstream.Item("benchmark/test_y_perf.py", "test_add", 1, "add", "add", "", None, False))
+    made, left_out, covered, dismissed = suite.candidates(
+        suite.units(rows), [{"name": "add-y", "op": "add", "provider": "x"}], Inventory({}, {}, {}))
+    names = [workload["name"] for _, workload in made]
+    # the template's add-y (another provider) covers nothing but keeps its name
+    assert names == ["add-add_benchmark", "add-perf_add", "add-add__nusual", "add-y-2"]
+    assert [workload.get("benchmark") for _, workload in made][::3] == ["benchmark/test_x_perf.py::test_add_benchmark",
+                                                                         "benchmark/test_y_perf.py"]
+    assert (left_out, covered, dismissed) == ([], 0, 0)
