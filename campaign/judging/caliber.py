@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, TextIO
 
+from campaign.contract import canonical
 from campaign.contract.artifacts import IDENTITY_FILE, cell_dir_name
 from campaign.contract.errors import EXIT_CALIBER, CampaignError
 from campaign.contract.plans import Task
@@ -242,7 +243,7 @@ def load_identities(root: Path, tasks: Iterable[Task]) -> dict[str, Optional[dic
     for task in tasks:
         path = Path(root) / cell_dir_name(task.id) / IDENTITY_FILE
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = canonical.read_json(path)
         except (OSError, ValueError):
             data = None
         out[task.id] = data if isinstance(data, dict) else None
