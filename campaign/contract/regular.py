@@ -50,6 +50,19 @@ def describe(path: Path, mode: int) -> str:
     return f"not a regular file (mode {stat.S_IFMT(mode):o})"
 
 
+def not_regular(path: Path, follow: bool = True) -> Optional[str]:
+    """Why ``path`` is not a regular file to read (no such file, a FIFO, a loop of links, ...), or None."""
+    try:
+        mode = os.stat(path).st_mode if follow else os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return _loop(Path(path), follow) if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror}"
+    except ValueError as exc:    # a NUL in the name
+        return f"cannot be read: {exc}"
+    return None if stat.S_ISREG(mode) else describe(Path(path), mode)
+
+
 def open_regular(path: Path, follow: bool = False) -> int:
     """A read-only descriptor of a regular file; a FIFO, socket or device raises `NotRegular` unwaited,
     and so does a symbolic link unless ``follow`` (a user's own paths may be links; a root's never
