@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign import __version__
-from campaign.contract import canonical, yamlio
+from campaign.contract import canonical, faults, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, first_free
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
@@ -100,12 +100,20 @@ def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJEC
     now = datetime.now(timezone.utc)
     record = prepare_record(checked, project_root, now, mode)
     name = checked.manifest.campaign if mode == "campaign" else f"{checked.manifest.campaign}-{mode}"
-    root = claim_root(runs_dir, name, now)
+    again = f"`campaign {'prepare' if mode == 'campaign' else mode} {checked.manifest_path}` makes a new root"
     try:
-        shutil.copyfile(checked.manifest_path, root / MANIFEST_FILE)
-        canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))
-        canonical.write_json_new(root / PREPARE_FILE, record)
-        pinning.pin(checked.pinned, root)
+        root = claim_root(runs_dir, name, now)
+    except OSError as exc:     # a read-only or full runs dir: named, as a run's write faults are
+        raise faults.write_failed(exc, again, "PREPARE_REFUSED", "no root was made") from None
+    try:
+        with faults.naming(root):
+            shutil.copyfile(checked.manifest_path, root / MANIFEST_FILE)
+            canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))
+            canonical.write_json_new(root / PREPARE_FILE, record)
+            pinning.pin(checked.pinned, root)
+    except OSError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        raise faults.write_failed(exc, again, "PREPARE_REFUSED", "the root begun is removed") from None
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
