@@ -50,9 +50,10 @@ def newest_sealed(runs: Path) -> Path:
     for path in sorted(Path(runs).iterdir()) if Path(runs).is_dir() else []:
         if (path / RECEIPT_FILE).is_file():
             try:
-                sealed = canonical.read_json(path / RECEIPT_FILE).get("sealed_utc") or ""
-            except ValueError:
-                sealed = ""
+                data = canonical.read_json(path / RECEIPT_FILE)
+            except (OSError, ValueError):
+                data = None
+            sealed = str(data.get("sealed_utc") or "") if isinstance(data, dict) else ""
             found.append((sealed, path.name, path))
     if not found:
         raise InputError(f"{runs}: no sealed root (a folder holding {RECEIPT_FILE}); name one")
@@ -63,12 +64,21 @@ def default_out(root: Path, floor: int) -> Path:
     return Path(root).parent / f"{Path(root).name}.reaccount-floor{floor}"
 
 
+def _kind(path: Path) -> Optional[str]:
+    """The receipt's ``kind``; None where it cannot be read (verify then names why)."""
+    try:
+        data = canonical.read_json(path)
+    except (OSError, ValueError):
+        return None
+    return data.get("kind") if isinstance(data, dict) else None
+
+
 def check(root: Path, out: Path) -> Union[Receipt, ReceiptV1]:
     """Refuse, naming the check; return the sealed receipt, as verify read it."""
     root, out = Path(root).resolve(), Path(out).resolve()
     verification.require_sealed(root, PREFIX)
     # a derived receipt is no campaign receipt: said so before verify calls it malformed
-    if canonical.read_json(root / RECEIPT_FILE).get("kind") == "derived":
+    if _kind(root / RECEIPT_FILE) == "derived":
         raise Refused(PREFIX, "receipt", f"{root}: holds a derived receipt, not a campaign receipt", EXIT_INPUT)
     sealed = receipt.require_verified(root, PREFIX).receipt
     if out == root or root in out.parents:

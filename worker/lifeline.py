@@ -18,13 +18,13 @@ another pid was orphaned already (`orphaned`).
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import sys
 from pathlib import Path
 from typing import Optional
 
+from campaign.contract import canonical
 from campaign.contract.artifacts import LOCK_FILE
 
 PR_SET_PDEATHSIG = 1   # <linux/prctl.h>
@@ -44,7 +44,7 @@ def bind_to_parent() -> Optional[str]:
 def orphaned(root: Path) -> Optional[str]:
     """Why the runner that started this worker is gone already; None when it is not, or no lock says."""
     try:
-        holder = int(json.loads((Path(root) / LOCK_FILE).read_text(encoding="utf-8"))["pid"])
+        holder = int(canonical.read_json(Path(root) / LOCK_FILE)["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None   # no runner's lock: the worker started by hand or by a test
     parent = os.getppid()

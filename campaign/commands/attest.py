@@ -31,8 +31,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "signed DSSE envelope of the statement")
 
 
+def _resolved(path: Path, what: str) -> Path:
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:   # a loop of symbolic links on the way
+        raise Refused(attest.PREFIX, "out", f"{path}: {what} cannot be resolved ({exc}): name a file in a folder "
+                      "that exists", EXIT_INPUT) from None
+
+
 def _check_out(out: Path, root: Path) -> None:
-    if out.resolve().is_relative_to(root.resolve()):
+    if _resolved(out, "--out").is_relative_to(_resolved(root, "the root")):
         raise Refused(attest.PREFIX, "out", f"{out} is inside {root}: nothing is written into a sealed root",
                       EXIT_INPUT)
     if out.exists() or out.is_symlink():

@@ -73,8 +73,12 @@ def from_worker(log: str, cell_dir: Path) -> OSError:
                    str(cell_dir))
 
 
-def write_failed(exc: OSError, resume: str) -> Refused:
-    """The refusal for an OSError the run cannot go on after; ``resume`` says how to go on once fixed."""
+_KEPT = "the cells finished before it keep their status rows and folders, the cell it stopped has none and runs again"
+
+
+def write_failed(exc: OSError, resume: str, prefix: str = "RUN_FAILED", kept: str = _KEPT) -> Refused:
+    """The refusal for an OSError the run (or ``prefix``'s command) cannot go on after; ``kept`` says what
+    is left as it was, ``resume`` how to go on once fixed."""
     check = "disk" if exc.errno in _NO_SPACE else "write"
     where = exc.filename if exc.filename is not None else "(the OS named no path)"
     if exc.filename2 is not None:
@@ -83,5 +87,4 @@ def write_failed(exc: OSError, resume: str) -> Refused:
     what = exc.strerror or str(exc)
     fix = ("free space" if check == "disk" else "raise the file-size limit (ulimit -f)" if exc.errno == errno.EFBIG
            else "make it writable")
-    return Refused("RUN_FAILED", check, f"{where}: {what} ({code}); the cells finished before it keep their "
-                   f"status rows and folders, the cell it stopped has none and runs again; {fix}, then {resume}")
+    return Refused(prefix, check, f"{where}: {what} ({code}); {kept}; {fix}, then {resume}")

@@ -22,7 +22,7 @@ import stat
 import threading
 from pathlib import Path
 
-from campaign.contract import faults
+from campaign.contract import canonical, faults, regular
 from campaign.contract.artifacts import cell_dir
 
 JOURNAL_FILE = "digests.jsonl"
@@ -72,15 +72,18 @@ def read(root: Path) -> tuple[dict[str, dict[str, tuple[str, int]]], list[str]]:
     path = Path(root) / JOURNAL_FILE
     if not os.path.lexists(path):
         return {}, []
-    if not stat.S_ISREG(os.lstat(path).st_mode):
-        return {}, ["not a regular file"]
-    lines = Path(path).read_bytes().split(b"\n")
+    try:
+        lines = regular.read_regular(path, canonical.JSON_CAP).split(b"\n")
+    except regular.NotRegular as exc:
+        return {}, [f"not a regular file: {exc.strerror}"]
+    except regular.TooLarge as exc:
+        return {}, [str(exc)]
     entries, problems = {}, []
     for number, raw in enumerate(lines, 1):
         if not raw:
             continue
         try:
-            data = json.loads(raw)
+            data = canonical.parse_json(raw)
             entries[data["task"]] = {rel: (sha, size) for rel, (sha, size) in data["files"].items()}
         except (ValueError, KeyError, TypeError, AttributeError):
             if number < len(lines):     # not the torn last line of a killed runner

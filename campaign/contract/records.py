@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, PlainSerializer, StringConstraints
+from pydantic import Field, PlainSerializer, StringConstraints, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from campaign.contract.artifacts import Record
-from campaign.contract.verdictnames import VerdictClass
+from campaign.contract.verdictnames import CLASSES, VerdictClass
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
@@ -269,3 +269,15 @@ class Verdicts(SealedRecord):
     # absent before a changed harness and inherited code paths were recorded
     harness_drift: tuple[str, ...] = ()
     environment: Optional[Environment] = None
+
+    @model_validator(mode="after")
+    def _counts_tally_the_workloads(self) -> "Verdicts":
+        """``counts`` is a tally of the workloads' classes, one entry a class: a count that says otherwise
+        was written by hand (the report prints both)."""
+        tally = {name: 0 for name in CLASSES}
+        for verdict in self.workloads.values():
+            tally[verdict.klass] += 1
+        if self.counts != tally:
+            raise ValueError(f"counts {dict(sorted(self.counts.items()))} are not the tally of the workloads' "
+                             f"classes {tally}")
+        return self

@@ -10,7 +10,6 @@ each time it is asked. A record that cannot be read is an `InputError` naming th
 """
 from __future__ import annotations
 
-import json
 import os
 from functools import cached_property
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Optional
 
 from pydantic import ValidationError
 
-from campaign.contract import artifacts, status, yamlio
+from campaign.contract import artifacts, canonical, status, yamlio
 from campaign.contract.cellfiles import Phases
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
@@ -139,14 +138,18 @@ class RunRoot:
     @staticmethod
     def _model(path: Path, model, what: str):
         try:
-            return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
+            return model.model_validate(canonical.read_json(path))
         except (OSError, ValueError, ValidationError) as exc:
             raise InputError(f"{path}: not a {what}: {_why(exc)}") from None
 
     # records that grow or may be absent -------------------------------------------------
     def status(self) -> tuple[list[status.StatusRow], list[str]]:
         """status.tsv's rows and the lines that are not rows, read now (a run appends to it)."""
-        return status.read(self.status_file)
+        try:
+            return status.read(self.status_file)
+        except OSError as exc:   # a FIFO, a device or a link (`regular.NotRegular`), or no permission
+            raise InputError(f"{self.status_file}: {exc.strerror}: not a status ledger that can be read; put "
+                             "the run's status.tsv back (or move this aside if the root has none), then run again") from None
 
     def latest(self) -> dict[str, status.StatusRow]:
         """Each task's last status row."""
@@ -158,7 +161,7 @@ class RunRoot:
         if not path.is_file():
             return None, None
         try:
-            record = Phases.model_validate(json.loads(path.read_text(encoding="utf-8")))
+            record = Phases.model_validate(canonical.read_json(path))
         except (OSError, ValueError, ValidationError) as exc:
             return None, f"{path}: unreadable, counted as not recorded: {_why(exc)}"
         if record.task_id != task_id:
@@ -170,7 +173,7 @@ class RunRoot:
         records, notes = [], []
         for path in sorted(self.batches_dir.glob(f"*/{artifacts.BATCH_FILE}")):
             try:
-                records.append(BatchRecord.model_validate(json.loads(path.read_text(encoding="utf-8"))))
+                records.append(BatchRecord.model_validate(canonical.read_json(path)))
             except (OSError, ValueError, ValidationError) as exc:
                 notes.append(f"{path}: unreadable, left out of the batching line: {_why(exc)}")
         return records, notes

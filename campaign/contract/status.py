@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional
 
-from campaign.contract import faults
+from campaign.contract import faults, regular
 from campaign.contract.artifacts import MARKERS
 
 COLUMNS = ("task_id", "round", "workload", "cell", "rc", "rc_name", "elapsed_s", "rows_ok", "rows_failed",
@@ -205,10 +205,13 @@ def parse(text: str) -> tuple[list[StatusRow], list[str]]:
 
 
 def read(path: Path) -> tuple[list[StatusRow], list[str]]:
-    if not path.is_file():
+    """The ledger's rows and bad lines; none when there is no ledger. One that is no regular file (a
+    FIFO, a device, a link) raises `regular.NotRegular` unopened: read as empty, a run would set every
+    finished cell aside, and a FIFO would hang it."""
+    if not os.path.lexists(path):
         return [], []
     # bytes that are not UTF-8 (a disk error, a foreign file) make their line unreadable, never the ledger
-    return parse(path.read_text(encoding="utf-8", errors="replace"))
+    return parse(regular.read_regular(path).decode("utf-8", errors="replace"))
 
 
 def latest(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:

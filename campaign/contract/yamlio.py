@@ -118,9 +118,15 @@ def _guard(text: str, where: str) -> None:  # noqa: C901 (one pass over the YAML
                 refuse(event, f"nested more than {MAX_DEPTH} deep: not a manifest")
 
 
+# a string a manifest gives reaches a path or a process (an argument, an environment value), where a NUL
+# cuts it short or raises: refused wherever it is, key or value
+_NUL = "a NUL byte (\\0) is refused: a path or a process argument would end there; remove it"
+
+
 def _plain(node: Any, path: tuple, problems: list[tuple[tuple, str]]) -> Any:
     """Round-trip nodes to plain Python."""
     if isinstance(node, dict):
+        problems.extend((path + (k,), _NUL) for k in node if isinstance(k, str) and "\0" in k)
         return {str(k) if not isinstance(k, (int, float, bool)) else k: _plain(v, path + (k,), problems)
                 for k, v in node.items()}
     if isinstance(node, list):
@@ -132,6 +138,8 @@ def _plain(node: Any, path: tuple, problems: list[tuple[tuple, str]]) -> Any:
     if isinstance(node, float):
         return float(node)
     if isinstance(node, str):
+        if "\0" in node:
+            problems.append((path, _NUL))
         return str(node)
     problems.append((path, f"value of type {type(node).__name__} is not plain data"))
     return None

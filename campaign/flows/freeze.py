@@ -1,12 +1,13 @@
 """Check a manifest as prepare does, and freeze it into a run root.
 
-`check` runs every check (`campaign validate` stops there); `freeze` makes the root:
+`check` runs every check, the pinned source root's included (`campaign validate` stops there); `freeze` makes the root:
 the manifest byte for byte, matrix.json and prepare.json (digests of the manifest,
 the inventory and every harness file, taken before anything runs). A refusal
 raises before anything is written; a failed write leaves no root behind.
 """
 from __future__ import annotations
 
+import dataclasses
 import platform
 import shutil
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign import __version__
-from campaign.contract import canonical, yamlio
+from campaign.contract import canonical, faults, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, first_free
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
@@ -32,6 +33,7 @@ class Checked:
     manifest: Manifest
     resolved: dict[str, Resolved]
     matrix: Matrix
+    pinned: dict[str, Path] = dataclasses.field(default_factory=dict)   # workload -> its recording to replay
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -45,7 +47,8 @@ def check(manifest_path: Path, project_root: Path = harness.PROJECT_ROOT) -> Che
     _, document = yamlio.load(manifest_path)
     known = inventory.load(project_root / "ops")
     resolved = resolve(manifest, known, project_root, str(manifest_path), document)
-    return Checked(manifest_path, manifest, resolved, expand(manifest, resolved))
+    matrix = expand(manifest, resolved)
+    return Checked(manifest_path, manifest, resolved, matrix, pinning.recordings(manifest, manifest_path, project_root))
 
 
 def claim_root(runs_dir: Path, campaign: str, now: datetime) -> Path:
@@ -97,12 +100,20 @@ def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJEC
     now = datetime.now(timezone.utc)
     record = prepare_record(checked, project_root, now, mode)
     name = checked.manifest.campaign if mode == "campaign" else f"{checked.manifest.campaign}-{mode}"
-    root = claim_root(runs_dir, name, now)
+    again = f"`campaign {'prepare' if mode == 'campaign' else mode} {checked.manifest_path}` makes a new root"
     try:
-        shutil.copyfile(checked.manifest_path, root / MANIFEST_FILE)
-        canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))
-        canonical.write_json_new(root / PREPARE_FILE, record)
-        pinning.pin(checked.manifest, checked.manifest_path, root, project_root)
+        root = claim_root(runs_dir, name, now)
+    except OSError as exc:     # a read-only or full runs dir: named, as a run's write faults are
+        raise faults.write_failed(exc, again, "PREPARE_REFUSED", "no root was made") from None
+    try:
+        with faults.naming(root):
+            shutil.copyfile(checked.manifest_path, root / MANIFEST_FILE)
+            canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))
+            canonical.write_json_new(root / PREPARE_FILE, record)
+            pinning.pin(checked.pinned, root)
+    except OSError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        raise faults.write_failed(exc, again, "PREPARE_REFUSED", "the root begun is removed") from None
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, TextIO
 
+from campaign.contract import canonical
 from campaign.contract.artifacts import IDENTITY_FILE, cell_dir_name
 from campaign.contract.errors import EXIT_CALIBER, CampaignError
 from campaign.contract.plans import Task
@@ -132,9 +133,10 @@ class CaliberCheck:
 def _differences(tasks: list[Task], identities: Mapping[str, Optional[Mapping]],
                  skip: tuple[str, ...] = ()) -> list[Finding]:
     """Each field whose value differs from the first cell's, once per (field, a, b): ``TIMING_FIELDS``
-    within the timed cells and within the untimed ones, every other field across all of them."""
+    within the timed cells and within the untimed ones, every other field across all of them. A cell
+    without an identity is its workload's finding (`_absent`), never a difference of all of them."""
     found: dict[tuple[str, str, str], Finding] = {}
-    _collect(found, [(t.id, identities[t.id]) for t in tasks], skip + TIMING_FIELDS, True)
+    _collect(found, [(t.id, identities[t.id]) for t in tasks], skip + TIMING_FIELDS, False)
     for timed in (True, False):
         scope = [(t.id, identities[t.id]) for t in tasks if t.timed is timed and identities[t.id] is not None]
         _collect(found, scope, tuple(name for name in flatten({}) if name not in TIMING_FIELDS) + skip, False)
@@ -158,6 +160,16 @@ def _collect(found: dict, pairs: list[tuple[str, Optional[Mapping]]], skip: tupl
         for name, value in flat.items():
             if value != ref_flat[name] and name not in skip:
                 _count(found, (name, _show(ref_flat[name]), _show(value)), (reference_id, task_id))
+
+
+def _absent(members: list[Task], identities: Mapping[str, Optional[Mapping]], reference: Optional[str]) -> list[Finding]:
+    """A workload's cells that ran and wrote no run_identity.json (a worker killed before it wrote one),
+    against ``reference``, the first cell of the run that wrote one: that workload's latencies are not
+    read (it is X); the other workloads' caliber still holds (None: no cell wrote one, `compare` says so)."""
+    absent = [t.id for t in members if identities[t.id] is None]
+    if not absent or reference is None:
+        return []
+    return [Finding("run_identity.json", "present", "missing", (reference, absent[0]), len(absent))]
 
 
 def _count(found: dict, key: tuple[str, str, str], tasks: tuple[str, str]) -> None:
@@ -203,8 +215,9 @@ def compare(tasks: Iterable[Task], identities: Mapping[str, Optional[Mapping]],
         by_workload.setdefault(task.workload, []).append(task)
     findings = _differences(taking_part, identities, WORKLOAD_ONLY)
     per_workload: dict[str, tuple[str, ...]] = {}
+    reference = next((t.id for t in taking_part if identities[t.id] is not None), None)
     for workload, members in by_workload.items():
-        own = _differences(members, identities) + _autotune(members, identities)
+        own = _absent(members, identities, reference) + _differences(members, identities) + _autotune(members, identities)
         per_workload[workload] = tuple(f.line() for f in own)
         findings += [f for f in own if f.field.startswith("autotune") or f.field in WORKLOAD_ONLY]
     warnings = []
@@ -242,7 +255,7 @@ def load_identities(root: Path, tasks: Iterable[Task]) -> dict[str, Optional[dic
     for task in tasks:
         path = Path(root) / cell_dir_name(task.id) / IDENTITY_FILE
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = canonical.read_json(path)
         except (OSError, ValueError):
             data = None
         out[task.id] = data if isinstance(data, dict) else None

@@ -11,14 +11,14 @@ untimed tasks) is read like any cell but kept out of the timed rounds' caliber.
 """
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional
 
 from pydantic import ValidationError
 
-from campaign.contract import errorlines, status, telemetryfile
+from campaign.contract import canonical, errorlines, regular, status, telemetryfile
 from campaign.contract.artifacts import (
     AUTOTUNE_CORRECTNESS_FILE,
     AUTOTUNE_FILE,
@@ -88,11 +88,14 @@ class RootEvidence:
 
 def read_model(path: Path, model, problems: list[str]):
     """The artifact at ``path`` as ``model``; None when absent; unreadable is noted in ``problems``."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     try:
-        return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError) as exc:
+        return model.model_validate(canonical.read_json(path))
+    except regular.NotRegular as exc:
+        problems.append(f"{path.name}: unreadable ({exc.strerror})")
+        return None
+    except (OSError, ValueError, ValidationError) as exc:
         problems.append(f"{path.name}: unreadable ({str(exc).splitlines()[0]})")
         return None
 

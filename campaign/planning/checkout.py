@@ -63,7 +63,11 @@ def _git(root: Path, *args: str) -> str:
 def locate(manifest_path: Path, path: str) -> Path:
     """The checkout's folder: ``path`` as written, relative to the manifest's folder unless absolute."""
     given = Path(path).expanduser()
-    return (given if given.is_absolute() else Path(manifest_path).resolve().parent / given).resolve()
+    where = given if given.is_absolute() else Path(manifest_path).resolve().parent / given
+    try:
+        return where.resolve()
+    except (RuntimeError, OSError):    # a loop of links: kept as written, its reader names the loop
+        return where
 
 
 def tree_digest(root: Path) -> str:

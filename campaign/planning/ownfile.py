@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-from campaign.planning import targetfiles
+from campaign.planning import pysource, targetfiles
 
 ALWAYS = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini")   # pytest configuration whatever they hold
 SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
@@ -87,7 +87,7 @@ def reads(root: Path, targets: Iterable[str], data: Iterable[str] = ()) -> set[P
 def _imported_names(file: Path) -> list[tuple[int, str]]:
     """(level, dotted name) of each import statement's module, in order; ``from . import x`` gives (1, "x")."""
     try:
-        tree = ast.parse(file.read_bytes(), filename=str(file))
+        tree = pysource.parse(file)
     except (SyntaxError, ValueError, OSError):
         return []
     found: list[tuple[int, str]] = []

@@ -135,11 +135,10 @@ class _Scan(ast.NodeVisitor):
 
 def broken(path: Path, text: str, compile_only: bool) -> Iterator[str]:
     """Each rule ``text`` (the file at ``path``) breaks: ``path:line: rule: what; fix``."""
-    try:
-        tree = ast.parse(text, filename=str(path))
-    except SyntaxError:
-        return      # the file's own refusal (does not parse) comes from `campaign.planning.targets`
     scan = _Scan(compile_only)
-    scan.visit(tree)
+    try:
+        scan.visit(ast.parse(text, filename=str(path)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return      # the file's own refusal (does not parse) comes from `campaign.planning.targets`
     for line, rule, what in sorted(set(scan.found)):
         yield f"{path}:{line}: {rule}: {what}; {FIXES[rule]}"

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
-from campaign.planning import targetfiles
+from campaign.planning import pysource, targetfiles
 
 MAX_DEPTH = 8          # names followed through constants and imports
 
@@ -25,7 +25,7 @@ class Module:
 
     def __init__(self, project_root: Path, path: Path, cache: dict[Path, "Module"]):
         self.project_root, self.path, self.cache = project_root, path, cache
-        self.tree = ast.parse(path.read_bytes(), filename=str(path))
+        self.tree = pysource.parse(path)
         self.assigns: dict[str, ast.expr] = {}
         self.imports: dict[str, tuple[str, str, int]] = {}
         for node in self.tree.body:

@@ -8,11 +8,11 @@ its own recording. The manifest names the source root and the SHA-256 of its
 receipt.json; that one digest pins every file of the root, because the receipt holds
 each file's digest and its own.
 
-`pin` (prepare's one call, `campaign.flows.freeze`) refuses, naming the manifest's file,
+`recordings` (called by `campaign.flows.freeze.check`, for validate and prepare alike) refuses, naming the manifest's file,
 line and key, unless: the source holds a receipt.json hashing to ``receipt_sha256``; the
 root verifies against it (`campaign.sealing.verification`: any changed, missing or extra
 file is named, exit 5); and every workload of the new manifest has a finished recording
-there. It copies each recording -- the recording cell's autotune.json and, where that cell
+there. `pin` (prepare's) copies each recording -- the recording cell's autotune.json and, where that cell
 ran a correctness session, autotune-correctness.json; a source that was itself pinned
 hands on its own copy -- to ``<root>/autotune_from/<workload>/``, sealed with the new root.
 Every task then replays ``autotune_from/<workload>`` (`campaign.planning.matrix`; no cell
@@ -116,15 +116,20 @@ def _recording(source: Path, matrix: Matrix, workload: str, refuse: _Refusal) ->
     return folder
 
 
-def pin(manifest: Manifest, manifest_path: Path, root: Path, project_root: Path) -> None:
-    """Verify the source root and copy every workload's recording into ``root``; no-op unpinned."""
+def recordings(manifest: Manifest, manifest_path: Path, project_root: Path) -> dict[str, Path]:
+    """Verify the source root; each workload's recording folder there ({} unpinned). Validate runs this
+    as prepare does (`campaign.flows.freeze.check`), so a source that prepare refuses validate refuses."""
     spec = manifest.defaults.autotune_from
     if spec is None:
-        return
+        return {}
     refuse = _Refusal(Path(manifest_path))
     source = source_root(spec, project_root)
     matrix = _verified_source(spec, source, refuse)
-    folders = {w.name: _recording(source, matrix, w.name, refuse) for w in manifest.workloads}
+    return {w.name: _recording(source, matrix, w.name, refuse) for w in manifest.workloads}
+
+
+def pin(folders: dict[str, Path], root: Path) -> None:
+    """Copy every workload's recording (`recordings`) into ``root``; no-op unpinned."""
     for workload, folder in sorted(folders.items()):
         target = Path(root) / pinned_source(workload)
         target.mkdir(parents=True)

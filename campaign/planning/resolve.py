@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from campaign.contract import platforms
-from campaign.contract.errors import EXIT_INPUT, CampaignError
+from campaign.contract import platforms, regular
+from campaign.contract.errors import EXIT_INPUT, CampaignError, InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
 from campaign.contract.suggest import did_you_mean
@@ -122,11 +122,17 @@ class _ShapeFiles:
         """The op's shapes in its shape file; None (refused, located) when the file or the op is missing."""
         path = shape_sets.shape_file(self.project_root, workload.provider, self.bench_level, self.given)
         shown = path if self.given else path.relative_to(self.project_root)
-        if not path.is_file():
-            problems.add("shape_file", ("defaults", "shape_file") if self.given else loc + ("op",), f"{shown}: no such file")
+        where = ("defaults", "shape_file") if self.given else loc + ("op",)
+        why = regular.not_regular(path)
+        if why is not None:
+            problems.add("shape_file", where, f"{shown}: {why}")
             return None
         if path not in self.loaded:
-            self.loaded[path] = shape_sets.load_shapes(path)
+            try:
+                self.loaded[path] = shape_sets.load_shapes(path)
+            except InputError as exc:   # not UTF-8, not YAML, not shapes: named where the manifest names the file
+                problems.add("shape_file", where, "; ".join(exc.lines))
+                return None
         available = self.loaded[path].get(workload.op)
         if available is None:
             own = "; a test file that builds its own inputs is provider: pytest (its parametrization is its shapes)"

@@ -19,6 +19,8 @@ import ast
 from pathlib import Path
 from typing import Iterable, Optional
 
+from campaign.planning import pysource
+
 PYTEST_CONFIGS = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 CONFTEST = "conftest.py"
 MAX_FILES = 5000   # an import walk larger than any project is a loop or a vendored tree
@@ -63,7 +65,7 @@ def module_paths(folder: Path, dotted: str) -> list[Path]:
 def imported_paths(project_root: Path, file: Path) -> list[Path]:
     """Project paths the imports of ``file`` may load, existing or not (static: a computed import is not seen)."""
     try:
-        tree = ast.parse(file.read_bytes(), filename=str(file))
+        tree = pysource.parse(file)
     except (SyntaxError, ValueError, OSError):
         return []  # the file is digested anyway; a change to it is a change
     searched = [base_folder(project_root, file), project_root]

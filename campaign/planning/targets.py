@@ -14,12 +14,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from campaign.planning import paramids, targetfiles
+from campaign.contract import regular
+from campaign.planning import paramids, pysource, targetfiles
 
 
 @lru_cache(maxsize=None)
 def _functions(path: Path, mtime_ns: int) -> frozenset[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = pysource.parse(path)
     return frozenset(node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
@@ -54,8 +55,9 @@ def problem(project_root: Path, target: str) -> str | None:
     if escape:
         return escape
     path = Path(project_root) / file_part
-    if not path.is_file():
-        return f"{file_part}: no such file"
+    why = regular.not_regular(path)
+    if why is not None:
+        return f"{file_part}: {why}"
     try:
         names = module_functions(path)
     except SyntaxError as exc:

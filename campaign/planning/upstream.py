@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from campaign.planning import pysource
+
 # pytest's own marks and FlagGems' non-op ones: never an op mark
 NOT_OP_MARKS = frozenset({"parametrize", "skip", "skipif", "xfail", "usefixtures", "filterwarnings",
                           "timeout", "tryfirst", "trylast"})
@@ -179,7 +181,7 @@ def _op_name(value: Any, is_backward: bool) -> str:
 
 def scan_file(checkout: Path, path: Path) -> list[Item]:
     """Every benchmark item of one file (a file that does not parse has none: the caller says so)."""
-    tree = ast.parse(path.read_bytes(), filename=str(path))
+    tree = pysource.parse(path)
     lists = _module_lists(tree)
     relative = path.relative_to(checkout).as_posix()
     items: list[Item] = []
@@ -216,7 +218,7 @@ def class_bases(checkout: Path) -> dict[str, tuple[str, ...]]:
     bases: dict[str, tuple[str, ...]] = {}
     for path in sorted((Path(checkout) / "benchmark").glob("*.py")):
         try:
-            tree = ast.parse(path.read_bytes(), filename=str(path))
+            tree = pysource.parse(path)
         except (SyntaxError, ValueError):
             continue
         for node in ast.walk(tree):
@@ -280,7 +282,7 @@ def test_marks(checkout: Path) -> dict[str, tuple[str, ...]]:
     root, found = Path(checkout), {}
     for path in sorted((root / "tests").glob("test_*.py")):
         try:
-            tree = ast.parse(path.read_bytes(), filename=str(path))
+            tree = pysource.parse(path)
         except (SyntaxError, ValueError):
             continue
         marks = {mark for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))

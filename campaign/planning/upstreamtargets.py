@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import yamlio
+from campaign.contract import regular, yamlio
 from campaign.contract.devicerule import version_matches
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
@@ -231,8 +231,9 @@ def resolve_workload(manifest: Manifest, workload: Workload, index: int, invento
     shape_file = (str(checkout.locate(checkouts.manifest_path, manifest.defaults.shape_file))
                   if manifest.defaults.shape_file else None)
     if shape_file is not None:
-        if not Path(shape_file).is_file():
-            problems.add("shape_file", ("defaults", "shape_file"), f"{shape_file}: no such file")
+        why = regular.not_regular(Path(shape_file))
+        if why is not None:
+            problems.add("shape_file", ("defaults", "shape_file"), f"{shape_file}: {why}")
             return None
         if not _shape_file(root, items, target, mark, Path(shape_file), problems):
             return None

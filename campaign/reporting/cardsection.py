@@ -9,10 +9,10 @@ on one card has no partition.json and no section. `table` is pure; `section` rea
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from campaign.contract import canonical
 from campaign.contract.status import StatusRow
 from campaign.judging import evidence
 from campaign.planning.cardplan import PARTITION_FILE
@@ -61,9 +61,9 @@ def section(root: Path) -> list[str]:
     path = Path(root) / PARTITION_FILE
     if not path.is_file():
         return []
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = canonical.read_json(path)
     moved: dict[str, Mapping] = {}
     for resume in sorted(Path(root).glob("partition.resume-*.json")):
-        moved.update(json.loads(resume.read_text(encoding="utf-8"))["moved"])
+        moved.update(canonical.read_json(resume)["moved"])
     rows, _bad = evidence.read_status(root)
     return table(data, rows, moved)

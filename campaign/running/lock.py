@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
+from campaign.contract import canonical, regular
 from campaign.contract.artifacts import LOCK_FILE
 from campaign.contract.errors import Refused
 from campaign.running.cellproc import end_group
@@ -67,13 +69,22 @@ def pid_alive(pid: int) -> bool:
 
 def _read(path: Path) -> Optional[Holder]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = canonical.read_json(path)
         workers = tuple((str(slot), str(entry["task_id"]), int(entry["worker_pgid"]))
                         for slot, entry in sorted((data.get("workers") or {}).items()))
         return Holder(int(data["pid"]), str(data["host"]), str(data["started_utc"]),
                       data.get("worker_pgid"), data.get("task_id"), workers)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _kind(path: Path) -> str:
+    """What an unreadable lock is, where it is no regular file (a FIFO is never opened: it would wait)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return ""
+    return "" if stat.S_ISREG(mode) else f" ({regular.describe(path, mode)})"
 
 
 def _is_worker_group(pgid: int, settle_s: float = 0.5) -> bool:
@@ -125,7 +136,7 @@ class RunLock:
             return
         other = _read(self.path)
         if other is None:
-            raise Refused("RUN_REFUSED", "lock", f"{self.path} exists and cannot be read; "
+            raise Refused("RUN_REFUSED", "lock", f"{self.path} exists and cannot be read{_kind(self.path)}; "
                           "if no run is active, inspect and remove it by hand")
         if other.host != self.holder.host:
             raise Refused("RUN_REFUSED", "lock", f"{self.path}: held by {other.describe()}; "

@@ -113,7 +113,7 @@ class RayExecutor:
             ray.shutdown()
 
     def _run(self, ray, gpus: int, probe: raywatch.GcsProbe) -> Outcome:
-        rows, bad = status.read(self.status_path)
+        rows, bad = self.setup.root.status()
         for line in bad:
             self.events.note(f"status.tsv: ignored a line that is not a row: {line}")
         tasks = tuple(sorted(self.setup.matrix.tasks, key=lambda t: t.order))

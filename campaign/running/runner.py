@@ -77,7 +77,7 @@ class Runner:
         return self.setup.root / STATUS_FILE
 
     def run(self) -> Outcome:
-        rows, bad = status.read(self.status_path)
+        rows, bad = self.setup.root.status()
         for line in bad:
             self.events.note(f"status.tsv: ignored a line that is not a row: {line}")
         latest = status.settled(rows)

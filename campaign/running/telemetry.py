@@ -16,13 +16,13 @@ it back, is `campaign.contract.telemetryfile`.
 from __future__ import annotations
 
 import bisect
-import json
 import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional, Protocol
 
+from campaign.contract import canonical
 from campaign.contract.artifacts import ROWS_FILE, TELEMETRY_FILE
 from campaign.contract.cellfiles import Rows
 from campaign.contract.telemetryfile import COLUMNS, Sample, Summary, format_sample, summarize
@@ -59,7 +59,7 @@ def visible_devices(value: Optional[str]) -> Optional[list[str]]:
 def timing_windows(cell_dir: Path) -> list[tuple[float, float]]:
     """The windows of a cell's timed rows (rows.json); none when it is absent or unreadable."""
     try:
-        rows = Rows.model_validate(json.loads((Path(cell_dir) / ROWS_FILE).read_text(encoding="utf-8"))).rows
+        rows = Rows.model_validate(canonical.read_json(Path(cell_dir) / ROWS_FILE)).rows
     except (OSError, ValueError):
         return []
     return [(r.window_start_unix, r.window_end_unix) for r in rows

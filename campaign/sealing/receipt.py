@@ -17,7 +17,6 @@ Verifying is `campaign.sealing.verification`.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -36,6 +35,7 @@ from campaign.contract.artifacts import (
 from campaign.contract.errors import EXIT_VERIFY, Refused
 from campaign.contract.plans import Matrix
 from campaign.contract.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt, content_digest
+from campaign.contract.regular import TooLarge
 from campaign.contract.runroot import RunRoot
 from campaign.judging import caliber
 from campaign.planning import harness
@@ -77,7 +77,10 @@ def run_identities(root: Path, matrix: Matrix) -> tuple[Optional[dict], list[dic
         path = cell_dir(root, task.id) / IDENTITY_FILE
         if not path.is_file():
             continue
-        identity = canonical.read_json(path)
+        try:
+            identity = canonical.read_json(path)
+        except (OSError, ValueError) as exc:
+            identity = f"unreadable: {exc}"
         first = identity if first is None else first
         flat = caliber.flatten(identity) if isinstance(identity, dict) else {"unreadable": str(identity)}
         entry = distinct.setdefault(canonical.dumps(flat), {"caliber": flat, "tasks": []})
@@ -223,7 +226,9 @@ def complete(root: Path, release: Callable[[], None]) -> Optional[dict[str, Any]
     root = Path(root)
     path = root / RECEIPT_FILE
     try:
-        data = json.loads(rootfiles.read_regular(path).decode("utf-8"))
+        data = canonical.read_json(path)
+    except TooLarge as exc:
+        raise Refused("RUN_REFUSED", "seal_interrupted", f"{exc}: not a receipt this tool wrote", EXIT_VERIFY) from None
     except ValueError:
         path.unlink()
         (root / PARTIAL_FILE).unlink(missing_ok=True)

@@ -10,20 +10,19 @@ listing and the read is refused as well.
 """
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from campaign.contract.regular import NotRegular, describe, open_regular, read_regular
+
+__all__ = ["NotRegular", "Tree", "describe", "open_regular", "read_regular", "scan", "sha256_regular"]
+
 # What a sealed root's entries are set to; the receipt records them and verify compares.
 SEALED_FILE_MODE = 0o444
 SEALED_FOLDER_MODE = 0o555
-
-
-class NotRegular(OSError):
-    """A path that was to be read as a regular file is something else."""
 
 
 @dataclass
@@ -35,28 +34,6 @@ class Tree:
 
 def mode_text(mode: int) -> str:
     return f"{stat.S_IMODE(mode):04o}"
-
-
-def describe(path: Path, mode: int) -> str:
-    """What a non-regular entry is, in words a reviewer can act on; nothing is opened."""
-    if stat.S_ISLNK(mode):
-        target = os.readlink(path)
-        try:
-            os.stat(path)
-        except FileNotFoundError:
-            return f"symbolic link to {target} (dangling)"
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                return f"symbolic link to {target} (a loop)"
-            return f"symbolic link to {target} ({exc.strerror})"
-        return f"symbolic link to {target} (never followed)"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (never opened)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device (never opened)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return f"not a regular file (mode {stat.S_IFMT(mode):o})"
 
 
 def scan(root: Path, leave_out: frozenset[str] = frozenset()) -> Tree:
@@ -94,21 +71,6 @@ def scan(root: Path, leave_out: frozenset[str] = frozenset()) -> Tree:
     return tree
 
 
-def open_regular(path: Path) -> int:
-    """A read-only descriptor of a regular file; a link, FIFO or device raises `NotRegular` unopened."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:   # O_NOFOLLOW on a link
-            raise NotRegular(errno.ELOOP, describe(path, os.lstat(path).st_mode)) from None
-        raise
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise NotRegular(errno.EINVAL, describe(path, mode))
-    return fd
-
-
 def sha256_regular(path: Path) -> tuple[str, int]:
     """(SHA-256, size) of a regular file, read through `open_regular`."""
     digest, size = hashlib.sha256(), 0
@@ -117,8 +79,3 @@ def sha256_regular(path: Path) -> tuple[str, int]:
             digest.update(chunk)
             size += len(chunk)
     return digest.hexdigest(), size
-
-
-def read_regular(path: Path) -> bytes:
-    with os.fdopen(open_regular(path), "rb") as handle:
-        return handle.read()

@@ -162,9 +162,9 @@ def problems(root: Path, receipt, envelope: Path, public_key) -> list[str]:
     """Every way the envelope fails to vouch for ``root`` as it is now ([] when it does).
     ``receipt`` is the root's receipt as read (None when it could not be read)."""
     try:
-        parsed = json.loads(_read(Path(envelope), ENVELOPE_CAP, "envelope", "VERIFY_REFUSED"))
-    except (ValueError, RecursionError) as exc:
-        return [f"not JSON ({exc})"]
+        parsed = canonical.parse_json(_read(Path(envelope), ENVELOPE_CAP, "envelope", "VERIFY_REFUSED"), "envelope")
+    except ValueError as exc:
+        return [str(exc)]
     payload, why = _signed_payload(parsed, public_key)
     if payload is None:
         return why

@@ -10,7 +10,6 @@ removed, is a `Difference`. A version-1 receipt cannot support the last checks;
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Optional, Union
 
 from pydantic import ValidationError
 
-from campaign.contract import journal, status
+from campaign.contract import canonical, journal, status
 from campaign.contract.artifacts import LOCK_FILE, RECEIPT_FILE
 from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, Refused
 from campaign.contract.receiptmodel import Receipt, ReceiptFile, ReceiptV1, content_digest
@@ -67,11 +66,13 @@ def read_receipt(root: Path) -> tuple[Optional[Union[ReceiptV1, Receipt]], list[
         raise Refused("VERIFY_REFUSED", "receipt", f"{path}: no receipt: the root is not sealed")
     hint = f"; {INTERRUPTED_HINT}" if os.path.lexists(Path(root) / LOCK_FILE) else ""
     try:
-        data = json.loads(rootfiles.read_regular(path).decode("utf-8"))
+        data = canonical.read_json(path)
     except rootfiles.NotRegular as exc:
         return None, [Difference("refused", RECEIPT_FILE, exc.strerror)]
-    except ValueError as exc:
-        return None, [Difference("receipt", RECEIPT_FILE, f"not JSON: {exc}{hint}")]
+    except ValueError as exc:   # too large, too deep, not UTF-8, not JSON: named by `canonical.read_json`
+        return None, [Difference("receipt", RECEIPT_FILE, f"{str(exc).removeprefix(f'{path}: ')}{hint}")]
+    if not isinstance(data, dict):
+        return None, [Difference("receipt", RECEIPT_FILE, f"not a receipt: a JSON {type(data).__name__}{hint}")]
     try:
         model = ReceiptFile.model_validate(data).root
     except ValidationError as exc:

@@ -215,6 +215,17 @@ def rewrite_receipt(root: Path, edit, redigest: bool = False) -> None:
     edit_sealed(root / "receipt.json", canonical.dumps(data))
 
 
+def turn_class(workload: str, klass: str, reason: Optional[str] = None):
+    """An edit for `rewrite_receipt`: ``workload``'s sealed class turned ``klass`` and the counts tallied
+    again, as a careful forger (or an older classifier's seal) leaves them consistent with themselves."""
+    def edit(data: dict) -> None:
+        verdicts = data["verdicts"]
+        verdicts["workloads"][workload].update({"class": klass, **({"reason": reason} if reason else {})})
+        classes = [w["class"] for w in verdicts["workloads"].values()]
+        verdicts["counts"] = {name: classes.count(name) for name in verdicts["counts"]}
+    return edit
+
+
 def as_version_1(data: dict) -> None:
     """A receipt's data downgraded to schema 1: no folder list, no self digest, no file modes."""
     data.update(schema_version=1)

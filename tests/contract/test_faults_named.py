@@ -7,18 +7,23 @@ How each fault is staged, for real where the machine allows it:
 - disk full at a cell's task.json: a file created there must be new (O_EXCL), so /dev/full cannot stand
   in; the one write of it raises OSError(ENOSPC) from a patched `canonical.write_new` (a real full disk
   cannot be made in a test: it needs a mount);
-- an unwritable folder: the folder a cell is created in replaced by a regular file (ENOTDIR). Permission
-  bits would not do: the tests run as root here, and root ignores them.
+- an unwritable folder: the folder a cell is created in replaced by a regular file (ENOTDIR);
+- a file-size limit: RLIMIT_FSIZE lowered, in the runner's own process, to status.tsv's size just before
+  one row's append -- a real EFBIG from the kernel;
+- a read-only root or runs dir: a read-only bind mount in a mount namespace of the CLI's own where the
+  tests run as root (a real EROFS; root ignores permission bits), the permission bits where they do not
+  (a real EACCES).
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from conftest import PROJECT_ROOT
-from runroots import by_id, fault, prepare, rows, run, start_run
+from runroots import by_id, fault, manifest, prepare, rows, run, start_run
 
 from campaign.contract import canonical
 
@@ -119,3 +124,79 @@ def test_a_full_disk_at_a_task_file_names_the_file(tmp_path: Path):
     again = run(root)
     assert again.returncode == 0, again.stderr
     assert (root / "cells" / "softmax" / "r1" / "baseline.interrupted-1").is_dir()
+
+
+# `campaign run` in a process whose file-size limit is lowered, for real, to status.tsv's size just before
+# softmax/r1/baseline's row is appended: the kernel answers that one write with EFBIG. Lowered at that
+# moment rather than by `ulimit -f` before the run, which every worker would inherit from the start
+# (the first one's caches are larger than any useful limit); SIGXFSZ ignored, as a shell's `ulimit -f`
+# leaves a program to see the error instead of dying of it.
+EFBIG_AT_STATUS_ROW = """
+import resource, signal, sys
+from campaign.contract import status
+from campaign.cli import main
+append = status.append
+def limited(path, row):
+    if row.task_id != "softmax/r1/baseline":
+        return append(path, row)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size, hard))
+    try:
+        return append(path, row)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+status.append = limited
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_file_size_limit_at_the_status_row_is_named_and_the_cell_runs_again(tmp_path: Path):
+    root = prepare(tmp_path, [ADD, SOFTMAX])
+    done = subprocess.run([sys.executable, "-c", EFBIG_AT_STATUS_ROW, "run", str(root), "--grace", "1",
+                           "--scratch-dir", str(tmp_path)], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          timeout=300)
+    _named(done, "write", root / "status.tsv", "File too large (EFBIG)")
+    assert "raise the file-size limit (ulimit -f)" in done.stderr
+    assert [row.task_id for row in rows(root)] == ["add/r1/baseline", "add/r1/candidate"]
+    again = run(root)
+    assert again.returncode == 0, again.stderr
+    assert [row.task_id for row in rows(root)].count("softmax/r1/baseline") == 1
+    assert (root / "cells" / "softmax" / "r1" / "baseline.interrupted-1" / "result.json").is_file()
+
+
+def _read_only(folder: Path, argv: list[str]) -> subprocess.CompletedProcess:
+    """``argv`` (the CLI) with ``folder`` read-only: as root, a read-only bind mount over it in a mount
+    namespace of its own (a real EROFS; root ignores permission bits); as a user, its permission bits (EACCES)."""
+    cli = [sys.executable, "-m", "campaign", *map(str, argv)]
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            return subprocess.run(cli, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+        finally:
+            folder.chmod(0o755)
+    script = 'mount --bind -o ro "$1" "$1" && shift && exec "$@"'
+    return subprocess.run(["unshare", "--mount", "sh", "-c", script, "sh", str(folder), *cli], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+READ_ONLY = "Read-only file system (EROFS)" if os.geteuid() == 0 else "Permission denied (EACCES)"
+
+
+def test_a_read_only_root_is_named_and_left_as_prepared(tmp_path: Path):
+    root = prepare(tmp_path, [ADD])
+    prepared = _digests(root)
+    done = _read_only(root, ["run", root, "--grace", "1", "--scratch-dir", tmp_path])
+    _named(done, "write", root / "run.lock", READ_ONLY)
+    assert f"make it writable, then `campaign run {root}` resumes" in done.stderr
+    assert _digests(root) == prepared      # nothing half-written: the run that follows starts as the first would
+
+
+def test_a_read_only_runs_dir_is_named_by_prepare_and_no_root_is_made(tmp_path: Path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    done = _read_only(runs, ["prepare", manifest(tmp_path, [ADD]), "--runs-dir", runs])
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"PREPARE_REFUSED check=write: {runs}/runner-test-"), done.stderr
+    assert f"{READ_ONLY}; no root was made; make it writable" in done.stderr
+    assert list(runs.iterdir()) == []

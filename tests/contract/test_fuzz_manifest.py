@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import collections
 import json
+import os
+import re
+import shutil
 import signal
 import tempfile
 from dataclasses import dataclass, field
@@ -295,3 +298,66 @@ def test_mutated_manifests_through_the_cli(case: Case):
         done = run_cli("validate", path, timeout=60)
         assert "Traceback" not in done.stderr, done.stderr
         assert_judged(path, case.valid(), done.returncode, done.stderr.splitlines())
+
+
+# --- hostile manifests: strings that reach a path or a process, paths that are no file ----------------
+
+HOSTILE = Path(tempfile.gettempdir()) / f"campaign-fuzz-hostile-{os.getpid()}"
+SHAPES_OK = "matmul: [[64, 64, 64]]\n"
+
+
+def _hostile_files() -> None:
+    """A loop of links, a FIFO, a folder, a shape file that is not UTF-8 and a fair one, under HOSTILE."""
+    HOSTILE.mkdir(exist_ok=True)
+    (HOSTILE / "loop").symlink_to("loop")
+    os.mkfifo(HOSTILE / "fifo")
+    (HOSTILE / "folder").mkdir()
+    (HOSTILE / "latin1.yaml").write_bytes(b"matmul: [[64, 64, 64]] # \xe9\n")
+    (HOSTILE / "shapes.yaml").write_text(SHAPES_OK, encoding="utf-8")
+
+
+@st.composite
+def hostile_mutation(draw):
+    kind = draw(st.sampled_from(["nul", "shape_file", "autotune_from", "fair"]))
+    if kind == "nul":     # a NUL anywhere a string goes: a name, a path, a variable's value, a reason
+        where = draw(st.sampled_from([("description",), ("campaign",), ("workloads", 0, "name"), ("workloads", 0, "reason"),
+                                      ("switch", "cells", "candidate", "DISABLE_MMA_V3"), ("defaults", "shape_file")]))
+        at = draw(st.integers(0, 4))
+        return [(where, Raw(json.dumps("fuzzed"[:at] + "\0" + "fuzzed"[at:]).replace("\\u0000", "\\0")), False)]
+    if kind == "shape_file":
+        name = draw(st.sampled_from(["loop", "fifo", "folder", "latin1.yaml", "missing.yaml"]))
+        return [(("defaults", "shape_file"), str(HOSTILE / name), False)]
+    if kind == "autotune_from":
+        root = draw(st.sampled_from([HOSTILE / "gone", HOSTILE / "loop", HOSTILE / "fifo", HOSTILE / "folder"]))
+        return [(("defaults", "autotune_from"), {"root": str(root), "receipt_sha256": "a" * 64}, False)]
+    return [(("defaults", "shape_file"), str(HOSTILE / "shapes.yaml"), True)]
+
+
+HOSTILE_CASES = st.lists(st.one_of(hostile_mutation(), MUTATION), min_size=1, max_size=3).map(
+    lambda mutations: Case(sets=[one for mutation in mutations for one in mutation]))
+LOCATED = re.compile(r"^(\w+ check=\w+: )?(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<key>[^:]+): ")
+
+
+def test_hostile_manifests_are_refused_located_or_valid():
+    """100 %: exit 0 when valid; exit 2 with file, line and key on each refusal's first line; no other
+    exception (a traceback fails the test); no case past CASE_LIMIT_S (a FIFO waited on is a hang)."""
+    seen = collections.Counter()
+    _hostile_files()
+
+    @settings(FUZZ, max_examples=60)
+    @given(case=HOSTILE_CASES)
+    def judged(case: Case) -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "m.yaml"
+            path.write_text(text_of(case), encoding="utf-8")
+            rc, lines = outcome(path)
+            assert_judged(path, case.valid(), rc, lines)
+            located = [LOCATED.match(line) for line in lines if line.startswith(("PREPARE_REFUSED", str(path)))]
+            assert all(m is not None and m["file"] == str(path) for m in located), lines
+            seen[rc] += 1
+
+    try:
+        judged()
+    finally:
+        shutil.rmtree(HOSTILE)
+    assert seen[2] >= 30 and seen[0] >= 3, seen

@@ -56,10 +56,14 @@ def test_replay_of_a_foreign_recording_is_refused(tmp_path):
     assert any(l.startswith("!!! [caliber] autotune_source: matmul/r1/baseline vs other/r1/baseline") for l in _check(root).lines())
 
 
-def test_missing_identity_is_a_finding(tmp_path):
-    root = rb.build(tmp_path, [rb.mm()])
+def test_missing_identity_is_its_workloads_finding_only(tmp_path):
+    root = rb.build(tmp_path, [rb.mm(), rb.pointwise()])
     (root / "cells/matmul/r2/control/run_identity.json").unlink()
-    assert any(l.startswith("!!! [caliber] run_identity.json: present vs missing") for l in _check(root).lines())
+    check = _check(root)
+    assert check.ok, check.lines()       # the run's caliber holds: no exit 4 for every workload
+    assert check.workloads["matmul"] == (
+        "!!! [caliber] run_identity.json: present vs missing (matmul/r1/baseline vs matmul/r2/control)",)
+    assert check.workloads["add"] == ()
 
 
 def test_shared_tuner_cache_warns_without_refusing(tmp_path):

@@ -18,11 +18,8 @@ from campaign.sealing import receipt
 
 def _reseal_verdicts(root: Path, edit) -> dict:
     """The receipt an older classifier would have sealed: other verdicts, its own digest recomputed."""
-    data = canonical.read_json(root / "receipt.json")
-    edit(data["verdicts"])
-    data["content_sha256"] = content_digest(data)
-    rb.edit_sealed(root / "receipt.json", canonical.dumps(data))
-    return data
+    rb.rewrite_receipt(root, edit, redigest=True)
+    return canonical.read_json(root / "receipt.json")
 
 
 def test_report_refuses_a_tampered_root_and_renders_nothing(tmp_path: Path, cli):
@@ -50,7 +47,7 @@ def test_report_renders_the_sealed_verdicts_and_shows_moved_classes_apart(tmp_pa
     root = rb.sealed(tmp_path)
     derived = canonical.read_json(root / "receipt.json")["verdicts"]["workloads"]["matmul"]
     older = "R" if derived["class"] != "R" else "G"
-    sealed = _reseal_verdicts(root, lambda v: v["workloads"]["matmul"].update({"class": older, "reason": "older rule"}))
+    sealed = _reseal_verdicts(root, rb.turn_class("matmul", older, "older rule"))
     assert cli("verify", root).returncode == 0
 
     md = cli("report", root)

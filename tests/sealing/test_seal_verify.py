@@ -197,7 +197,7 @@ def test_verify_reports_folders_added_or_removed_and_modes_changed(tmp_path: Pat
 
 def test_verify_catches_an_edited_verdict_in_the_receipt(tmp_path: Path, cli):
     root = _sealed_root(tmp_path)
-    rb.rewrite_receipt(root, lambda data: data["verdicts"]["workloads"]["add"].update({"class": "G"}))
+    rb.rewrite_receipt(root, rb.turn_class("add", "G"))
     done = cli("verify", root)
     assert done.returncode == 5
     assert "VERIFY_FAILED receipt: receipt.json (content_sha256 " in done.stderr

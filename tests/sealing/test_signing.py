@@ -102,7 +102,7 @@ def test_an_envelope_whose_payload_was_swapped_is_refused(signed, tmp_path: Path
 
 
 def _verdict_turned_g(root: Path) -> None:
-    rb.rewrite_receipt(root, lambda data: data["verdicts"]["workloads"]["add"].update({"class": "G"}), redigest=True)
+    rb.rewrite_receipt(root, rb.turn_class("add", "G"), redigest=True)
 
 
 def _status_edited(root: Path) -> None:
