@@ -16,9 +16,7 @@ at its line and column. Every reader or OS error is an InputError (exit 2).
 from __future__ import annotations
 
 import io
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any, Optional, TypeVar
 
@@ -30,7 +28,7 @@ from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEv
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scalarbool import ScalarBoolean
 
-from campaign.contract import suggest
+from campaign.contract import regular, suggest
 from campaign.contract.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
@@ -167,30 +165,19 @@ def position(root: Any, loc: tuple) -> tuple[int, int]:
     return line, col
 
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
 def read_text(path: Path) -> str:
-    """The text of a regular file of at most MAX_BYTES, or an InputError naming why not."""
+    """The text of a regular file of at most MAX_BYTES, or an InputError naming why not
+    (`campaign.contract.regular`: a FIFO or a device is refused unopened, a link followed)."""
     where = str(path)
+    why = regular.not_regular(path)
+    if why is not None:
+        raise InputError(f"{where}: is {why}" if why.startswith("a ") else f"{where}: {why}")
     try:
-        # stat before open: opening a FIFO blocks until a writer comes, a device may never end
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise InputError(f"{where}: no such file") from None
-    except (OSError, ValueError) as exc:   # a loop of symlinks, a name too long, a NUL in the name
-        raise InputError(f"{where}: cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
-    if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _KINDS if test(mode)), "not a file")
-        raise InputError(f"{where}: is {kind}, not a regular file")
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
+        raw = regular.read_regular(path, cap=MAX_BYTES, follow=True)
+    except regular.TooLarge:
+        raise InputError(f"{where}: larger than {MAX_BYTES} bytes: not a manifest") from None
     except OSError as exc:
         raise InputError(f"{where}: cannot be read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(f"{where}: larger than {MAX_BYTES} bytes: not a manifest")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

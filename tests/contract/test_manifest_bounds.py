@@ -55,25 +55,25 @@ def _cli(*args: str, timeout: float = 60) -> tuple[int, str, float, float]:
 # --- paths that are not a manifest ------------------------------------------------------------
 
 def test_a_directory_is_refused_by_name(tmp_path: Path):
-    assert _refusal(tmp_path) == [f"{tmp_path}: is a directory, not a regular file"]
+    assert _refusal(tmp_path) == [f"{tmp_path}: is a folder, not a file"]
 
 
 def test_a_fifo_is_refused_without_opening_it(tmp_path: Path):
     fifo = tmp_path / "m.yaml"
     os.mkfifo(fifo)
     rc, err, seconds, _ = _cli("validate", str(fifo), timeout=30)   # opening it would block forever
-    assert (rc, err.strip()) == (2, f"{fifo}: is a FIFO, not a regular file")
+    assert (rc, err.strip()) == (2, f"{fifo}: is a FIFO (never opened)")
 
 
 def test_dev_zero_is_refused_as_a_device():
     rc, err, _, _ = _cli("validate", "/dev/zero")
-    assert (rc, err.strip()) == (2, "/dev/zero: is a character device, not a regular file")
+    assert (rc, err.strip()) == (2, "/dev/zero: is a device (never opened)")
 
 
 def test_a_symlink_loop_and_a_long_name_are_named_errors(tmp_path: Path):
     (tmp_path / "a.yaml").symlink_to(tmp_path / "b.yaml")
     (tmp_path / "b.yaml").symlink_to(tmp_path / "a.yaml")
-    assert _refusal(tmp_path / "a.yaml") == [f"{tmp_path / 'a.yaml'}: cannot be read: Too many levels of symbolic links"]
+    assert _refusal(tmp_path / "a.yaml") == [f"{tmp_path / 'a.yaml'}: symbolic link to {tmp_path / 'b.yaml'} (a loop)"]
     long = tmp_path / ("m" * 295 + ".yaml")
     assert _refusal(long) == [f"{long}: cannot be read: File name too long"]
     nul = tmp_path / "m\x00.yaml"      # only in-process: argv cannot carry a NUL
@@ -245,5 +245,5 @@ def test_validate_checks_every_manifest_given(tmp_path: Path, cli):
     done = cli("validate", bad, tmp_path, good)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [f"{bad}:12:22: timer -> warmup_ms: Input should be a finite number",
-                                        f"{tmp_path}: is a directory, not a regular file"]
+                                        f"{tmp_path}: is a folder, not a file"]
     assert done.stdout.startswith(f"{good}: ok (1 workloads")

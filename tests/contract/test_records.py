@@ -83,7 +83,7 @@ def test_verdicts_sealed_before_later_fields_read_with_their_defaults():
 def test_committed_root_records_dump_back_byte_for_byte(unpacked: Path):
     prepares = sorted(unpacked.glob("*/prepare.json"))
     identities = sorted(unpacked.glob("*/cells/*/*/*/run_identity.json"))
-    assert len(prepares) == 18 and len(identities) >= 60
+    assert len(prepares) >= 18 and len(identities) >= 60
     for path, model, schema in ([(p, Prepare, "prepare.schema.json") for p in prepares]
                                 + [(p, RunIdentity, "run_identity.schema.json") for p in identities]):
         text = path.read_text(encoding="utf-8")
