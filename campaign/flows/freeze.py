@@ -1,6 +1,7 @@
 """Check a manifest as prepare does, and freeze it into a run root.
 
-`check` runs every check, the pinned source root's included (`campaign validate` stops there); `freeze` makes the root:
+`check` runs every check, the pinned source root's and the harness digests' included (`campaign validate` stops
+there: every file a cell would read is read once, as prepare reads it); `freeze` makes the root:
 the manifest byte for byte, matrix.json and prepare.json (digests of the manifest,
 the inventory and every harness file, taken before anything runs). A refusal
 raises before anything is written; a failed write leaves no root behind.
@@ -34,6 +35,7 @@ class Checked:
     resolved: dict[str, Resolved]
     matrix: Matrix
     pinned: dict[str, Path] = dataclasses.field(default_factory=dict)   # workload -> its recording to replay
+    digests: dict[str, str] = dataclasses.field(default_factory=dict)   # harness file -> sha256, as prepare records them
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -48,18 +50,15 @@ def check(manifest_path: Path, project_root: Path = harness.PROJECT_ROOT) -> Che
     known = inventory.load(project_root / "ops")
     resolved = resolve(manifest, known, project_root, str(manifest_path), document)
     matrix = expand(manifest, resolved)
-    return Checked(manifest_path, manifest, resolved, matrix, pinning.recordings(manifest, manifest_path, project_root))
+    pinned = pinning.recordings(manifest, manifest_path, project_root)
+    # the targets' files, conftest.py chain and pytest configuration are harness files too
+    digests = harness.recorded_digests(project_root, resolved_targets(resolved))
+    return Checked(manifest_path, manifest, resolved, matrix, pinned, digests)
 
 
-def claim_root(runs_dir: Path, campaign: str, now: datetime) -> Path:
-    """Create a new, unique root atomically: two prepares in one second get two roots."""
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    base = f"{campaign}-{now.strftime('%Y%m%dT%H%M%SZ')}"
-    return first_free(lambda n: runs_dir / (base if n == 1 else f"{base}-{n}"), Path.mkdir)
-
-
-def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: str = "campaign") -> dict[str, Any]:
-    resolved_targets = {
+def resolved_targets(resolved: dict[str, Resolved]) -> dict[str, dict[str, Any]]:
+    """prepare.json's ``resolved_targets``: what each workload's cells read, as recorded."""
+    return {
         name: {
             "benchmark": found.targets.benchmark,
             "correctness": found.targets.correctness,
@@ -72,10 +71,19 @@ def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: st
             **({"shape_file": found.targets.shape_file} if found.targets.shape_file else {}),
             **({"rootdir": found.targets.rootdir, "data": list(found.targets.data)} if found.targets.rootdir else {}),
         }
-        for name, found in sorted(checked.resolved.items())
+        for name, found in sorted(resolved.items())
     }
-    # the targets' files, conftest.py chain and pytest configuration are harness files too
-    digests = harness.recorded_digests(project_root, resolved_targets)
+
+
+def claim_root(runs_dir: Path, campaign: str, now: datetime) -> Path:
+    """Create a new, unique root atomically: two prepares in one second get two roots."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    base = f"{campaign}-{now.strftime('%Y%m%dT%H%M%SZ')}"
+    return first_free(lambda n: runs_dir / (base if n == 1 else f"{base}-{n}"), Path.mkdir)
+
+
+def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: str = "campaign") -> dict[str, Any]:
+    digests = checked.digests or harness.recorded_digests(project_root, resolved_targets(checked.resolved))
     return Prepare.model_validate({
         "schema_version": SCHEMA_VERSION,
         "campaign": checked.manifest.campaign,
@@ -91,7 +99,7 @@ def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: st
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "tasks": len(checked.matrix.tasks),
-        "resolved_targets": resolved_targets,
+        "resolved_targets": resolved_targets(checked.resolved),
     }).dump()
 
 

@@ -12,10 +12,12 @@ that appears at one of them since prepare is a change.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
 from campaign.contract.canonical import sha256_file
+from campaign.contract.errors import InputError
 from campaign.contract.rootrecords import Prepare
 from campaign.planning import checkout, ownfile, targetfiles
 
@@ -49,7 +51,8 @@ def harness_files(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = ()
     read = targetfiles.candidates(project_root, targets) | checkout.harness_paths(targets)
     for entry in own:
         read |= ownfile.reads(Path(entry.rootdir), entry.targets, entry.data)
-    files += sorted(path for path in read if path not in known and path.is_file())
+    # present but not a regular file (a FIFO conftest.py, a dangling link): kept, so digesting names it
+    files += sorted(path for path in read if path not in known and (path.is_file() or os.path.lexists(path)))
     return files
 
 
@@ -64,8 +67,13 @@ def harness_name(project_root: Path, path: Path) -> str:
 def harness_digests(project_root: Path = PROJECT_ROOT, targets: Iterable[str] = (),
                     own: Iterable[OwnReads] = ()) -> dict[str, str]:
     """Relative path -> SHA-256 of every harness file, those the ``targets`` and ``own`` files read included."""
-    return {harness_name(project_root, path): sha256_file(path)
-            for path in harness_files(project_root, targets, own)}
+    digests = {}
+    for path in harness_files(project_root, targets, own):
+        try:
+            digests[harness_name(project_root, path)] = sha256_file(path)
+        except OSError as exc:   # a FIFO, device or link loop where a cell would read a file: named, never waited on
+            raise InputError(f"harness file {path}: cannot be digested: {exc.strerror or exc}") from None
+    return digests
 
 
 def recorded_digests(project_root: Path, resolved_targets: dict[str, dict[str, Any]]) -> dict[str, str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import rootbuilder as rb
-from conftest import run_cli
+from conftest import PROJECT_ROOT, run_cli
 from runroots import HEAD, demo, fault, prepare, start_run
 
 from campaign.cli import main
@@ -195,4 +195,20 @@ def test_validate_refuses_a_missing_autotune_from_root_as_prepare_does(tmp_path:
         rc, err = _cli(capsys, command, path, *(("--runs-dir", tmp_path / "runs") if command == "prepare" else ()))
         assert rc == 2 and err.startswith(f"PREPARE_REFUSED check=autotune_from: {path}:"), err
         assert f"defaults -> autotune_from -> root: {tmp_path / 'gone'}: not a folder" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_harness_file_that_is_a_fifo_is_named_by_validate_and_prepare_never_waited_on(tmp_path: Path):
+    """An own kernel file's conftest.py (read by the cell's pytest, so digested at prepare) made a FIFO:
+    validate digests what prepare digests, so both refuse it by name; neither waits for a writer."""
+    kern = tmp_path / "kern"
+    kern.mkdir()
+    (kern / "test_k.py").write_text((PROJECT_ROOT / "tests/data/dobench/dobench_my_kernel.py").read_text())
+    os.mkfifo(kern / "conftest.py")
+    path = _manifest(tmp_path, workload="  - {name: mine, provider: pytest, benchmark: ./kern/test_k.py}\n")
+    for command in ("validate", "prepare"):
+        done = run_cli(command, path, *(("--runs-dir", tmp_path / "runs") if command == "prepare" else ()), timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert f"harness file {kern / 'conftest.py'}: cannot be digested: a FIFO (never opened)" in done.stderr
+        assert UNEXPECTED not in done.stderr
     assert not (tmp_path / "runs").exists()
