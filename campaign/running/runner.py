@@ -150,14 +150,18 @@ class Runner:
 
     def _queues(self, block: tuple[tuple[Task, ...], ...], rows: list[StatusRow]) -> Optional[Outcome]:
         """The IR pass's sides, each a queue its lanes' processes claim workloads from one at a time
-        (`campaign.running.sidequeue`), side after side; every process has ended before this returns."""
+        (`campaign.running.sidequeue`); lane n starts on side n mod sides and moves to the next side when
+        its own runs dry, so the sides advance together and a screen stopped part way holds both sides of
+        the workloads it reached (side after side, a stop left only baselines); every process has ended
+        before this returns."""
         queues = [SideQueue(self, group, rows) for group in block]
         self.events.note(f"{batching.IR_PASS}: {sum(len(g) for g in block)} untimed cells of {len(block)} side(s), "
                          f"each side a queue its {self.setup.lanes} lanes claim workloads from one at a time "
                          f"({self.setup.lanes_why}); timed cells run alone after")
 
         def lane() -> Optional[Outcome]:
-            for queue in queues:
+            first = self.lane % len(queues)
+            for queue in queues[first:] + queues[:first]:
                 while (stopped := queue.step()) is not None:
                     if stopped:
                         return Outcome(INTERRUPTED, self.stop_reason)
