@@ -98,6 +98,12 @@ def test_a_cell_folder_that_cannot_be_made_is_named(tmp_path: Path):
     assert len(rows(root)) == 4 and (root / "receipt.json").is_file()
 
 
+def _run_patched(script: str, root: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`campaign run ROOT` in a python that first runs ``script``'s patch of one write."""
+    return subprocess.run([sys.executable, "-c", script, "run", str(root), "--grace", "1", "--scratch-dir",
+                           str(tmp_path)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+
+
 # `campaign run` in a process whose one write of softmax/r1/baseline's task.json fails as a full disk would.
 FULL_AT_TASK_FILE = """
 import errno, sys
@@ -115,9 +121,7 @@ sys.exit(main(sys.argv[1:]))
 
 def test_a_full_disk_at_a_task_file_names_the_file(tmp_path: Path):
     root = prepare(tmp_path, [ADD, SOFTMAX])
-    done = subprocess.run([sys.executable, "-c", FULL_AT_TASK_FILE, "run", str(root), "--grace", "1",
-                           "--scratch-dir", str(tmp_path)], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                          timeout=300)
+    done = _run_patched(FULL_AT_TASK_FILE, root, tmp_path)
     _named(done, "disk", root / "cells" / "softmax" / "r1" / "baseline" / "task.json",
            "No space left on device (ENOSPC)")
     assert [row.task_id for row in rows(root)] == ["add/r1/baseline", "add/r1/candidate"]
@@ -153,9 +157,7 @@ sys.exit(main(sys.argv[1:]))
 
 def test_a_file_size_limit_at_the_status_row_is_named_and_the_cell_runs_again(tmp_path: Path):
     root = prepare(tmp_path, [ADD, SOFTMAX])
-    done = subprocess.run([sys.executable, "-c", EFBIG_AT_STATUS_ROW, "run", str(root), "--grace", "1",
-                           "--scratch-dir", str(tmp_path)], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                          timeout=300)
+    done = _run_patched(EFBIG_AT_STATUS_ROW, root, tmp_path)
     _named(done, "write", root / "status.tsv", "File too large (EFBIG)")
     assert "raise the file-size limit (ulimit -f)" in done.stderr
     assert [row.task_id for row in rows(root)] == ["add/r1/baseline", "add/r1/candidate"]
