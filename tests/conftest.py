@@ -2,6 +2,7 @@
 the working directory are checked unchanged after every test."""
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -36,6 +37,26 @@ def run_cli(*args: str, cwd: Path = PROJECT_ROOT, timeout: float = 300, env: dic
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def sealed_add(tmp_path_factory, worker_id) -> Path:
+    """One real run of the demo add (the canary) on the CPU compile-only backend, sealed
+    (`runroots.sealed_add`): the seal, verify, crash and exit-code tests each ran this same run.
+    Built once for the whole session: under xdist the first worker to ask builds it under a file lock
+    in the folder the workers share, the others wait for it and read it. Sealed, it is read-only;
+    a test that writes works on its own copy (`runroots.copy_root`)."""
+    import runroots
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    base = shared / "sealed-add"
+    with open(shared / "sealed-add.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not base.exists():
+            base.mkdir()
+            runroots.sealed_add(base)
+        elif not (base / "run.out").is_file():         # written last, once the run sealed
+            pytest.fail(f"the shared run in {base} failed where it was built (another worker's error)")
+    return next((base / "runs").iterdir())
 
 
 @pytest.fixture(autouse=True)

@@ -179,6 +179,23 @@ MUTATIONS = [
     ("noise target: a row stopped at the cap is marked", "campaign/contract/timers.py",
      "        return Noise(len(values), spread, True)\n", "        return Noise(len(values), spread, False)\n",
      "tests/plugins/test_noise_target.py"),
+    ("queue: a process claims each workload as it comes to it, not its side's share up front", "worker/batch.py",
+     "    taken = 0\n",
+     "    yield from [t for t in record.tasks if claim(Path(record.queue), t, record.id)]\n    return\n    taken = 0\n",
+     "tests/running/test_sidequeue.py::test_a_slow_and_a_hung_workload_hold_up_no_other_and_nothing_runs_twice"),
+    ("queue: a first death by a signal gives its workload back", "campaign/running/sidequeue.py",
+     "                    claim_file(self.folder, task.id).unlink()\n", "                    pass\n",
+     "tests/running/test_sidequeue.py::test_a_first_death_by_a_signal_goes_back_to_the_queue_and_runs_once_more"),
+    ("shared root: the seal refuses a finished cell whose folder is missing", "campaign/sealing/receipt.py",
+     "    missing = missing_cell_folders(root)\n    if missing:\n", "    missing = missing_cell_folders(root)\n    if False:\n",
+     "tests/sealing/test_seal_crash.py::test_a_finished_cell_folder_missing_refuses_the_seal_by_name"),
+    ("shared root: report --plot says a compile-only backend times nothing", "campaign/reporting/report.py",
+     '("a compile-only backend times nothing" if not platform(verdicts.backend).executes else',
+     '("a compile-only backend times nothing" if False else',
+     "tests/flows/test_exit_codes.py::test_exit_code[0]"),
+    ("shared root: a sealed folder is read-only", "campaign/sealing/rootfiles.py",
+     "SEALED_FOLDER_MODE = 0o555", "SEALED_FOLDER_MODE = 0o755",
+     "tests/sealing/test_seal_verify.py::test_run_seals_and_verify_names_every_difference"),
 ]
 
 

@@ -78,13 +78,24 @@ def pointwise(name: str = "add", op: str = "add", effect=1.0, **kw) -> Workload:
     return Workload(name, op, shapes, {"baseline": kernel}, effect, **kw)
 
 
-def rng_inputs(name: str = "gelu_backward", op: str = "gelu_backward", **kw) -> Workload:
-    """The measured kernel is untouched; only the once-launched RNG kernel building inputs loses converts."""
+def _rng_only(name: str, op: str, before: int, after: int, **kw) -> Workload:
+    """The measured kernel is untouched; only the once-launched RNG kernel building inputs goes from
+    ``before`` to ``after`` converts."""
     w = pointwise(name, op, **kw)
     main = w.kernels["baseline"][0]
-    w.kernels = {"baseline": (main, Kernel("randn_kernel", 3, 1, "rng_v3")),
-                 "candidate": (main, Kernel("randn_kernel", 1, 1, "rng_v2"))}
+    w.kernels = {"baseline": (main, Kernel("randn_kernel", before, 1, "rng_v3")),
+                 "candidate": (main, Kernel("randn_kernel", after, 1, "rng_v2"))}
     return w
+
+
+def rng_inputs(name: str = "gelu_backward", op: str = "gelu_backward", **kw) -> Workload:
+    """The RNG kernel building inputs loses converts."""
+    return _rng_only(name, op, 3, 1, **kw)
+
+
+def rng_increase(name: str = "dropout", op: str = "dropout", **kw) -> Workload:
+    """The RNG kernel building inputs gains converts."""
+    return _rng_only(name, op, 1, 3, **kw)
 
 
 @dataclass
@@ -163,15 +174,6 @@ def build(base: Path, workloads: list[Workload], options: Optional[Options] = No
             continue
         status.append(root / STATUS_FILE, write_cell(root, task, by_name[task.workload], options, manifest))
     return root
-
-
-def rng_increase(name: str = "dropout", op: str = "dropout", **kw) -> Workload:
-    """The measured kernel is untouched; only the once-launched RNG kernel building inputs gains converts."""
-    w = pointwise(name, op, **kw)
-    main = w.kernels["baseline"][0]
-    w.kernels = {"baseline": (main, Kernel("randn_kernel", 1, 1, "rng_v3")),
-                 "candidate": (main, Kernel("randn_kernel", 3, 1, "rng_v2"))}
-    return w
 
 
 def screen_root(base: Path, workloads: list[Workload], options: Optional[Options] = None,

@@ -3,6 +3,7 @@ as a subprocess, status rows read back. Fault workloads point at
 tests/fixtures/workloads/bench_faults.py (their faults fire in the candidate only)."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,28 @@ def run_setup(root: Path):
     manifest, matrix = load_frame(root)
     return RunSetup(root=root, project_root=PROJECT_ROOT, matrix=matrix, manifest=manifest, harness_digest="",
                     plugins=(), pinned_env={}, parent_env={}, scratch=root.parent, python="python")
+
+
+def sealed_add(base: Path) -> Path:
+    """The demo add (the canary) prepared, run and sealed in ``base`` on the CPU compile-only backend;
+    the run's stdout and stderr kept beside its runs folder (run.out, run.err) for every reader."""
+    root = prepare(base, [demo("add", canary=True)])
+    done = run(root)
+    assert done.returncode == 0, done.stderr
+    (base / "run.err").write_text(done.stderr, encoding="utf-8")
+    (base / "run.out").write_text(done.stdout, encoding="utf-8")       # last: the run is done and sealed
+    return root
+
+
+def sealed_add_output(root: Path) -> tuple[str, str]:
+    """The stdout and stderr of the run that sealed a `sealed_add` root."""
+    base = root.parent.parent
+    return (base / "run.out").read_text(encoding="utf-8"), (base / "run.err").read_text(encoding="utf-8")
+
+
+def copy_root(root: Path, tmp_path: Path) -> Path:
+    """A copy of a (sealed, read-only) root in ``tmp_path``/runs, modes kept, beside its own scratch:
+    a test that writes into a shared root writes into its own copy."""
+    copy = tmp_path / "runs" / root.name
+    shutil.copytree(root, copy, symlinks=True)
+    return copy

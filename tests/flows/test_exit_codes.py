@@ -37,15 +37,13 @@ def _last_line(text: str) -> str:
     return text.strip().splitlines()[-1]
 
 
-@pytest.fixture(scope="module")
-def sealed(tmp_path_factory) -> Path:
-    """One demo workload run and sealed on the CPU compile-only backend (exit 0)."""
-    tmp_path = tmp_path_factory.mktemp("sealed")
-    root = _prepare(tmp_path, [runroots.demo("add")])
-    done = runroots.run(root)
-    assert done.returncode == EXIT_OK, done.stderr
-    assert _last_line(done.stdout).startswith(f"sealed {root}: ") and "RUN_FAILED" not in done.stderr
-    return root
+@pytest.fixture
+def sealed(sealed_add: Path) -> Path:
+    """One demo workload run and sealed on the CPU compile-only backend (exit 0): the session's
+    (`conftest.sealed_add`), read here, never written."""
+    out, err = runroots.sealed_add_output(sealed_add)
+    assert _last_line(out).startswith(f"sealed {sealed_add}: ") and "RUN_FAILED" not in err
+    return sealed_add
 
 
 def ok(tmp_path: Path, sealed: Path) -> None:

@@ -27,11 +27,14 @@ def _unpaired() -> rb.Workload:
     return w
 
 
-@pytest.fixture
-def built(tmp_path):
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """One built screen root and its page for the module: no test writes into either (the refusal
+    below writes nothing)."""
+    base = tmp_path_factory.mktemp("builtpage")
     options = rb.Options(ir_pass=True, skip=set(SKIPPED_ADD))
-    root = rb.screen_root(tmp_path, [rb.pointwise(), rb.mm(), _unpaired()], options)
-    out = tmp_path / "page"
+    root = rb.screen_root(base, [rb.pointwise(), rb.mm(), _unpaired()], options)
+    out = base / "page"
     done = run_cli("report", root, "--html", out)
     assert done.returncode == 0, done.stderr
     return root, out / "index.html", done.stdout

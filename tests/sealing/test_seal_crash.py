@@ -1,6 +1,6 @@
 """A seal stopped at any point is completed by `campaign run ROOT`, and `verify` then exits 0.
 
-One real demo campaign is run and sealed; each test copies it and puts the copy in
+One real demo campaign is run and sealed (the session's, `conftest.sealed_add`); each test copies it and puts the copy in
 the state a fault leaves: the runner killed by SIGKILL while its seal hashes, a
 receipt write failing for real (a file size limit: EFBIG, as a full disk would),
 a torn temporary receipt, an empty receipt.json (what an in-place seal left),
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROJECT_ROOT, run_cli
-from runroots import demo, prepare, run, start_run
+from runroots import copy_root, run, start_run
 
 from campaign.contract import canonical
 from campaign.flows import session
@@ -36,18 +36,15 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.lstat().st_mode)
 
 
-@pytest.fixture(scope="module")
-def sealed(tmp_path_factory) -> Path:
-    root = prepare(tmp_path_factory.mktemp("sealed"), [demo("add", canary=True)])
-    done = run(root)
-    assert done.returncode == 0, done.stderr
-    assert (root / "receipt.json").stat().st_size > RECEIPT_LIMIT
-    return root
+@pytest.fixture
+def sealed(sealed_add: Path) -> Path:
+    """The session's sealed demo run (`conftest.sealed_add`): every test here copies it first."""
+    assert (sealed_add / "receipt.json").stat().st_size > RECEIPT_LIMIT
+    return sealed_add
 
 
 def _writable_copy(root: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "runs" / root.name
-    shutil.copytree(root, copy, symlinks=True)
+    copy = copy_root(root, tmp_path)
     for folder, dirs, files in os.walk(copy):
         os.chmod(folder, 0o755)
         for name in files:

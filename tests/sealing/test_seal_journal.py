@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
-from runroots import demo, prepare, run
+from runroots import copy_root, run
 
 from campaign.contract import canonical, journal
 from campaign.contract.artifacts import cell_dir
@@ -36,20 +35,11 @@ def _edit(path: Path) -> None:
     path.write_text(canonical.dumps(data), encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
-def once(tmp_path_factory) -> Path:
-    root = prepare(tmp_path_factory.mktemp("journal"), [demo("add")])
-    done = run(root)
-    assert done.returncode == 0, done.stderr
-    return root
-
-
 @pytest.fixture
-def sealed(once: Path, tmp_path: Path) -> Path:
-    """A copy of the sealed root, modes kept, beside its own scratch: each test tampers with its own."""
-    root = tmp_path / "runs" / once.name
-    shutil.copytree(once, root)
-    return root
+def sealed(sealed_add: Path, tmp_path: Path) -> Path:
+    """A copy of the session's sealed demo run (`conftest.sealed_add`), modes kept, beside its own
+    scratch: each test tampers with its own."""
+    return copy_root(sealed_add, tmp_path)
 
 
 def test_every_finished_cell_is_journalled_with_its_files_as_it_ended(sealed: Path):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import rootbuilder as rb
-from runroots import demo, prepare, run
+from runroots import copy_root, demo, prepare, run
 
 from campaign.contract import canonical
 from campaign.contract.errors import Refused
@@ -25,10 +25,8 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_run_seals_and_verify_names_every_difference(tmp_path: Path, cli):
-    root = prepare(tmp_path, [demo("add", canary=True)])
-    done = run(root)
-    assert done.returncode == 0, done.stderr
+def test_run_seals_and_verify_names_every_difference(sealed_add: Path, tmp_path: Path, cli):
+    root = sealed_add                   # the session's sealed demo run (`conftest.sealed_add`): read here
     sealed = canonical.read_json(root / "receipt.json")
     assert sealed["manifest_sha256"] == canonical.sha256_file(root / "manifest.yaml")
     assert sealed["prepare_sha256"] == canonical.sha256_file(root / "prepare.json")
@@ -49,6 +47,8 @@ def test_run_seals_and_verify_names_every_difference(tmp_path: Path, cli):
     assert clean.returncode == 0, clean.stderr
     assert f"{len(sealed['files'])} files verify" in clean.stdout
 
+    root = copy_root(root, tmp_path)    # written below: a copy, modes kept
+    assert cli("verify", root).returncode == 0
     again = run(root)
     assert again.returncode == 1 and "RUN_REFUSED check=sealed:" in again.stderr
 
