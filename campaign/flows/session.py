@@ -47,7 +47,7 @@ from campaign.judging import runhealth
 from campaign.judging.classify import classify_root
 from campaign.judging.evidence import latest_status
 from campaign.planning import harness
-from campaign.running import batching, rayexec, runchecks
+from campaign.running import batching, bytecode, rayexec, runchecks, workerlaunch
 from campaign.running.cellenv import pinned_env
 from campaign.running.lock import RunLock
 from campaign.running.progress import make_progress
@@ -191,6 +191,9 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
                              "(device count, indices or uuids name several)")
         pinned = pinned_env(manifest)
         scratch = Path(tempfile.mkdtemp(prefix=f"campaign-{matrix.campaign}-", dir=execution.scratch_dir))
+        reusable = bytecode.reusable_rule(bytecode.installed_roots(), Path(prepare.project_root), harness.HARNESS_DIRS,
+                                          prepare.harness)                  # installed packages' bytecode only
+        bytecode.seed(scratch / workerlaunch.PYCACHE, bytecode.store_dir(), reusable)
         sampler = _sampler(root, backend, pinned, execution.telemetry_interval)
         # several cards: one sampler each (`campaign.flows.cardrun`); on Ray each task samples its own card
         if not cards and not execution.ray and not sampler.start():
@@ -218,6 +221,7 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
                 signal.signal(sig, handler)
             progress.close()
             sampler.stop()
+            bytecode.keep(scratch / workerlaunch.PYCACHE, bytecode.store_dir(), reusable)
             shutil.rmtree(scratch, ignore_errors=True)
         if outcome.state == CANARY_FAILED:
             raise CampaignError(f"RUN_FAILED check=canary: {outcome.detail}; the campaign stopped before the "

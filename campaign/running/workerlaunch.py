@@ -13,7 +13,9 @@
   write their bytecode there and the next ones read it: measured on the H200, a prefix per process
   (nothing reused) made a 21-workload screen's cells 75 % slower in sum (start 3.6 -> 25.3 s,
   imports 34.6 -> 108.0 s: `receipts/h200-2026-12-01-c.md`). An inherited ``PYTHONDONTWRITEBYTECODE``
-  is dropped for the worker, or nothing would be written there to reuse.
+  is dropped for the worker, or nothing would be written there to reuse. Installed packages'
+  bytecode (torch's, triton's: never digested) is seeded into the fresh prefix from a store the
+  runs keep under the user's cache folder, and nothing of the harness ever is (`campaign.running.bytecode`).
 """
 from __future__ import annotations
 

@@ -196,6 +196,9 @@ MUTATIONS = [
     ("shared root: a sealed folder is read-only", "campaign/sealing/rootfiles.py",
      "SEALED_FOLDER_MODE = 0o555", "SEALED_FOLDER_MODE = 0o755",
      "tests/sealing/test_seal_verify.py::test_run_seals_and_verify_names_every_difference"),
+    ("only installed packages' bytecode seeded from the store", "campaign/running/bytecode.py",
+     "        if not reusable(source_of(store, stored).resolve()):\n", "        if False:\n",
+     "tests/running/test_planted_code.py tests/running/test_bytecode.py"),
 ]
 
 

@@ -38,10 +38,10 @@ def manifest(base: Path, workloads: str, campaign: str = "targets-test") -> Path
     return path
 
 
-def cli(project: Path, *args: object, timeout: float = 300) -> subprocess.CompletedProcess:
+def cli(project: Path, *args: object, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
     """``python -m campaign ...`` run from the copy, so the copy is the project."""
     return subprocess.run([sys.executable, "-m", "campaign", *map(str, args)], cwd=project,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def prepare(project: Path, manifest_path: Path) -> Path:
@@ -50,5 +50,5 @@ def prepare(project: Path, manifest_path: Path) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-def run(project: Path, root: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    return cli(project, "run", root, "--grace", "1", "--scratch-dir", root.parent, timeout=timeout)
+def run(project: Path, root: Path, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    return cli(project, "run", root, "--grace", "1", "--scratch-dir", root.parent, timeout=timeout, env=env)

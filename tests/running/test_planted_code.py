@@ -1,9 +1,11 @@
 """Only digested code runs in a worker (`campaign.running.workerlaunch`).
 
-After prepare, two pieces of code are planted in a copy of the project (`projectcopy`): a
-``pluggy.py`` at the project root (pytest imports pluggy in the worker, the parent never does)
-and a ``__pycache__/demo_kernels.*.pyc`` compiled from edited source and stamped with the real
-source's mtime and size. Each writes a line to a marker file when it runs. `campaign run`
+After prepare, three pieces of code are planted in a copy of the project (`projectcopy`): a
+``pluggy.py`` at the project root (pytest imports pluggy in the worker, the parent never does),
+a ``__pycache__/demo_kernels.*.pyc`` compiled from edited source and stamped with the real
+source's mtime and size, and the same ``.pyc`` in the run's bytecode store at the path a prefix
+gives that source (`campaign.running.bytecode`: only installed packages' bytecode is ever seeded
+from it). Each writes a line to a marker file when it runs. `campaign run`
 through the workers' launch runs neither and seals; the same cell started as workers were
 started before (``python -m campaign.worker`` from the project folder, bytecode caches read)
 runs each of them, so the check can fail.
@@ -23,13 +25,13 @@ import runroots
 from campaign.contract import canonical
 from campaign.contract.artifacts import RESULT_FILE, TASK_FILE
 from campaign.contract.plans import CellPlan
-from campaign.running import workerlaunch
+from campaign.running import bytecode, workerlaunch
 from campaign.running.cellenv import cell_env
 
 KERNELS = Path("ops") / "workloads" / "demo" / "demo_kernels.py"
 
 
-def _plant(project: Path, marker: Path) -> None:
+def _plant(project: Path, marker: Path, store: Path) -> None:
     (project / "pluggy.py").write_text(f"open({str(marker)!r}, 'a').write('module\\n')\n"
                                        "raise ImportError('a planted pluggy')\n", encoding="utf-8")
     source = project / KERNELS
@@ -40,6 +42,9 @@ def _plant(project: Path, marker: Path) -> None:
     pyc.parent.mkdir(exist_ok=True)
     # what the import system checks before it trusts a .pyc: the source's mtime and size
     pyc.write_bytes(bootstrap._code_to_timestamp_pyc(code, stat.st_mtime, stat.st_size))
+    stored = store / source.parent.relative_to("/") / pyc.name      # where a prefix puts that source's .pyc
+    stored.parent.mkdir(parents=True)
+    stored.write_bytes(pyc.read_bytes())
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +58,9 @@ def planted(tmp_path_factory) -> tuple[Path, Path, Path, subprocess.CompletedPro
                         + runroots.demo("add") + runroots.demo("row_sum"), encoding="utf-8")
     root = projectcopy.prepare(project, manifest)
     marker = base / "ran.txt"
-    _plant(project, marker)
-    return project, root, marker, projectcopy.run(project, root)
+    cache = base / "cache"
+    _plant(project, marker, cache / "campaign" / f"bytecode-{sys.implementation.cache_tag}")
+    return project, root, marker, projectcopy.run(project, root, env={**os.environ, "XDG_CACHE_HOME": str(cache)})
 
 
 def test_a_planted_module_and_pyc_never_run_in_a_worker(planted):
@@ -63,6 +69,16 @@ def test_a_planted_module_and_pyc_never_run_in_a_worker(planted):
     assert not marker.exists(), marker.read_text()
     assert (root / "receipt.json").is_file()
     assert {row.rc_name for row in runroots.rows(root)} == {"ok"}
+
+
+def test_the_run_kept_installed_packages_bytecode_and_nothing_of_the_project(planted):
+    project, root, _, _ = planted
+    store = root.parent.parent / "cache" / "campaign" / f"bytecode-{sys.implementation.cache_tag}"
+    kept = [bytecode.source_of(store, pyc) for pyc in store.rglob("*.pyc")]
+    roots = bytecode.installed_roots()
+    assert any(source.parts[-2:] == ("_pytest", "main.py") for source in kept)     # the workers' pytest
+    planted_source = (project / KERNELS).resolve()
+    assert [s for s in kept if not any(s.resolve().is_relative_to(r) for r in roots)] == [planted_source]
 
 
 def _unprotected(project: Path, root: Path, folder: Path) -> None:

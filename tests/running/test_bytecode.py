@@ -1,0 +1,72 @@
+"""Installed packages' bytecode kept between runs, nothing of the harness (`campaign.running.bytecode`).
+
+A prefix laid out as PYTHONPYCACHEPREFIX lays it out (``<prefix>/<source folder>/<name>.<tag>.pyc``),
+with fake installed folders and a fake project, so each side of the rule is a file here: the run
+end keeps only what the rule allows, the run start seeds only what the rule allows (a file planted
+in the store for any other source stays there), and a stored file is never overwritten.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from campaign.running import bytecode
+
+TAG = sys.implementation.cache_tag
+
+
+def _pyc(prefix: Path, source: Path, content: bytes) -> Path:
+    path = prefix / source.parent.relative_to("/") / f"{source.stem}.{TAG}.pyc"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    return path
+
+
+def _layout(tmp_path: Path):
+    installed = tmp_path / "site-packages"
+    project = tmp_path / "project"
+    sources = {
+        "torch": installed / "torch" / "nn.py",                  # installed: reusable
+        "campaign": project / "campaign" / "cli.py",              # the project's package: never
+        "digested": installed / "flaggems_checkout" / "conftest.py",   # digested though installed: never
+        "elsewhere": tmp_path / "own" / "test_k.py",              # outside every installed folder: never
+    }
+    rule = bytecode.reusable_rule((installed.resolve(),), project, ("campaign", "worker"),
+                                  [str(sources["digested"]), "ops/inventory.csv"])
+    return sources, rule
+
+
+def test_the_run_end_keeps_only_installed_sources_outside_the_harness(tmp_path: Path):
+    sources, rule = _layout(tmp_path)
+    prefix, store = tmp_path / "prefix", tmp_path / "store"
+    for name, source in sources.items():
+        _pyc(prefix, source, name.encode())
+    assert bytecode.keep(prefix, store, rule) == 1
+    kept = sorted(store.rglob("*.pyc"))
+    assert [bytecode.source_of(store, p) for p in kept] == [sources["torch"]] and kept[0].read_bytes() == b"torch"
+    assert not [p for p in store.rglob("*") if p.name.startswith(".")]          # no temporary left behind
+    _pyc(prefix, sources["torch"], b"changed")
+    assert bytecode.keep(prefix, store, rule) == 0 and kept[0].read_bytes() == b"torch"   # never overwritten
+
+
+def test_the_run_start_seeds_only_reusable_files_of_the_store(tmp_path: Path):
+    sources, rule = _layout(tmp_path)
+    store, prefix = tmp_path / "store", tmp_path / "prefix"
+    for name, source in sources.items():            # the store written by anyone: every kind planted
+        _pyc(store, source, name.encode())
+    assert bytecode.seed(prefix, store, rule) == 1
+    assert [bytecode.source_of(prefix, p) for p in prefix.rglob("*.pyc")] == [sources["torch"]]
+    assert bytecode.seed(tmp_path / "fresh", tmp_path / "no-store", rule) == 0
+
+
+def test_a_source_maps_to_its_prefix_path_and_back(tmp_path: Path):
+    source = Path("/opt/venv/lib/python3.12/site-packages/triton/compiler/compiler.py")
+    assert bytecode.source_of(tmp_path, _pyc(tmp_path, source, b"")) == source
+    opt = tmp_path / "a" / f"m.{TAG}.opt-1.pyc"
+    assert bytecode.source_of(tmp_path, opt) == Path("/a/m.py")
+
+
+def test_the_store_is_one_per_python_under_the_users_cache(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert bytecode.store_dir() == tmp_path / "campaign" / f"bytecode-{TAG}"
+    assert any(root.name == "site-packages" for root in bytecode.installed_roots())
