@@ -38,7 +38,7 @@ COLUMNS = ("file", "function", "param_index", "mark", "op_name", "bench_class", 
            "dismissed", "verified")
 COLLECT_TIMEOUT_S = 1800
 EXAMPLE = ("examples:\n  campaign inventory ~/FlagGems --out inventory.csv\n  campaign inventory ~/FlagGems --format json\n"
-           "  campaign inventory .flaggems --emit-manifest manifests/suite.yaml --from manifests/h200-flaggems-suite-template.yaml")
+           "  campaign inventory ~/FlagGems --emit-manifest s.yaml --from t.yaml")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -122,3 +122,8 @@ def test_a_first_death_by_a_signal_goes_back_to_the_queue_and_runs_once_more(tmp
         "the first attempt's folder is kept beside the second's"
     others = [r.task_id for r in rows if r.round == 0 and r.task_id != "die/r0/candidate"]
     assert len(others) == len(set(others)) == 7, others
+    # the sides advance together (lane n starts on side n mod 2): a screen stopped part way holds both sides
+    events = {key: at for key, at in _events(root).items() if not key[1].startswith("add/")}   # the canary runs first
+    first_candidate = min(at for (kind, task), at in events.items() if kind == "start" and task.endswith("/candidate"))
+    last_baseline = max(at for (kind, task), at in events.items() if kind == "end" and task.endswith("/baseline"))
+    assert first_candidate < last_baseline, "a lane started on the candidate side before the baseline side ran dry"
