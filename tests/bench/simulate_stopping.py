@@ -21,6 +21,7 @@ Not a test: a benchmark whose printed table is committed beside it (stopping.md)
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import time
@@ -84,7 +85,9 @@ def paired(stops: Stopping, scenario, effect: float, rng: random.Random) -> tupl
 
 def device_time(scenario, stops: Stopping, trials: int, rng: random.Random) -> None:
     """Power and device time (rounds taken, summed) of adaptive rounds against fixed counts on the same
-    workloads; the ratio to the cheapest fixed count whose power is equal or better, and to fixed ``min``."""
+    workloads; the ratio to the cheapest fixed count whose power is equal or better, and to fixed ``min``.
+    Equal: within two standard errors of the paired difference (sqrt(discordant workloads) / trials), so that
+    one workload's luck at 99.9 % does not pick a count."""
     counts = stopping.looks(stops)
     print(f"\n# {scenario.name} (median per-shape A/A {scenario.sigma * 0.6745 * 2 * 100:.2f} %): true slowdown "
           f"called R, {trials} workloads each, Gaussian noise; fixed n = the first n rounds of the same workloads\n")
@@ -94,16 +97,18 @@ def device_time(scenario, stops: Stopping, trials: int, rng: random.Random) -> N
             f"adaptive / fixed {stops.min} |")
     print("| --- " * (6 + len(counts)) + "|")
     for effect in (0.01, 0.02, 0.05):
-        hits, taken, fixed_hits = 0, 0, dict.fromkeys(counts, 0)
+        hits, taken, fixed_hits, discordant = 0, 0, dict.fromkeys(counts, 0), dict.fromkeys(counts, 0)
         for _ in range(trials):
             (hit, n), fixed_n = paired(stops, scenario, effect, rng)
             hits, taken = hits + hit, taken + n
             for k in counts:
                 fixed_hits[k] += fixed_n[k]
-        match = next((k for k in counts if fixed_hits[k] >= hits), None)
+                discordant[k] += fixed_n[k] != hit
+        match = next((k for k in counts if fixed_hits[k] >= hits - 2 * math.sqrt(discordant[k])), None)
         ratio = (f"{taken / (trials * match):.2f}" if match else
                  f"none up to {stops.max} has it (against fixed {stops.max}: {taken / (trials * stops.max):.2f})")
-        low = f"{taken / (trials * stops.min):.2f}" + ("" if hits >= fixed_hits[stops.min] else " (less power)")
+        worse = fixed_hits[stops.min] > hits + 2 * math.sqrt(discordant[stops.min])
+        low = f"{taken / (trials * stops.min):.2f}" + (" (less power)" if worse else "")
         print(f"| {effect * 100:.0f} % | {hits / trials * 100:.1f} % | {taken / trials:.2f} | "
               + " | ".join(f"{fixed_hits[k] / trials * 100:.1f} %" for k in counts)
               + f" | {match or 'none'} | {ratio} | {low} |", flush=True)
