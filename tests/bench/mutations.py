@@ -165,7 +165,7 @@ MUTATIONS = [
     ("per-shape floors: A/A over every round", "campaign/judging/direction.py",
      "    if not has_control or not aa or len(aa) < needed:", "    if not has_control or not aa:",
      "tests/judging/test_stats.py"),
-    ("A/A floor: the 80th-percentile |A/A| past 4 rounds, not the largest", "campaign/judging/direction.py",
+    ("A/A floor: the 80th percentile past 4 rounds, not the largest", "campaign/judging/direction.py",
      "    return math.exp(distances[floor_rank(len(distances)) - 1]) - 1\n", "    return math.exp(distances[-1]) - 1\n",
      "tests/judging/test_floor.py"),
     ("adaptive rounds: p read at the look's alpha share", "campaign/judging/stopping.py",
