@@ -9,7 +9,9 @@ once more on the final timing to say why the workload stopped.
 order) while it is undecided, up to ``max``: looks at min, min + 2, ..., max rounds. It is *decided*
 when its timing (the primary regime's aggregate) either claims a direction by the full rule of
 `campaign.judging.significance` at this look's level, or has an interval wholly inside the A/A band
-[1/(1 + floor) - 1, floor] (any effect is within noise: more rounds would measure noise). An interval
+[1/(1 + floor) - 1, floor] (any effect is within noise: more rounds would measure noise), the floor
+being `campaign.judging.direction.aa_floor` of the rounds so far (past 4 rounds the 80th-percentile
+|A/A|, which does not climb from look to look as the largest did). An interval
 that straddles the band's edge is undecided. A workload with nothing to decide from (no timing, no
 A/A floor: no control, or a control missing in a round) stops: more rounds cannot supply it.
 
