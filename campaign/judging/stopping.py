@@ -37,7 +37,7 @@ from typing import Optional
 
 from campaign.contract.plans import Stopping
 from campaign.contract.records import Timing
-from campaign.judging.direction import FASTER, SLOWER, pct
+from campaign.judging.direction import FASTER, SLOWER, floor_note, pct
 
 DECIDED = "DECIDED"              # a skipped round's marker: the answer was known before it
 UNDECIDABLE = "UNDECIDABLE"      # nothing to decide from: more rounds cannot supply it
@@ -86,8 +86,10 @@ def decide(timing: Optional[Timing], through: int, stopping: Stopping) -> Decisi
         return Decision(False, DECIDED, f"decided at round {through}: {primary.verdict} ({primary.reason})")
     iv, floor = primary.interval, primary.floor
     if iv.low > 1 / (1 + floor) - 1 and iv.high < floor:
+        # a known floor has an A/A in every round taken against the baseline (`direction.aa_floor`)
+        note = floor_note(sum(str(r) not in timing.references for r, _, _ in primary.rounds))
         return Decision(False, DECIDED, f"decided at round {through}: neutral ({iv.method} "
-                                        f"{pct(iv.low, True)}..{pct(iv.high, True)} within the ±{pct(floor)} A/A floor)")
+                                        f"{pct(iv.low, True)}..{pct(iv.high, True)} within the ±{pct(floor)} A/A floor{note})")
     if through >= stopping.max:
         return Decision(False, UNDECIDED, f"undecided at the maximum, round {stopping.max}: {primary.reason}")
     return Decision(True, "", f"undecided at round {through}: {primary.reason}")

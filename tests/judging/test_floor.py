@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from campaign.judging import direction, stats
+from campaign.contract.plans import Stopping
+from campaign.judging import direction, stats, stopping
 from campaign.judging.stats import Sample
 
 AA = st.floats(min_value=-0.3, max_value=0.3, allow_nan=False)
@@ -85,3 +86,12 @@ def test_one_wild_control_round_among_twelve_no_longer_hides_a_one_percent_slowd
     assert "A/A floor (the 80th-percentile |A/A| of 12 rounds: their 3rd largest)" in twelve.reason
     shape = twelve.shapes[0]
     assert shape.floor == pytest.approx(0.002, rel=1e-9) and shape.verdict == direction.SLOWER
+
+
+def test_a_workload_decided_neutral_past_four_rounds_says_which_aa_its_floor_is():
+    aa = [0.004, -0.003, 0.0035, -0.0025, 0.003, -0.004, 0.0032, -0.0028, 0.0031, -0.0033, 0.0029, -0.0036]
+    t = _timing(aa, 0.0)
+    decision = stopping.decide(t, 12, Stopping(min=4, max=12))
+    assert decision.state == stopping.DECIDED, decision.why
+    assert decision.why.endswith("A/A floor (the 80th-percentile |A/A| of 12 rounds: their 3rd largest))")
+    assert "A/A floor (" not in stopping.decide(_timing(aa[:4], 0.0), 4, Stopping(min=4, max=12)).why
