@@ -12,7 +12,7 @@ from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, WorkloadVerdict
 from campaign.contract.verdictnames import CLASS_NAMES, RANGED, TIMING_MOVED
-from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, moved
+from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, floor_note, floor_words, moved
 from campaign.judging.irpairing import EXCEPTION
 from campaign.judging.significance import MIN_ROUNDS_PER_ORDER
 
@@ -105,11 +105,13 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str
     orders = ", ".join(f"{o} {pct(d)} over {p.rounds_per_order.get(o, '?')} round(s) ({order_text(p, o)})"
                        for o, d in p.by_order.items())
     floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
+    aa_rounds = sum(str(r) not in t.references for r, _, _ in p.rounds)     # a known floor has an A/A in each
+    floor += f" (workload; {floor_words(aa_rounds)})" if p.floor is not None and floor_note(aa_rounds) else " (workload)"
     shape_floor = (f", per-shape floors up to {pct(p.shape_floor_max, False)}"
                    if p.shape_floor_max is not None else "")
     p_text = f"; pooled t-test p = {p.p_value:.2g} ({p.df} df)" if p.p_value is not None else ""
     out.append(f"- timing [{p.regime}, {t.label}]: geomean {pct(p.point)}, {interval_text(p.interval)}; "
-               f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}"
+               f"A/A floor {floor}{shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}"
                + _resolvable_text(p))
     c = w.cycles
     if c is not None and c.point is not None:
