@@ -99,14 +99,26 @@ def table_row(name: str, w: WorkloadVerdict, with_cycles: bool = False) -> str:
             f"| {delta} |{cycles} {iv} | {floor} | {counts} | {_markers(w)} |")
 
 
+def _past_largest(p: RegimeTiming, references: Mapping[str, str]) -> int:
+    """How many A/A rounds the floor was taken from, where that is more than 4 (the floor is then not the
+    largest |A/A|); else 0. A known floor has an A/A in every round taken against the baseline."""
+    n = sum(str(r) not in references for r, _, _ in p.rounds)
+    return n if floor_note(n) else 0
+
+
+def _floor_text(p: RegimeTiming, references: Mapping[str, str], scope: str) -> str:
+    """A known floor as printed: its figure, then its scope and, past 4 rounds, which |A/A| it is."""
+    n = _past_largest(p, references)
+    said = ([scope] if scope else []) + ([floor_words(n)] if n else [])
+    return pct(p.floor, signed=False) + (f" ({'; '.join(said)})" if said else "")
+
+
 def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str]:
     t = w.timing
     out = []
     orders = ", ".join(f"{o} {pct(d)} over {p.rounds_per_order.get(o, '?')} round(s) ({order_text(p, o)})"
                        for o, d in p.by_order.items())
-    floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
-    aa_rounds = sum(str(r) not in t.references for r, _, _ in p.rounds)     # a known floor has an A/A in each
-    floor += f" (workload; {floor_words(aa_rounds)})" if p.floor is not None and floor_note(aa_rounds) else " (workload)"
+    floor = _floor_text(p, t.references, "workload") if p.floor is not None else "unknown (no control) (workload)"
     shape_floor = (f", per-shape floors up to {pct(p.shape_floor_max, False)}"
                    if p.shape_floor_max is not None else "")
     p_text = f"; pooled t-test p = {p.p_value:.2g} ({p.df} df)" if p.p_value is not None else ""
@@ -115,7 +127,7 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str
                + _resolvable_text(p))
     c = w.cycles
     if c is not None and c.point is not None:
-        c_floor = pct(c.floor, signed=False) if c.floor is not None else "unknown"
+        c_floor = _floor_text(c, t.references, "") if c.floor is not None else "unknown"
         out.append(f"- cycles (each row's time x the SM clock of its window; the gap confirmed under the clock): "
                    f"geomean {pct(c.point)}, {interval_text(c.interval)}; A/A floor {c_floor}; {c.verdict}: {c.reason}")
     how = _moved(w)
