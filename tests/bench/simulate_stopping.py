@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import simulate_false_claims as sim  # noqa: E402
 
 from campaign.contract.plans import Stopping  # noqa: E402
-from campaign.judging import stats, stopping  # noqa: E402
+from campaign.judging import direction, stats, stopping  # noqa: E402
 
 
 def _first(drawn: tuple, n: int, stops) -> stats.Timing:
@@ -114,6 +114,31 @@ def device_time(scenario, stops: Stopping, trials: int, rng: random.Random) -> N
               + f" | {match or 'none'} | {ratio} | {low} |", flush=True)
 
 
+def positions(spec: str, stops: Stopping, trials: int, rng: random.Random) -> None:
+    """Why the floor's position is 4/5: other positions k/(n + 1) of the A/A floor (``direction.FLOOR_POSITION``,
+    set here for the measurement only), each on null workloads (mean rounds), a 1 % slowdown on the
+    graph-timed class (power: adaptive, fixed min, fixed max) and false claims at the maximum (t(3) noise)."""
+    print(f"\n# The floor's position: {trials} null workloads, {trials // 2} with a 1 % slowdown (pointwise), "
+          f"{trials * 3 // 2} at {stops.max} fixed rounds under t(3) noise, per position\n")
+    print(f"| position | rank at {', '.join(str(n) for n in stopping.looks(stops))} rounds | null: mean rounds | "
+          f"1 %: adaptive called R | mean rounds | fixed {stops.min} | fixed {stops.max} | false G/R at {stops.max} |")
+    print("| --- " * 8 + "|")
+    shipped = direction.FLOOR_POSITION
+    try:
+        for text in spec.split(","):
+            direction.FLOOR_POSITION = tuple(int(x) for x in text.split("/"))
+            null = sum(adaptive(stops, "gaussian", 0.0, rng)[1] for _ in range(trials)) / trials
+            runs = [paired(stops, sim.PLAIN, 0.01, rng) for _ in range(trials // 2)]
+            hit, taken = (sum(r[0][i] for r in runs) / len(runs) for i in (0, 1))
+            low, high = (sum(r[1][k] for r in runs) / len(runs) for k in (stops.min, stops.max))
+            false = sim.false_rates(stops.max, "t3", trials * 3 // 2, 10, rng)[0]
+            ranks = ", ".join(str(direction.floor_rank(n)) for n in stopping.looks(stops))
+            print(f"| {text} | {ranks} | {null:.2f} | {hit * 100:.1f} % | {taken:.2f} | {low * 100:.1f} % | "
+                  f"{high * 100:.1f} % | {false * 100:.3f} % |", flush=True)
+    finally:
+        direction.FLOOR_POSITION = shipped
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10000, help="simulated workloads per false-claim row")
@@ -122,9 +147,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min", type=int, default=4)
     parser.add_argument("--max", type=int, default=12)
     parser.add_argument("--seed", type=int, default=20261205)
+    parser.add_argument("--positions", default="", help="floor positions k/(n + 1) to compare, e.g. 4/5,17/20,9/10,1/1 "
+                        "(1/1: the largest |A/A|); only that table is printed")
+    parser.add_argument("--position-trials", type=int, default=2000)
     args = parser.parse_args(argv)
     rng, stops = random.Random(args.seed), Stopping(min=args.min, max=args.max)
     started = time.monotonic()
+    if args.positions:
+        positions(args.positions, stops, args.position_trials, rng)
+        print(f"\n({time.monotonic() - started:.0f} s)")
+        return 0
     print(f"# Adaptive rounds {args.min}..{args.max} under no effect ({args.trials} workloads per row, campaigns "
           f"of {args.campaign}, seed {args.seed})\n")
     print("| rounds | noise | false G/R per workload | per campaign (any false G/R, after Holm) | mean rounds |")
