@@ -22,7 +22,9 @@ rounds' stopping). Of n distances it is the k-th smallest, k = ceil(4n/5) (`floo
 largest up to 4 rounds, as it always was; the 2nd largest of 5 to 9, the 3rd of 10 to 14. The
 k-th of n order statistics lies, in expectation, at position k/(n + 1) of the distribution,
 whatever the distribution; 4/5 is the position of the largest of 4 (the rounds every committed
-H200 root has), and ceil(4n/5) is the largest k that never exceeds it. A maximum climbs with n
+H200 root has), and ceil(4n/5) is the largest k that never exceeds it; any rank rule ceil(p·n) that
+keeps the largest at n <= 4 has p > 3/4, so it ranks no lower at 6, 8, 10 or 12 rounds: 4/5 is
+held from both sides (`tests/bench/stopping.md` compares 17/20, 9/10 and the max). A maximum climbs with n
 (its position n/(n + 1)), so with it more rounds gave less power: a true 1 % slowdown was called
 in 64 % of simulated workloads at 4 rounds and 37 % at 12. The quantile's expected position never
 exceeds 4/5, and its expected value stays below the 4-round maximum's for Gaussian, t(3) and
