@@ -8,7 +8,8 @@ three parts, each answering a different way a claim goes wrong:
 2. **Every round beyond the A/A floor.** With 2–4 rounds the range of per-round
    deltas must lie wholly outside ±floor, the floor being the largest |control/
    baseline − 1| of the same aggregate over rounds (with 5 or more, the 95 %
-   t-interval instead of the range).
+   t-interval instead of the range, and the floor the 80th-percentile |A/A|, which
+   does not climb with rounds as a maximum does: `campaign.judging.direction.aa_floor`).
 3. **A pooled t-test at 0.1 % per workload, Holm-corrected over the campaign.**
    The per-round log ratios log(candidate/baseline) are tested against zero; their
    variance is pooled with the control's A/A log ratios (which are zero-mean by
@@ -30,7 +31,8 @@ CAMPAIGN_ALPHA = 0.01       # family-wise, over the workloads whose timing was t
 MIN_ROUNDS_PER_ORDER = 2
 
 RULE = ("direction only when: >= 2 rounds in each run order; every round (2-4 rounds: the range; >= 5: the 95% "
-        "t-interval) beyond the control's A/A floor in the same direction, in each order; pooled t-test p < 0.1% per "
+        "t-interval) beyond the control's A/A floor (the largest |A/A| up to 4 rounds, the 80th percentile beyond) "
+        "in the same direction, in each order; pooled t-test p < 0.1% per "
         "workload, Holm step-down at 1% over the campaign's timed workloads")
 
 

@@ -42,6 +42,7 @@ from campaign.judging.direction import (
     SLOWER,
     aa_floor,
     direction,
+    floor_note,
     geomean,
     interval,
     judge,
@@ -109,7 +110,7 @@ def _shape(key: Key, regime: str, paired: Paired, has_control: bool, references:
     aa = [(r, paired[r][2] / paired[r][0] - 1) for r in rounds if paired[r][2] is not None]
     floor = aa_floor([d for _, d in aa], sum(references.get(r, "baseline") == "baseline" for r in rounds), has_control)
     iv = interval(ratios)
-    verdict, reason = judge(iv, floor, has_control)
+    verdict, reason = judge(iv, floor, has_control, floor_note(len(aa)))
     deltas = tuple((r, x - 1) for r, x in zip(rounds, ratios))
     spread = {"baseline": _spread([paired[r][0] for r in rounds]), "candidate": _spread([paired[r][1] for r in rounds])}
     if has_control:
@@ -149,7 +150,7 @@ def _regime(regime: str, paired: Mapping[Key, Paired], orders: Mapping[int, str]
                             rounds_per_order={}, leaning=NEUTRAL, shape_floor_max=None, resolvable=None)
     floor = aa_floor(aa_round, sum(references.get(r, "baseline") == "baseline" for r, _, _ in per_round), has_control)
     iv = interval([x for _, _, x in per_round])
-    leaning, reason = judge(iv, floor, has_control)
+    leaning, reason = judge(iv, floor, has_control, floor_note(len(aa_round)))
     nominal, df = significance.pooled_t([math.log(x) for _, _, x in per_round], [math.log1p(a) for a in aa_round])
     p = stopping.adjusted_p(nominal, part)
     by_order, order_verdicts, per_order = orders_verdict(per_round, floor, has_control)

@@ -9,7 +9,9 @@ once more on the final timing to say why the workload stopped.
 order) while it is undecided, up to ``max``: looks at min, min + 2, ..., max rounds. It is *decided*
 when its timing (the primary regime's aggregate) either claims a direction by the full rule of
 `campaign.judging.significance` at this look's level, or has an interval wholly inside the A/A band
-[1/(1 + floor) - 1, floor] (any effect is within noise: more rounds would measure noise). An interval
+[1/(1 + floor) - 1, floor] (any effect is within noise: more rounds would measure noise), the floor
+being `campaign.judging.direction.aa_floor` of the rounds so far (past 4 rounds the 80th-percentile
+|A/A|, which does not climb from look to look as the largest did). An interval
 that straddles the band's edge is undecided. A workload with nothing to decide from (no timing, no
 A/A floor: no control, or a control missing in a round) stops: more rounds cannot supply it.
 
@@ -35,7 +37,7 @@ from typing import Optional
 
 from campaign.contract.plans import Stopping
 from campaign.contract.records import Timing
-from campaign.judging.direction import FASTER, SLOWER, pct
+from campaign.judging.direction import FASTER, SLOWER, floor_note, pct
 
 DECIDED = "DECIDED"              # a skipped round's marker: the answer was known before it
 UNDECIDABLE = "UNDECIDABLE"      # nothing to decide from: more rounds cannot supply it
@@ -84,8 +86,10 @@ def decide(timing: Optional[Timing], through: int, stopping: Stopping) -> Decisi
         return Decision(False, DECIDED, f"decided at round {through}: {primary.verdict} ({primary.reason})")
     iv, floor = primary.interval, primary.floor
     if iv.low > 1 / (1 + floor) - 1 and iv.high < floor:
+        # a known floor has an A/A in every round taken against the baseline (`direction.aa_floor`)
+        note = floor_note(sum(str(r) not in timing.references for r, _, _ in primary.rounds))
         return Decision(False, DECIDED, f"decided at round {through}: neutral ({iv.method} "
-                                        f"{pct(iv.low, True)}..{pct(iv.high, True)} within the ±{pct(floor)} A/A floor)")
+                                        f"{pct(iv.low, True)}..{pct(iv.high, True)} within the ±{pct(floor)} A/A floor{note})")
     if through >= stopping.max:
         return Decision(False, UNDECIDED, f"undecided at the maximum, round {stopping.max}: {primary.reason}")
     return Decision(True, "", f"undecided at round {through}: {primary.reason}")

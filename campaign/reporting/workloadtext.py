@@ -12,7 +12,7 @@ from campaign.contract.fields import stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, WorkloadVerdict
 from campaign.contract.verdictnames import CLASS_NAMES, RANGED, TIMING_MOVED
-from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, moved
+from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, floor_note, floor_words, moved
 from campaign.judging.irpairing import EXCEPTION
 from campaign.judging.significance import MIN_ROUNDS_PER_ORDER
 
@@ -99,21 +99,35 @@ def table_row(name: str, w: WorkloadVerdict, with_cycles: bool = False) -> str:
             f"| {delta} |{cycles} {iv} | {floor} | {counts} | {_markers(w)} |")
 
 
+def _past_largest(p: RegimeTiming, references: Mapping[str, str]) -> int:
+    """How many A/A rounds the floor was taken from, where that is more than 4 (the floor is then not the
+    largest |A/A|); else 0. A known floor has an A/A in every round taken against the baseline."""
+    n = sum(str(r) not in references for r, _, _ in p.rounds)
+    return n if floor_note(n) else 0
+
+
+def _floor_text(p: RegimeTiming, references: Mapping[str, str], scope: str) -> str:
+    """A known floor as printed: its figure, then its scope and, past 4 rounds, which |A/A| it is."""
+    n = _past_largest(p, references)
+    said = ([scope] if scope else []) + ([floor_words(n)] if n else [])
+    return pct(p.floor, signed=False) + (f" ({'; '.join(said)})" if said else "")
+
+
 def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str]:
     t = w.timing
     out = []
     orders = ", ".join(f"{o} {pct(d)} over {p.rounds_per_order.get(o, '?')} round(s) ({order_text(p, o)})"
                        for o, d in p.by_order.items())
-    floor = pct(p.floor, signed=False) if p.floor is not None else "unknown (no control)"
+    floor = _floor_text(p, t.references, "workload") if p.floor is not None else "unknown (no control) (workload)"
     shape_floor = (f", per-shape floors up to {pct(p.shape_floor_max, False)}"
                    if p.shape_floor_max is not None else "")
     p_text = f"; pooled t-test p = {p.p_value:.2g} ({p.df} df)" if p.p_value is not None else ""
     out.append(f"- timing [{p.regime}, {t.label}]: geomean {pct(p.point)}, {interval_text(p.interval)}; "
-               f"A/A floor {floor} (workload){shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}"
+               f"A/A floor {floor}{shape_floor}; {orders}{p_text}; {p.verdict}: {p.reason}"
                + _resolvable_text(p))
     c = w.cycles
     if c is not None and c.point is not None:
-        c_floor = pct(c.floor, signed=False) if c.floor is not None else "unknown"
+        c_floor = _floor_text(c, t.references, "") if c.floor is not None else "unknown"
         out.append(f"- cycles (each row's time x the SM clock of its window; the gap confirmed under the clock): "
                    f"geomean {pct(c.point)}, {interval_text(c.interval)}; A/A floor {c_floor}; {c.verdict}: {c.reason}")
     how = _moved(w)

@@ -1,13 +1,13 @@
 """Per-round A/A of run roots: the control against the baseline (the same build twice), per workload and
 shape, in time and in cycles (each row's latency times its window's median SM clock), and the floor the
-tool takes from them (the largest |A/A| over rounds, as `campaign.judging.direction` does).
+tool takes from them (`campaign.judging.direction.aa_floor`: the largest |A/A| up to 4 rounds, the 80th
+percentile beyond).
 
     .venv/bin/python tests/bench/aa_rounds.py ROOT_OR_TARBALL...
 
 A root may be a folder or a packed root (``root.tar.gz``). Rows are read through the judging road
 (`campaign.judging.evidence.load_root`): measured rows of status ok, keyed by shape and dtype.
 """
-import math
 import pathlib
 import sys
 import tarfile
@@ -15,6 +15,7 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
+from campaign.judging import direction  # noqa: E402
 from campaign.judging.evidence import load_root  # noqa: E402
 
 
@@ -36,8 +37,8 @@ def pct(a: float, b: float) -> float:
 
 
 def floor_pct(deltas: list[float]) -> float:
-    """The largest |log ratio| over rounds, given back as a fraction, as the direction rule takes it."""
-    return 100 * (math.exp(max(abs(math.log(1 + d / 100)) for d in deltas)) - 1)
+    """The floor of per-round deltas in %, as the direction rule takes it (`direction.aa_floor`)."""
+    return 100 * direction.aa_floor([d / 100 for d in deltas], 0, True)
 
 
 def table(root: pathlib.Path) -> list[str]:

@@ -8,7 +8,11 @@ spending its share of the level); the workload is judged (`campaign.judging.clas
 on the rounds it took, and campaigns of M workloads go through Holm (`campaign.judging.classify.holm_pass`).
 
 Rows: stopping on (spending), stopping with every look at the full level ("naive": what the
-spending prevents), and fixed rounds (the min and the max).
+spending prevents), and fixed rounds (the min and the max). Then, per workload class and true
+slowdown, power and device time (rounds taken, summed) of adaptive rounds against every fixed even
+count from min to max on the same drawn workloads (a fixed count takes the first n of the rounds
+adaptive rounds drew), and the ratio of adaptive rounds' device time to the cheapest fixed count
+with equal or better power (issue #31's goal: at most 0.6).
 
     python tests/bench/simulate_stopping.py [--trials N] [--power-trials N] [--min 4] [--max 12]
 
@@ -17,6 +21,7 @@ Not a test: a benchmark whose printed table is committed beside it (stopping.md)
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import time
@@ -28,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import simulate_false_claims as sim  # noqa: E402
 
 from campaign.contract.plans import Stopping  # noqa: E402
-from campaign.judging import stats, stopping  # noqa: E402
+from campaign.judging import direction, stats, stopping  # noqa: E402
 
 
 def _first(drawn: tuple, n: int, stops) -> stats.Timing:
@@ -66,14 +71,72 @@ def rates(run, trials: int, m: int) -> tuple[float, float, float]:
     return per_workload, per_campaign, taken / trials
 
 
-def power(run, effect: float, trials: int) -> tuple[float, float]:
-    """Share of workloads with a true slowdown ``effect`` called R, and the mean rounds they took."""
-    hits = taken = 0
-    for _ in range(trials):
-        w, n = run(effect)
-        hits += w["class"] == "R"
-        taken += n
-    return hits / trials, taken / trials
+def paired(stops: Stopping, scenario, effect: float, rng: random.Random) -> tuple[tuple[bool, int], dict[int, bool]]:
+    """One workload drawn once for ``max`` rounds, judged as adaptive rounds would take it (called R, rounds
+    taken) and as every fixed even count from ``min`` to ``max`` would (the first n of the same rounds)."""
+    drawn = sim.draw(stops.max, "gaussian", effect, rng, scenario)
+    for n in stopping.looks(stops):
+        t = _first(drawn, n, stops)
+        if not stopping.decide(t, n, stops).more:
+            break
+    fixed_n = {k: sim.judge(_first(drawn, k, None))["class"] == "R" for k in stopping.looks(stops)}
+    return (sim.judge(t)["class"] == "R", n), fixed_n
+
+
+def device_time(scenario, stops: Stopping, trials: int, rng: random.Random) -> None:
+    """Power and device time (rounds taken, summed) of adaptive rounds against fixed counts on the same
+    workloads; the ratio to the cheapest fixed count whose power is equal or better, and to fixed ``min``.
+    Equal: within two standard errors of the paired difference (sqrt(discordant workloads) / trials), so that
+    one workload's luck at 99.9 % does not pick a count."""
+    counts = stopping.looks(stops)
+    print(f"\n# {scenario.name} (median per-shape A/A {scenario.sigma * 0.6745 * 2 * 100:.2f} %): true slowdown "
+          f"called R, {trials} workloads each, Gaussian noise; fixed n = the first n rounds of the same workloads\n")
+    print(f"| effect | adaptive {stops.min}..{stops.max}: called R | mean rounds | "
+          + " | ".join(f"fixed {k}" for k in counts)
+          + " | cheapest fixed count at equal or better power | device time, adaptive / that count | "
+            f"adaptive / fixed {stops.min} |")
+    print("| --- " * (6 + len(counts)) + "|")
+    for effect in (0.01, 0.02, 0.05):
+        hits, taken, fixed_hits, discordant = 0, 0, dict.fromkeys(counts, 0), dict.fromkeys(counts, 0)
+        for _ in range(trials):
+            (hit, n), fixed_n = paired(stops, scenario, effect, rng)
+            hits, taken = hits + hit, taken + n
+            for k in counts:
+                fixed_hits[k] += fixed_n[k]
+                discordant[k] += fixed_n[k] != hit
+        match = next((k for k in counts if fixed_hits[k] >= hits - 2 * math.sqrt(discordant[k])), None)
+        ratio = (f"{taken / (trials * match):.2f}" if match else
+                 f"none up to {stops.max} has it (against fixed {stops.max}: {taken / (trials * stops.max):.2f})")
+        worse = fixed_hits[stops.min] > hits + 2 * math.sqrt(discordant[stops.min])
+        low = f"{taken / (trials * stops.min):.2f}" + (" (less power)" if worse else "")
+        print(f"| {effect * 100:.0f} % | {hits / trials * 100:.1f} % | {taken / trials:.2f} | "
+              + " | ".join(f"{fixed_hits[k] / trials * 100:.1f} %" for k in counts)
+              + f" | {match or 'none'} | {ratio} | {low} |", flush=True)
+
+
+def positions(spec: str, stops: Stopping, trials: int, rng: random.Random) -> None:
+    """Why the floor's position is 4/5: other positions k/(n + 1) of the A/A floor (``direction.FLOOR_POSITION``,
+    set here for the measurement only), each on null workloads (mean rounds), a 1 % slowdown on the
+    graph-timed class (power: adaptive, fixed min, fixed max) and false claims at the maximum (t(3) noise)."""
+    print(f"\n# The floor's position: {trials} null workloads, {trials // 2} with a 1 % slowdown (pointwise), "
+          f"{trials * 3 // 2} at {stops.max} fixed rounds under t(3) noise, per position\n")
+    print(f"| position | rank at {', '.join(str(n) for n in stopping.looks(stops))} rounds | null: mean rounds | "
+          f"1 %: adaptive called R | mean rounds | fixed {stops.min} | fixed {stops.max} | false G/R at {stops.max} |")
+    print("| --- " * 8 + "|")
+    shipped = direction.FLOOR_POSITION
+    try:
+        for text in spec.split(","):
+            direction.FLOOR_POSITION = tuple(int(x) for x in text.split("/"))
+            null = sum(adaptive(stops, "gaussian", 0.0, rng)[1] for _ in range(trials)) / trials
+            runs = [paired(stops, sim.PLAIN, 0.01, rng) for _ in range(trials // 2)]
+            hit, taken = (sum(r[0][i] for r in runs) / len(runs) for i in (0, 1))
+            low, high = (sum(r[1][k] for r in runs) / len(runs) for k in (stops.min, stops.max))
+            false = sim.false_rates(stops.max, "t3", trials * 3 // 2, 10, rng)[0]
+            ranks = ", ".join(str(direction.floor_rank(n)) for n in stopping.looks(stops))
+            print(f"| {text} | {ranks} | {null:.2f} | {hit * 100:.1f} % | {taken:.2f} | {low * 100:.1f} % | "
+                  f"{high * 100:.1f} % | {false * 100:.3f} % |", flush=True)
+    finally:
+        direction.FLOOR_POSITION = shipped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,9 +147,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min", type=int, default=4)
     parser.add_argument("--max", type=int, default=12)
     parser.add_argument("--seed", type=int, default=20261205)
+    parser.add_argument("--positions", default="", help="floor positions k/(n + 1) to compare, e.g. 4/5,17/20,9/10,1/1 "
+                        "(1/1: the largest |A/A|); only that table is printed")
+    parser.add_argument("--position-trials", type=int, default=2000)
     args = parser.parse_args(argv)
     rng, stops = random.Random(args.seed), Stopping(min=args.min, max=args.max)
     started = time.monotonic()
+    if args.positions:
+        positions(args.positions, stops, args.position_trials, rng)
+        print(f"\n({time.monotonic() - started:.0f} s)")
+        return 0
     print(f"# Adaptive rounds {args.min}..{args.max} under no effect ({args.trials} workloads per row, campaigns "
           f"of {args.campaign}, seed {args.seed})\n")
     print("| rounds | noise | false G/R per workload | per campaign (any false G/R, after Holm) | mean rounds |")
@@ -99,18 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         for shape in shapes:
             w, c, mean = rates(make(shape), args.trials, args.campaign)
             print(f"| {name} | {shape} | {w * 100:.3f} % | {c * 100:.2f} % | {mean:.2f} |", flush=True)
-    for scenario in (sim.PLAIN, sim.SCENARIOS[1]):
-        print(f"\n# Power: {scenario.name} (median per-shape A/A {scenario.sigma * 0.6745 * 2 * 100:.2f} %), "
-              f"true slowdown called R ({args.power_trials} workloads each, Gaussian noise)\n")
-        print(f"| effect | adaptive {args.min}..{args.max}: called R | mean rounds | fixed {args.min}: called R | "
-              f"fixed {args.max}: called R |")
-        print("| --- | --- | --- | --- | --- |")
-        for effect in (0.01, 0.02, 0.05):
-            on = power(lambda e: adaptive(stops, "gaussian", e, rng, scenario), effect, args.power_trials)
-            low = power(lambda e: fixed(args.min, "gaussian", e, rng, scenario), effect, args.power_trials)
-            high = power(lambda e: fixed(args.max, "gaussian", e, rng, scenario), effect, args.power_trials)
-            print(f"| {effect * 100:.0f} % | {on[0] * 100:.1f} % | {on[1]:.2f} | {low[0] * 100:.1f} % | "
-                  f"{high[0] * 100:.1f} % |", flush=True)
+    for scenario in sim.SCENARIOS:
+        device_time(scenario, stops, args.power_trials, rng)
     print(f"\n({time.monotonic() - started:.0f} s)")
     return 0
 

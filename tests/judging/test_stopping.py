@@ -54,6 +54,11 @@ def test_decided_early_undecided_to_max_and_the_reason_frozen(tmp_path: Path, cl
     assert report.returncode == 0, report.stderr
     assert "- rounds: 4 taken; DECIDED: decided at round 4: faster" in report.stdout
     assert "- rounds: 8 taken; undecided at the maximum, round 8:" in report.stdout
+    # past 4 rounds the floor is not the largest |A/A|, and the report says which it is
+    edge = next(line for line in report.stdout.split("\n### ") if line.startswith("edge "))
+    assert "A/A floor" in edge and "(workload; the 80th-percentile |A/A| of 8 rounds: their 2nd largest)" in edge, edge
+    matmul = next(line for line in report.stdout.split("\n### ") if line.startswith("matmul "))
+    assert "% (workload), per-shape" in matmul
 
 
 def test_a_resumed_runner_decides_every_round_as_the_first_did(tmp_path: Path):
