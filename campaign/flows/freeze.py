@@ -34,8 +34,8 @@ class Checked:
     manifest: Manifest
     resolved: dict[str, Resolved]
     matrix: Matrix
+    digests: dict[str, str]              # harness file -> sha256: what prepare records, read once by `check`
     pinned: dict[str, Path] = dataclasses.field(default_factory=dict)   # workload -> its recording to replay
-    digests: dict[str, str] = dataclasses.field(default_factory=dict)   # harness file -> sha256, as prepare records them
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -53,7 +53,7 @@ def check(manifest_path: Path, project_root: Path = harness.PROJECT_ROOT) -> Che
     pinned = pinning.recordings(manifest, manifest_path, project_root)
     # the targets' files, conftest.py chain and pytest configuration are harness files too
     digests = harness.recorded_digests(project_root, resolved_targets(resolved))
-    return Checked(manifest_path, manifest, resolved, matrix, pinned, digests)
+    return Checked(manifest_path, manifest, resolved, matrix, digests, pinned)
 
 
 def resolved_targets(resolved: dict[str, Resolved]) -> dict[str, dict[str, Any]]:
@@ -83,7 +83,6 @@ def claim_root(runs_dir: Path, campaign: str, now: datetime) -> Path:
 
 
 def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: str = "campaign") -> dict[str, Any]:
-    digests = checked.digests or harness.recorded_digests(project_root, resolved_targets(checked.resolved))
     return Prepare.model_validate({
         "schema_version": SCHEMA_VERSION,
         "campaign": checked.manifest.campaign,
@@ -93,8 +92,8 @@ def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: st
         "manifest_source": str(checked.manifest_path),
         "manifest_sha256": canonical.sha256_file(checked.manifest_path),
         "inventory_sha256": canonical.sha256_file(project_root / "ops" / "inventory.csv"),
-        "harness": digests,
-        "harness_digest": harness.combined_digest(digests),
+        "harness": checked.digests,
+        "harness_digest": harness.combined_digest(checked.digests),
         "tool_version": __version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),

@@ -193,7 +193,8 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
         scratch = Path(tempfile.mkdtemp(prefix=f"campaign-{matrix.campaign}-", dir=execution.scratch_dir))
         reusable = bytecode.reusable_rule(bytecode.installed_roots(), Path(prepare.project_root), harness.HARNESS_DIRS,
                                           prepare.harness)                  # installed packages' bytecode only
-        bytecode.seed(scratch / workerlaunch.PYCACHE, bytecode.store_dir(), reusable)
+        store = bytecode.store_dir()
+        bytecode.seed(scratch / workerlaunch.PYCACHE, store, reusable)
         sampler = _sampler(root, backend, pinned, execution.telemetry_interval)
         # several cards: one sampler each (`campaign.flows.cardrun`); on Ray each task samples its own card
         if not cards and not execution.ray and not sampler.start():
@@ -221,7 +222,7 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
                 signal.signal(sig, handler)
             progress.close()
             sampler.stop()
-            bytecode.keep(scratch / workerlaunch.PYCACHE, bytecode.store_dir(), reusable)
+            bytecode.keep(scratch / workerlaunch.PYCACHE, store, reusable)
             shutil.rmtree(scratch, ignore_errors=True)
         if outcome.state == CANARY_FAILED:
             raise CampaignError(f"RUN_FAILED check=canary: {outcome.detail}; the campaign stopped before the "

@@ -28,7 +28,7 @@ from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
 from campaign.contract.receiptmodel import content_digest
-from campaign.flows.freeze import Checked, prepare_record
+from campaign.flows.freeze import Checked, prepare_record, resolved_targets
 from campaign.planning import harness
 from campaign.planning.matrix import expand
 from campaign.planning.resolve import Resolved
@@ -155,7 +155,8 @@ def build(base: Path, workloads: list[Workload], options: Optional[Options] = No
                 for w, wl in zip(workloads, manifest.workloads)}
     matrix = expand(manifest, resolved, ir_pass=options.ir_pass)
     canonical.write_json_new(root / MATRIX_FILE, matrix.model_dump(mode="json"))
-    checked = Checked(root / MANIFEST_FILE, manifest, resolved, matrix)
+    digests = harness.recorded_digests(harness.PROJECT_ROOT, resolved_targets(resolved))
+    checked = Checked(root / MANIFEST_FILE, manifest, resolved, matrix, digests)
     canonical.write_json_new(root / PREPARE_FILE, prepare_record(checked, harness.PROJECT_ROOT, PREPARED, options.mode))
     by_name = {w.name: w for w in workloads}
     # adaptive rounds: the runner's own decisions, between rounds (fixed rounds: every task is written)
