@@ -21,6 +21,7 @@ as before. Paths are compared resolved; one that resolves outside the installed 
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import site
@@ -57,23 +58,40 @@ def _under(path: Path, roots: Iterable[Path]) -> bool:
     return any(path.is_relative_to(root) for root in roots)
 
 
+def _resolved_source(folder: Path, pyc_name: str) -> Path:
+    """The resolved source of ``pyc_name`` in an already-resolved ``folder``: the file resolved again
+    only when it is itself a link (one lstat, not a walk of every component)."""
+    source = folder / (pyc_name.split(".", 1)[0] + ".py")
+    return source.resolve() if source.is_symlink() else source
+
+
 def seed(prefix: Path, store: Path, reusable: Callable[[Path], bool]) -> int:
     """Link (else copy) into ``prefix`` every file of ``store`` whose source is ``reusable``; how many.
-    A file the store holds for any other source (planted by whoever can write the store) is never seeded."""
+    A file the store holds for any other source (planted by whoever can write the store) is never seeded.
+    Walked a folder at a time: each folder resolved and made once (a run's start seeds thousands)."""
     count = 0
-    for stored in sorted(store.rglob(f"*{PYC}")) if store.is_dir() else ():
-        if not reusable(source_of(store, stored).resolve()):
+    for folder, _subfolders, names in sorted(os.walk(store)) if store.is_dir() else ():
+        relative = os.path.relpath(folder, store)
+        source_folder = (Path("/") / relative).resolve()
+        wanted = [name for name in sorted(names)
+                  if name.endswith(PYC) and reusable(_resolved_source(source_folder, name))]
+        if not wanted:
             continue
-        target = prefix / stored.relative_to(store)
+        target_folder = os.path.join(prefix, relative)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(stored, target)
-            except OSError:
-                shutil.copyfile(stored, target)
-            count += 1
+            os.makedirs(target_folder, exist_ok=True)
         except OSError:
-            continue       # a file another run is replacing, a full disk: that module compiles from source
+            continue       # a full disk: these modules compile from source
+        for name in wanted:
+            stored, target = os.path.join(folder, name), os.path.join(target_folder, name)
+            try:
+                try:
+                    os.link(stored, target)
+                except OSError:
+                    shutil.copyfile(stored, target)
+                count += 1
+            except OSError:
+                continue   # a file another run is replacing, a full disk: that module compiles from source
     return count
 
 
@@ -103,4 +121,9 @@ def reusable_rule(roots: tuple[Path, ...], project_root: Path, package_folders: 
     digested (its record's keys: relative to the project root, or absolute)."""
     folders = tuple((project_root / name).resolve() for name in package_folders)
     files = {(project_root / key if not Path(key).is_absolute() else Path(key)).resolve() for key in digested}
-    return lambda source: _under(source, roots) and not _under(source, folders) and source not in files
+
+    @functools.lru_cache(maxsize=None)
+    def folder_allowed(folder: Path) -> bool:     # a file is under a folder exactly when its own folder is
+        return _under(folder, roots) and not _under(folder, folders)
+
+    return lambda source: folder_allowed(source.parent) and source not in files

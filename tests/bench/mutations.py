@@ -200,8 +200,14 @@ MUTATIONS = [
      "SEALED_FOLDER_MODE = 0o555", "SEALED_FOLDER_MODE = 0o755",
      "tests/sealing/test_seal_verify.py::test_run_seals_and_verify_names_every_difference"),
     ("only installed packages' bytecode seeded from the store", "campaign/running/bytecode.py",
-     "        if not reusable(source_of(store, stored).resolve()):\n", "        if False:\n",
+     "if name.endswith(PYC) and reusable(_resolved_source(source_folder, name))]", "if name.endswith(PYC)]",
      "tests/running/test_planted_code.py tests/running/test_bytecode.py"),
+    ("bytecode seeding: an installed file linked into the harness is resolved", "campaign/running/bytecode.py",
+     "return source.resolve() if source.is_symlink() else source", "return source",
+     "tests/running/test_bytecode.py"),
+    ("bytecode seeding: an installed folder linked into the harness is resolved", "campaign/running/bytecode.py",
+     'source_folder = (Path("/") / relative).resolve()', 'source_folder = Path("/") / relative',
+     "tests/running/test_bytecode.py"),
 ]
 
 

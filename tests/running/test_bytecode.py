@@ -70,3 +70,18 @@ def test_the_store_is_one_per_python_under_the_users_cache(tmp_path: Path, monke
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert bytecode.store_dir() == tmp_path / "campaign" / f"bytecode-{TAG}"
     assert any(root.name == "site-packages" for root in bytecode.installed_roots())
+
+
+def test_a_link_from_the_installed_folders_into_the_harness_is_never_seeded(tmp_path: Path):
+    sources, rule = _layout(tmp_path)
+    installed, project = tmp_path / "site-packages", tmp_path / "project"
+    for source in (sources["torch"], sources["campaign"]):
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text("")
+    (installed / "linked.py").symlink_to(sources["campaign"])              # a file linked into the project
+    (installed / "campaign_link").symlink_to(project / "campaign")         # a folder linked into the project
+    store, prefix = tmp_path / "store", tmp_path / "prefix"
+    for source in (sources["torch"], installed / "linked.py", installed / "campaign_link" / "cli.py"):
+        _pyc(store, source, b"planted")
+    assert bytecode.seed(prefix, store, rule) == 1
+    assert [bytecode.source_of(prefix, p) for p in prefix.rglob("*.pyc")] == [sources["torch"]]
