@@ -14,7 +14,8 @@ source would not, so their bytecode is kept in a store under the user's cache fo
 - `seed`: before the first worker starts, the store's files of reusable sources are linked (or
   copied) into the run's empty prefix; any other file in the store is never seeded;
 - `keep`: after the run, each ``.pyc`` of a reusable source in the prefix is added to the store,
-  written whole and renamed into place, so runs at once never read half a file.
+  written whole and renamed into place, so runs at once never read half a file; one the store holds
+  stale (another header: its package was upgraded since) is replaced the same way.
 
 The project's code, a FlagGems checkout's and a user's own test files compile fresh in every run,
 as before. Paths are compared resolved; one that resolves outside the installed folders is not kept.
@@ -95,12 +96,29 @@ def seed(prefix: Path, store: Path, reusable: Callable[[Path], bool]) -> int:
     return count
 
 
+def _header(path: Path) -> bytes:
+    """What Python checks a ``.pyc`` against its source by: magic, flags, the source's mtime and size (or hash)."""
+    with open(path, "rb") as handle:
+        return handle.read(16)
+
+
+def _stored_already(pyc: Path, target: Path) -> bool:
+    """The store holds this very ``.pyc`` (the seeded link, or a copy with the same header). A stored
+    file with another header is stale (its source changed since: a package upgraded) and is replaced,
+    else every later run would compile that module from source again."""
+    try:
+        return target.exists() and (os.path.samefile(pyc, target) or _header(pyc) == _header(target))
+    except OSError:
+        return True        # unreadable: left as it is
+
+
 def keep(prefix: Path, store: Path, reusable: Callable[[Path], bool]) -> int:
-    """Add to ``store`` each ``.pyc`` of ``prefix`` whose source is ``reusable`` and not stored yet; how many."""
+    """Add to ``store`` each ``.pyc`` of ``prefix`` whose source is ``reusable`` and not stored yet (or
+    stored stale); how many."""
     count = 0
     for pyc in sorted(prefix.rglob(f"*{PYC}")) if prefix.is_dir() else ():
         target = store / pyc.relative_to(prefix)
-        if target.exists() or not reusable(source_of(prefix, pyc).resolve()):
+        if _stored_already(pyc, target) or not reusable(source_of(prefix, pyc).resolve()):
             continue
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

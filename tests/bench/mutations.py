@@ -208,6 +208,10 @@ MUTATIONS = [
     ("bytecode seeding: an installed folder linked into the harness is resolved", "campaign/running/bytecode.py",
      'source_folder = (Path("/") / relative).resolve()', 'source_folder = Path("/") / relative',
      "tests/running/test_bytecode.py"),
+    ("bytecode keep: a stale stored file is replaced", "campaign/running/bytecode.py",
+     " or _header(pyc) == _header(target))", " or True)", "tests/running/test_bytecode.py"),
+    ("bytecode keep: a stored file of the same header is left as it is", "campaign/running/bytecode.py",
+     " or _header(pyc) == _header(target))", " or False)", "tests/running/test_bytecode.py"),
 ]
 
 

@@ -45,8 +45,18 @@ def test_the_run_end_keeps_only_installed_sources_outside_the_harness(tmp_path: 
     kept = sorted(store.rglob("*.pyc"))
     assert [bytecode.source_of(store, p) for p in kept] == [sources["torch"]] and kept[0].read_bytes() == b"torch"
     assert not [p for p in store.rglob("*") if p.name.startswith(".")]          # no temporary left behind
-    _pyc(prefix, sources["torch"], b"changed")
-    assert bytecode.keep(prefix, store, rule) == 0 and kept[0].read_bytes() == b"torch"   # never overwritten
+    _pyc(prefix, sources["torch"], b"torch")                   # compiled again from the same source
+    assert bytecode.keep(prefix, store, rule) == 0 and kept[0].read_bytes() == b"torch"   # kept as it was
+
+
+def test_a_stale_stored_file_is_replaced_by_the_runs_fresh_one(tmp_path: Path):
+    sources, rule = _layout(tmp_path)
+    prefix, store = tmp_path / "prefix", tmp_path / "store"
+    stored = _pyc(store, sources["torch"], b"header-mtime-001 code")
+    assert bytecode.seed(prefix, store, rule) == 1
+    assert bytecode.keep(prefix, store, rule) == 0 and stored.read_bytes() == b"header-mtime-001 code"  # the link
+    fresh = _pyc(tmp_path / "fresh-prefix", sources["torch"], b"header-mtime-002 code")    # the package upgraded
+    assert bytecode.keep(tmp_path / "fresh-prefix", store, rule) == 1 and stored.read_bytes() == fresh.read_bytes()
 
 
 def test_the_run_start_seeds_only_reusable_files_of_the_store(tmp_path: Path):
