@@ -39,23 +39,50 @@ def cli():
     return run_cli
 
 
+def _shared_base(tmp_path_factory, worker_id, name: str, build) -> Path:
+    """``build(base)`` run once for the whole session in ``<shared>/<name>``: under xdist the first
+    worker to ask builds it under a file lock in the folder the workers share, the others wait for it
+    and read it. ``build`` writes run.out last, once its run is done and sealed."""
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    base = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not base.exists():
+            base.mkdir()
+            build(base)
+        elif not (base / "run.out").is_file():
+            pytest.fail(f"the shared run in {base} failed where it was built (another worker's error)")
+    return base
+
+
 @pytest.fixture(scope="session")
 def sealed_add(tmp_path_factory, worker_id) -> Path:
     """One real run of the demo add (the canary) on the CPU compile-only backend, sealed
     (`runroots.sealed_add`): the seal, verify, crash and exit-code tests each ran this same run.
-    Built once for the whole session: under xdist the first worker to ask builds it under a file lock
-    in the folder the workers share, the others wait for it and read it. Sealed, it is read-only;
-    a test that writes works on its own copy (`runroots.copy_root`)."""
+    Built once for the whole session (`_shared_base`). Sealed, it is read-only; a test that writes
+    works on its own copy (`runroots.copy_root`)."""
     import runroots
-    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
-    base = shared / "sealed-add"
-    with open(shared / "sealed-add.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not base.exists():
-            base.mkdir()
-            runroots.sealed_add(base)
-        elif not (base / "run.out").is_file():         # written last, once the run sealed
-            pytest.fail(f"the shared run in {base} failed where it was built (another worker's error)")
+    base = _shared_base(tmp_path_factory, worker_id, "sealed-add", runroots.sealed_add)
+    return next((base / "runs").iterdir())
+
+
+@pytest.fixture(scope="session")
+def screened_add_sass(tmp_path_factory, worker_id) -> dict:
+    """One real screen of the demo add at sass (`runroots.screened_add_sass`: TRITON_DEFAULT_FP_FUSION,
+    the canary, ``--format json``), sealed, and the JSON it printed: the SASS screen's own test and the
+    JSON-form tests each ran a screen of add. Built once for the session (`_shared_base`), read-only."""
+    import runroots
+    base = _shared_base(tmp_path_factory, worker_id, "screened-add-sass", runroots.screened_add_sass)
+    return {"stdout": (base / "run.out").read_text(encoding="utf-8"), "stderr": (base / "run.err").read_text(encoding="utf-8")}
+
+
+@pytest.fixture(scope="session")
+def screened_demo_two(tmp_path_factory, worker_id) -> Path:
+    """One real screen of the demo's add and matmul at sass with every round 1 run
+    (`runroots.screened_demo_two`), sealed: the review page's real root and the ``--time-unchanged``
+    test each ran a screen of these two. Built once for the session (`_shared_base`), read-only."""
+    import runroots
+    base = _shared_base(tmp_path_factory, worker_id, "screened-demo-two", runroots.screened_demo_two)
     return next((base / "runs").iterdir())
 
 

@@ -31,10 +31,12 @@ def make(base: Path) -> Path:
     return project
 
 
-def manifest(base: Path, workloads: str, campaign: str = "targets-test") -> Path:
+def manifest(base: Path, workloads: str, campaign: str = "targets-test", per_process: int = 1) -> Path:
+    """``per_process``: defaults.workloads_per_process (1: a process per cell)."""
     path = base / f"{campaign}.yaml"
     path.write_text(runroots.HEAD.format(campaign=campaign, rounds=1, extra_sources="",
-                                               per_process="  workloads_per_process: 1\n") + workloads, encoding="utf-8")
+                                         per_process=f"  workloads_per_process: {per_process}\n") + workloads,
+                    encoding="utf-8")
     return path
 
 

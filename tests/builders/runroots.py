@@ -111,6 +111,40 @@ def sealed_add(base: Path) -> Path:
     return root
 
 
+def screened_add_sass(base: Path) -> Path:
+    """manifests/demo-cpu-fp-fusion-sass.yaml narrowed to add (the canary), screened at sass in ``base``
+    with ``--format json``, its JSON and stderr kept beside its runs folder (run.out, run.err; run.out
+    last, once the screen sealed)."""
+    source = (PROJECT_ROOT / "manifests" / "demo-cpu-fp-fusion-sass.yaml").read_text(encoding="utf-8")
+    narrowed = base / "fp-fusion-sass.yaml"
+    narrowed.write_text(source.split("workloads:")[0] + "workloads:\n  - {name: add, op: add, canary: true}\n",
+                        encoding="utf-8")
+    done = run_cli("screen", narrowed, "--runs-dir", base / "runs", "--scratch-dir", base, "--grace", "1",
+                   "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (base / "run.err").write_text(done.stderr, encoding="utf-8")
+    (base / "run.out").write_text(done.stdout, encoding="utf-8")
+    return base
+
+
+def screened_demo_two(base: Path) -> Path:
+    """The demo's manifest (three cells, DISABLE_MMA_V3) with add, whose IR the switch leaves alone, and
+    the autotuned matmul, whose it changes, fingerprinted at sass, screened in ``base`` with
+    ``--time-unchanged`` (every round 1 runs). No canary, so the two share one worker process a side (a
+    canary runs alone: 10 processes instead of 5). Its stdout and stderr kept beside its runs folder."""
+    text = (PROJECT_ROOT / "manifests" / "demo-cpu.yaml").read_text(encoding="utf-8").replace(", canary: true", "")
+    kept = "".join(line for line in text.splitlines(keepends=True) if "softmax" not in line and "row_sum" not in line)
+    path = base / "demo-two.yaml"
+    path.write_text(kept.replace("campaign: demo-cpu", "campaign: demo-two").replace("ir_stage: ttgir", "ir_stage: sass"),
+                    encoding="utf-8")
+    done = run_cli("screen", path, "--time-unchanged", "--runs-dir", base / "runs", "--scratch-dir", base,
+                   "--grace", "1", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (base / "run.err").write_text(done.stderr, encoding="utf-8")
+    (base / "run.out").write_text(done.stdout, encoding="utf-8")
+    return base
+
+
 def sealed_add_output(root: Path) -> tuple[str, str]:
     """The stdout and stderr of the run that sealed a `sealed_add` root."""
     base = root.parent.parent

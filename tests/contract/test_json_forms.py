@@ -31,15 +31,11 @@ def _read(command: str, stdout: str) -> dict:
     return data
 
 
-@pytest.fixture(scope="module")
-def screened(tmp_path_factory) -> dict:
-    """One real screen of the demo add on the CPU compile-only backend, its table as JSON."""
-    tmp_path = tmp_path_factory.mktemp("screen")
-    path = runroots.manifest(tmp_path, [runroots.demo("add")], per_process=1)
-    done = run_cli("screen", path, "--runs-dir", tmp_path / "screens", "--scratch-dir", tmp_path, "--grace", "1",
-                   "--format", "json")
-    assert done.returncode == EXIT_OK, done.stderr
-    return _read("screen", done.stdout)
+@pytest.fixture
+def screened(screened_add_sass) -> dict:
+    """The session's real screen of the demo add on the CPU compile-only backend (`conftest.screened_add_sass`:
+    at sass, ``--format json``), its table as the JSON the screen printed."""
+    return _read("screen", screened_add_sass["stdout"])
 
 
 def test_screen_prints_its_table_and_nothing_else(screened):

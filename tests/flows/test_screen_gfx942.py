@@ -1,5 +1,5 @@
-"""An AMD target without AMD hardware: `campaign screen` on manifests/demo-cpu-gfx942.yaml, the
-cpu backend compiling for ``hip:gfx942`` (MI300, wavefront 64) through the compile-only driver,
+"""An AMD target without AMD hardware: `campaign screen` on manifests/demo-cpu-gfx942.yaml (its canary
+flag dropped, so that both workloads share a process a side), the cpu backend compiling for ``hip:gfx942`` (MI300, wavefront 64) through the compile-only driver,
 as a real CLI subprocess. The stages are the hip family's, the switch's effect is what a real
 compile measured (AMDGCN_USE_BUFFER_OPS moves every demo kernel), and the control, which names
 the default, compiles to the baseline's IR."""
@@ -22,7 +22,13 @@ def _index(cell: Path) -> list[dict[str, str]]:
 
 
 def test_screen_for_mi300_captures_the_hip_stages_and_judges_the_switch(tmp_path: Path):
-    done = run_cli("screen", MANIFEST, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, "--grace", "1")
+    # The manifest as shipped but for its canary: the two workloads then share one worker process a
+    # side (a canary runs alone: 10 processes instead of 5); the target, switch and cells are its own.
+    text = MANIFEST.read_text(encoding="utf-8")
+    assert text.count(", canary: true") == 1
+    manifest = tmp_path / MANIFEST.name
+    manifest.write_text(text.replace(", canary: true", ""), encoding="utf-8")
+    done = run_cli("screen", manifest, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, "--grace", "1")
     assert done.returncode == 0, done.stderr
     root = Path(done.stdout.strip().splitlines()[-1]).parent
     assert (root / "receipt.json").is_file()

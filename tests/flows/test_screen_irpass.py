@@ -3,9 +3,10 @@
 The screen matrix is pinned by a golden file (``tests/golden/matrix-demo-cpu-screen.json``:
 the demo's 4 workloads, an IR pass of baseline and candidate before round 1); `campaign run`'s
 matrix stays byte-identical to ``matrix-demo-cpu.json``. End to end through the CLI on the
-compile-only backend: ``--time-unchanged`` times every round 1 and leaves the table of a screen
-without an IR pass (a screen stopped inside its IR pass, then resumed: `tests/running/test_irlanes.py`). The
-judging edges (a table row from the IR pass, a round 1 that disagrees) and an untimed cell on a
+compile-only backend (the session's screen of the demo's add and matmul at sass,
+`conftest.screened_demo_two`, which the review page's tests read too): ``--time-unchanged`` times
+every round 1 and leaves the table of a screen without an IR pass (a screen stopped inside its IR
+pass, then resumed: `tests/running/test_irlanes.py`). The judging edges (a table row from the IR pass, a round 1 that disagrees) and an untimed cell on a
 backend that executes are checked on their own, in-process.
 """
 from __future__ import annotations
@@ -41,16 +42,6 @@ def _screen_matrix(path: Path, **kw) -> Matrix:
     return expand(one, checked.resolved, ir_pass=True, **kw)
 
 
-def _two_workloads(tmp_path: Path) -> Path:
-    """The demo's manifest (three cells) with add, whose IR the switch leaves alone, and matmul, whose it changes;
-    no canary, so the two share one worker process a side (a canary runs alone: 10 processes instead of 5)."""
-    text = DEMO.read_text(encoding="utf-8").replace(", canary: true", "")
-    kept = "".join(line for line in text.splitlines(keepends=True) if "softmax" not in line and "row_sum" not in line)
-    path = tmp_path / "demo-two.yaml"
-    path.write_text(kept.replace("campaign: demo-cpu", "campaign: demo-two"), encoding="utf-8")
-    return path
-
-
 def _writable_copy(root: Path, to: Path) -> Path:
     """A sealed root is read-only: an unsealed, writable copy of it to take apart."""
     shutil.copytree(root, to, symlinks=True)
@@ -80,12 +71,9 @@ def test_screen_matrix_is_byte_identical_to_golden_and_run_matrices_are_unchange
         (PROJECT_ROOT / "tests" / "golden" / "matrix-demo-cpu.json").read_text(encoding="utf-8")
 
 
-def test_time_unchanged_times_every_round_1_and_keeps_the_table_of_a_screen_without_ir_pass(tmp_path: Path):
-    path = _two_workloads(tmp_path)
-    done = run_cli("screen", path, "--time-unchanged", "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path,
-                   "--grace", "1", timeout=600)
-    assert done.returncode == 0, done.stderr
-    root = Path(done.stdout.strip().splitlines()[-1]).parent
+def test_time_unchanged_times_every_round_1_and_keeps_the_table_of_a_screen_without_ir_pass(screened_demo_two,
+                                                                                                tmp_path: Path):
+    root = screened_demo_two          # the demo's add and matmul, screened with --time-unchanged (`conftest`)
     assert canonical.read_json(root / "matrix.json")["time_unchanged"] is True
     latest = status.latest(status.read(root / "status.tsv")[0])
     assert {latest[f"{w}/r1/{c}"].rc_name for w in ("add", "matmul") for c in ("baseline", "control", "candidate")} \

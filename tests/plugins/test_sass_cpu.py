@@ -4,6 +4,7 @@ same code in two cells is equal and a switch that changes code is not."""
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import shutil
 import textwrap
@@ -100,9 +101,15 @@ CALLS = """
 
     def test_cell():
         add(torch.randn(1000).half(), torch.randn(1000).half())
-        a = torch.randn(128, 128, dtype=torch.float16)
-        matmul(a, a)
+        if {matmul}:
+            a = torch.randn(128, 128, dtype=torch.float16)
+            matmul(a, a)
 """
+
+
+def _calls(kernels: Path, matmul: bool = True) -> str:
+    """The cell's test: add, and the autotuned matmul (three configs compiled to SASS) where a claim reads it."""
+    return textwrap.dedent(CALLS.format(kernels=str(kernels), matmul=matmul))
 
 
 def _sass_manifest() -> dict:
@@ -119,11 +126,12 @@ def cells(tmp_path_factory) -> dict[str, Path]:
     elsewhere = base / "elsewhere"
     shutil.copytree(DEMO_DIR, elsewhere)
     out = {}
-    for name, env, kernels in (("baseline", {}, DEMO_DIR), ("again", {}, elsewhere),
-                               ("mma_v2", {"DISABLE_MMA_V3": "1"}, DEMO_DIR),
-                               ("no_fusion", {"TRITON_DEFAULT_FP_FUSION": "0"}, DEMO_DIR)):
+    # no_fusion's claims read its add alone: the matmul's three configs are not compiled there
+    for name, env, kernels, matmul in (("baseline", {}, DEMO_DIR, True), ("again", {}, elsewhere, True),
+                                       ("mma_v2", {"DISABLE_MMA_V3": "1"}, DEMO_DIR, True),
+                                       ("no_fusion", {"TRITON_DEFAULT_FP_FUSION": "0"}, DEMO_DIR, False)):
         plan = plan_cell(base, name, env=env, manifest=_sass_manifest())
-        run_cell(plan, textwrap.dedent(CALLS.format(kernels=str(kernels))))
+        run_cell(plan, _calls(kernels, matmul))
         out[name] = Path(plan.cell_dir) / "ir"
     return out
 
@@ -186,13 +194,9 @@ def test_validate_accepts_sass_on_cpu_for_a_cuda_target_only(tmp_path):
     assert "target musa:31 compiles to ttir, ttgir, llir, ptx: no sass" in refused.stderr + refused.stdout
 
 
-def test_screen_at_sass_end_to_end(tmp_path):
-    source = (PROJECT_ROOT / "manifests" / "demo-cpu-fp-fusion-sass.yaml").read_text()
-    narrowed = tmp_path / "fp-fusion-sass.yaml"
-    narrowed.write_text(source.split("workloads:")[0] + "workloads:\n  - {name: add, op: add, canary: true}\n")
-    done = run_cli("screen", narrowed, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, "--grace", "1")
-    assert done.returncode == 0, done.stdout + done.stderr
-    root = Path(done.stdout.strip().splitlines()[-1]).parent
+def test_screen_at_sass_end_to_end(screened_add_sass):
+    # manifests/demo-cpu-fp-fusion-sass.yaml narrowed to add, screened once for the session (`conftest`)
+    root = Path(json.loads(screened_add_sass["stdout"])["root"])
     row = screentable.parse((root / "screen.tsv").read_text(encoding="utf-8"))[0]
     assert row["verdict"] == "NO_IR_DIFF", row["note"]
     # judged by the screen's IR pass (round 0: baseline and candidate, no control), round 1 not run
@@ -214,7 +218,7 @@ def test_a_disassembly_that_fails_leaves_a_marker_and_the_cell_is_evidence_missi
                       'echo "nvdisasm: cannot read the cubin" >&2\nexit 1\n')
     broken.chmod(0o755)
     plan = plan_cell(tmp_path, "baseline", manifest=_sass_manifest())
-    run_cell(plan, textwrap.dedent(CALLS.format(kernels=str(DEMO_DIR))), extra_env={"TRITON_NVDISASM_PATH": str(broken)})
+    run_cell(plan, _calls(DEMO_DIR, matmul=False), extra_env={"TRITON_NVDISASM_PATH": str(broken)})
     ir = Path(plan.cell_dir) / "ir"
     markers = sorted(ir.glob("*.sass.failed"))
     assert markers and not list(ir.glob("*.sass"))

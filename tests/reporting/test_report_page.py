@@ -9,12 +9,11 @@ diff lines; ``#stage=...`` switches every diff the way its stage buttons do.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import browser
 import pytest
 import rootbuilder as rb
-from conftest import PROJECT_ROOT, run_cli
+from conftest import run_cli
 
 SKIPPED_ADD = {"add/r1/baseline", "add/r1/control", "add/r1/candidate"}
 
@@ -85,24 +84,14 @@ def test_the_built_page_renders_in_chromium_without_an_error(built):
     assert "// body: mma_v3" in dom and "// body: mma_v2" in dom
 
 
-MANIFEST = PROJECT_ROOT / "manifests" / "demo-cpu.yaml"
-
-
 @pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    """A real screen through the compile-only backend: add and the autotuned matmul at sass."""
-    base = tmp_path_factory.mktemp("realpage")
-    text = MANIFEST.read_text(encoding="utf-8").replace("campaign: demo-cpu\n", "campaign: demo-cpu-page\n")
-    text = text.replace("ir_stage: ttgir", "ir_stage: sass")
-    text = "\n".join(line for line in text.splitlines() if "name: softmax" not in line and "name: row_sum" not in line)
-    manifest = base / "page.yaml"
-    manifest.write_text(text + "\n", encoding="utf-8")
-    done = run_cli("screen", manifest, "--runs-dir", base / "runs", "--scratch-dir", base, timeout=600)
+def real(screened_demo_two, tmp_path_factory):
+    """A real screen through the compile-only backend, the session's (`conftest.screened_demo_two`): add
+    and the autotuned matmul at sass, every round 1 run; its page written outside it."""
+    page = tmp_path_factory.mktemp("realpage") / "page"
+    done = run_cli("report", screened_demo_two, "--html", page)
     assert done.returncode == 0, done.stderr
-    root = Path(done.stdout.strip().splitlines()[-1]).parent
-    page = run_cli("report", root, "--html", base / "page")
-    assert page.returncode == 0, page.stderr
-    return root, base / "page" / "index.html"
+    return screened_demo_two, page / "index.html"
 
 
 def test_a_real_root_shows_wgmma_to_mma_v2_and_hgmma_to_hmma_for_matmul_only(real):
