@@ -7,6 +7,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from cellrun import read_index
 from conftest import run_cli
 from runroots import by_id, demo, fault, manifest, rows, run, start_run
@@ -55,7 +56,9 @@ def test_the_plan_keeps_the_matrix_order_at_1_and_groups_one_side_of_one_round_a
 
 
 def test_a_hang_in_the_middle_of_a_batch_is_its_own_row_and_a_fresh_process_finishes_the_rest(tmp_path: Path):
-    root = _prepare(tmp_path, [demo("add"), fault("hang", "test_bench_hang", timeout_s=6), demo("softmax")], 3)
+    # add compiles, so the hang starts well after its process did; the workload after it compiles nothing
+    root = _prepare(tmp_path, [demo("add"), fault("hang", "test_bench_hang", timeout_s=6),
+                               fault("softmax", "test_bench_noop")], 3)
     done = run(root)
     assert done.returncode == 0, done.stderr
     history = _history(root)
@@ -86,12 +89,21 @@ def test_a_hang_in_the_middle_of_a_batch_is_its_own_row_and_a_fresh_process_fini
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
-def test_a_kernel_compiled_by_an_earlier_workload_of_the_process_is_in_the_later_ones_evidence(tmp_path: Path):
-    # two workloads of one op: the second one's launches hit Triton's in-memory cache, no compile event fires
-    again = "  - {name: matmul_again, op: matmul}\n"
-    root = _prepare(tmp_path, [demo("matmul"), again], 2)
+@pytest.fixture(scope="module")
+def one_process_each_side(tmp_path_factory) -> Path:
+    """softmax, matmul, softmax again and matmul again in one process a side, run once for the two tests
+    below, which only read it: softmax_again's kernels were loaded before matmul's (a handle handed out
+    twice would join its launches to matmul), matmul_again's compiled by an earlier workload of its process."""
+    again = "  - {name: softmax_again, op: softmax}\n  - {name: matmul_again, op: matmul}\n"
+    root = _prepare(tmp_path_factory.mktemp("one-process"), [demo("softmax"), demo("matmul"), again], 4)
     done = run(root)
     assert done.returncode == 0, done.stderr
+    return root
+
+
+def test_a_kernel_compiled_by_an_earlier_workload_of_the_process_is_in_the_later_ones_evidence(one_process_each_side):
+    # two workloads of one op: the second one's launches hit Triton's in-memory cache, no compile event fires
+    root = one_process_each_side
     cells = root / "cells"
     for cell in ("baseline", "candidate"):
         first, later = cells / f"matmul/r1/{cell}", cells / f"matmul_again/r1/{cell}"
@@ -108,20 +120,18 @@ def test_a_kernel_compiled_by_an_earlier_workload_of_the_process_is_in_the_later
         assert [t["tuning_runs"] for t in tuned] == ([4, 4] if cell == "baseline" else [0, 0])
         assert len(tuned[0]["entries"]) == len(tuned[1]["entries"]) == 4
         phases = [{p["name"]: p["seconds"] for p in canonical.read_json(f / "phases.json")["phases"]}
-                  for f in (first, later)]
-        assert phases[0]["start"] > 0 and phases[1]["start"] == 0.0, "process start is the first workload's"
-    assert by_id(root)["matmul_again/r1/candidate"].note.endswith("batch 0002: workload 2 of 2 in its process")
+                  for f in (cells / f"softmax/r1/{cell}", first, later)]
+        assert phases[0]["start"] > 0 and phases[1]["start"] == phases[2]["start"] == 0.0, \
+            "process start is the first workload's"
+    assert by_id(root)["matmul_again/r1/candidate"].note.endswith("batch 0002: workload 4 of 4 in its process")
     assert fingerprint(cells / "matmul_again/r1/candidate/ir") != fingerprint(cells / "matmul_again/r1/baseline/ir")
 
 
-def test_a_kernel_loaded_before_another_workloads_joins_its_launches_to_itself_not_to_the_other(tmp_path: Path):
+def test_a_kernel_loaded_before_another_workloads_joins_its_launches_to_itself_not_to_the_other(one_process_each_side):
     # softmax, matmul, softmax again in one process: the compile-only driver is built anew for every
     # workload, and a handle it handed out must never be handed out again, or softmax_again's launches
     # (of the kernels softmax loaded) would join to the matmul variant loaded under the same handle
-    again = "  - {name: softmax_again, op: softmax}\n"
-    root = _prepare(tmp_path, [demo("softmax"), demo("matmul"), again], 3)
-    done = run(root)
-    assert done.returncode == 0, done.stderr
+    root = one_process_each_side
     for cell in ("baseline", "candidate"):
         first, later = root / "cells" / f"softmax/r1/{cell}", root / "cells" / f"softmax_again/r1/{cell}"
         assert {r["kernel"] for r in read_index(later)} == {"softmax_kernel"}, read_index(later)
@@ -137,7 +147,9 @@ def _wait_for_start(progress: Path, task_id: str, proc, limit: float = 180) -> N
 
 
 def test_a_batch_interrupted_midway_resumes_without_running_its_finished_workloads_again(tmp_path: Path):
-    root = _prepare(tmp_path, [demo("add"), fault("slow", "test_bench_wait"), demo("row_sum")], 3)
+    # the workloads around the stopped one compile nothing: the claim is the batch's resume, the same for any
+    root = _prepare(tmp_path, [fault("add", "test_bench_noop"), fault("slow", "test_bench_wait"),
+                               fault("row_sum", "test_bench_noop")], 3)
     proc = start_run(root)
     try:
         _wait_for_start(root / "batches" / "0002" / "progress.tsv", "slow/r1/candidate", proc)
@@ -166,7 +178,7 @@ def test_a_batch_interrupted_midway_resumes_without_running_its_finished_workloa
 
 def test_a_screen_runs_batched_cells_and_judges_each_workload_as_alone(tmp_path: Path):
     path = _manifest(tmp_path, [fault("noop", "test_bench_noop"), fault("hang", "test_bench_hang", timeout_s=4),
-                                demo("add")], 3)
+                                demo("add", float16=True)], 3)
     done = run_cli("screen", path, "--runs-dir", tmp_path / "screens", "--scratch-dir", tmp_path, "--grace", "1")
     assert done.returncode == 0, done.stderr
     screened = Path(done.stdout.strip().splitlines()[-1]).parent

@@ -84,8 +84,9 @@ def _started(root: Path, task_id: str) -> bool:
 def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its_own_row(tmp_path: Path):
     # add (the canary: its two IR-pass sides at once, before anything else), softmax, a hang (candidate
     # only) and matmul; two lanes claim each IR-pass side's workloads from its queue
-    path = manifest(tmp_path, [demo("add", canary=True), demo("softmax"), fault("hang", "test_bench_hang", timeout_s=8),
-                               demo("matmul")],
+    # each demo op at float16 alone: its IR, at half the compiles (`runroots.FLOAT16`)
+    path = manifest(tmp_path, [demo("add", canary=True, float16=True), demo("softmax", float16=True),
+                               fault("hang", "test_bench_hang", timeout_s=8), demo("matmul", float16=True)],
                     campaign="lanes", lanes=2)
     proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--runs-dir", str(tmp_path / "runs"),
                              "--scratch-dir", str(tmp_path), "--grace", "1"], cwd=PROJECT_ROOT,

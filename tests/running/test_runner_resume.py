@@ -28,6 +28,19 @@ def _wait_for(path: Path, proc, limit: float = 120) -> None:
         time.sleep(0.1)
 
 
+def _wait_until(done, proc, what: str, limit: float = 120) -> None:
+    deadline = time.monotonic() + limit
+    while not done():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{what} never came"
+        time.sleep(0.1)
+
+
+def _row_ids(root: Path) -> set[str]:
+    """The task ids with a row so far (none before the ledger exists; a line being written is not read)."""
+    return {row.task_id for row in status.read(root / "status.tsv")[0]}
+
+
 def _digests(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): canonical.sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -57,13 +70,14 @@ def started():
 
 
 def test_runner_killed_mid_cell_then_run_again_completes(tmp_path: Path, started):
-    # cells that compile nothing around the stopped one: the claim is the lock and the resume, the same for any cell
-    root = prepare(tmp_path, [fault("add", "test_bench_noop", canary=True), fault("slow", "test_bench_wait"),
+    # cells that compile nothing around the stopped one: the claim is the lock and the resume, the same for any
+    # cell. One process a side (add, slow, softmax): the stop comes once the candidate's add has its row.
+    root = prepare(tmp_path, [fault("add", "test_bench_noop"), fault("slow", "test_bench_wait"),
                               fault("softmax", "test_bench_noop")])
     proc = start_run(root)
     started[0].append(proc)
     cell = root / "cells" / Path(*WAIT_CELL)
-    _wait_for(cell / "task.json", proc)
+    _wait_until(lambda: "add/r1/candidate" in _row_ids(root), proc, "add/r1/candidate's row")
     time.sleep(1.0)  # let the worker reach the waiting benchmark
     pgid = _worker_pgid(root)
     started[1].append(pgid)
@@ -129,7 +143,9 @@ def test_sigint_records_interrupted_and_run_again_reruns_it(tmp_path: Path, star
 
 
 def test_an_interrupted_screen_is_resumed_by_the_screen_and_sealed_with_its_table(tmp_path: Path, started):
-    path = manifest(tmp_path, [demo("add", canary=True), fault("slow", "test_bench_wait")], campaign="screen-resume")
+    # the finished canary compiles nothing: what is kept and resumed is any finished cell's folder
+    path = manifest(tmp_path, [fault("add", "test_bench_noop", canary=True), fault("slow", "test_bench_wait")],
+                    campaign="screen-resume")
     proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--runs-dir", str(tmp_path / "runs"),
                              "--grace", "1", "--scratch-dir", str(tmp_path)],
                             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -6,7 +6,8 @@ queue is `tests/running/test_irlanes.py`.
 
 The quick workloads compile nothing (`test_bench_noop`): a queue hands out every workload alike, and
 what is asserted is who claimed what and when, never the IR (lanes compiling the demo's kernels are
-test_irlanes's). Their IR pass finds no IR, so no timed round runs after it."""
+test_irlanes's). Their IR pass finds no IR, so no timed round runs after it. No workload is a canary:
+a canary's two processes run before the queues and hold nothing these tests assert."""
 from __future__ import annotations
 
 import json
@@ -58,7 +59,7 @@ def _lock_workers(root: Path) -> set[str]:
 
 def test_a_slow_and_a_hung_workload_hold_up_no_other_and_nothing_runs_twice(tmp_path: Path):
     # the candidate side: slow (15 s), two quick ones, hang (killed at its 8 s timeout), a third quick one
-    path = manifest(tmp_path, [fault("add", QUICK, canary=True), fault("slow", "test_bench_slow"), fault("softmax", QUICK),
+    path = manifest(tmp_path, [fault("slow", "test_bench_slow"), fault("softmax", QUICK),
                                fault("row_sum", QUICK), fault("hang", "test_bench_hang", timeout_s=8),
                                fault("matmul", QUICK)],
                     campaign="queue", lanes=2)
@@ -108,7 +109,7 @@ def test_a_slow_and_a_hung_workload_hold_up_no_other_and_nothing_runs_twice(tmp_
 
 
 def test_a_first_death_by_a_signal_goes_back_to_the_queue_and_runs_once_more(tmp_path: Path):
-    path = manifest(tmp_path, [fault("add", QUICK, canary=True), fault("die", "test_bench_die"), fault("softmax", QUICK),
+    path = manifest(tmp_path, [fault("add", QUICK), fault("die", "test_bench_die"), fault("softmax", QUICK),
                                fault("row_sum", QUICK)], campaign="requeue", lanes=2)
     done = run_cli("screen", path, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, "--grace", "1",
                    timeout=300)
@@ -123,7 +124,7 @@ def test_a_first_death_by_a_signal_goes_back_to_the_queue_and_runs_once_more(tmp
     others = [r.task_id for r in rows if r.round == 0 and r.task_id != "die/r0/candidate"]
     assert len(others) == len(set(others)) == 7, others
     # the sides advance together (lane n starts on side n mod 2): a screen stopped part way holds both sides
-    events = {key: at for key, at in _events(root).items() if not key[1].startswith("add/")}   # the canary runs first
+    events = _events(root)
     first_candidate = min(at for (kind, task), at in events.items() if kind == "start" and task.endswith("/candidate"))
     last_baseline = max(at for (kind, task), at in events.items() if kind == "end" and task.endswith("/baseline"))
     assert first_candidate < last_baseline, "a lane started on the candidate side before the baseline side ran dry"

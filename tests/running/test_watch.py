@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from conftest import run_cli
-from runroots import by_id, demo, prepare, rows, run, start_run
+from runroots import by_id, fault, prepare, rows, run, start_run
 
 from campaign.contract import canonical
 from campaign.running.cellproc import POLL_S, STOPPED, TIMED_OUT, Clock, watch
@@ -23,6 +23,9 @@ WATCH = "tests/fixtures/workloads/bench_watch.py"
 GRACE_S = 1.0          # runroots.run/start_run pass --grace 1
 # waited out in full: the lingering workload starts in a process already warm, its own run takes ~1 s
 LINGER_S = 8
+# the workloads beside the held ones compile nothing: what is watched is the process between and after
+# workloads, the same whatever a workload compiled
+_NEXT, _FIRST = fault("softmax", "test_bench_noop"), fault("add", "test_bench_noop")
 
 
 def _held(name: str, function: str, timeout_s: int = 120) -> str:
@@ -69,7 +72,7 @@ def _resume_seals(root: Path, before: int) -> list:
 
 
 def test_a_stop_between_two_workloads_of_a_batch_ends_the_process_at_once_and_keeps_the_finished_one(tmp_path):
-    root = prepare(tmp_path, [_held("held", "test_bench_hold_after"), demo("softmax")], per_process=2)
+    root = prepare(tmp_path, [_held("held", "test_bench_hold_after"), _NEXT], per_process=2)
     proc = start_run(root)
     try:
         _wait_until_held(root, proc)
@@ -97,7 +100,7 @@ def test_a_stop_between_two_workloads_of_a_batch_ends_the_process_at_once_and_ke
 
 
 def test_a_stop_after_the_last_workload_of_a_batch_ends_the_process_that_has_not_exited(tmp_path):
-    root = prepare(tmp_path, [demo("add"), _held("linger", "test_bench_linger")], per_process=2)
+    root = prepare(tmp_path, [_FIRST, _held("linger", "test_bench_linger")], per_process=2)
     proc = start_run(root)
     try:
         _wait_until_held(root, proc)
@@ -117,7 +120,7 @@ def test_a_stop_after_the_last_workload_of_a_batch_ends_the_process_that_has_not
 
 
 def test_a_batch_process_that_outlives_its_last_workloads_timeout_is_ended_and_the_rows_stand(tmp_path):
-    root = prepare(tmp_path, [demo("add"), _held("linger", "test_bench_linger", timeout_s=LINGER_S)], per_process=2)
+    root = prepare(tmp_path, [_FIRST, _held("linger", "test_bench_linger", timeout_s=LINGER_S)], per_process=2)
     try:
         done = run(root, timeout=240)
     finally:
