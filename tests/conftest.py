@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -39,24 +40,40 @@ def cli():
     return run_cli
 
 
+def built_once(tmp_path_factory, worker_id: str, name: str, build: Callable[[Path], object], done: str) -> Path:
+    """<shared>/``name``, built by ``build`` once for the whole session, ``done`` (a file in it)
+    written last. Under xdist the first worker to ask builds it under a file lock in the folder the
+    workers share, the others wait for it and read it."""
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    base = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not base.exists():
+            base.mkdir()
+            build(base)
+        elif not (base / done).is_file():
+            pytest.fail(f"the shared {name} in {base} failed where it was built (another worker's error)")
+    return base
+
+
 @pytest.fixture(scope="session")
 def sealed_add(tmp_path_factory, worker_id) -> Path:
     """One real run of the demo add (the canary) on the CPU compile-only backend, sealed
     (`runroots.sealed_add`): the seal, verify, crash and exit-code tests each ran this same run.
-    Built once for the whole session: under xdist the first worker to ask builds it under a file lock
-    in the folder the workers share, the others wait for it and read it. Sealed, it is read-only;
-    a test that writes works on its own copy (`runroots.copy_root`)."""
+    Built once for the whole session (`built_once`; its run.out is written once the run sealed).
+    Sealed, it is read-only; a test that writes works on its own copy (`runroots.copy_root`)."""
     import runroots
-    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
-    base = shared / "sealed-add"
-    with open(shared / "sealed-add.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not base.exists():
-            base.mkdir()
-            runroots.sealed_add(base)
-        elif not (base / "run.out").is_file():         # written last, once the run sealed
-            pytest.fail(f"the shared run in {base} failed where it was built (another worker's error)")
+    base = built_once(tmp_path_factory, worker_id, "sealed-add", runroots.sealed_add, "run.out")
     return next((base / "runs").iterdir())
+
+
+@pytest.fixture(scope="session")
+def committed_roots(tmp_path_factory, worker_id) -> Path:
+    """Every sealed root committed under receipts/, unpacked once for the whole session
+    (`committedroots.unpack`, `built_once`): its roots/ folder and the names each archive held.
+    Read-only; a test that writes beside a root works on its own copy."""
+    import committedroots
+    return built_once(tmp_path_factory, worker_id, "committed-roots", committedroots.unpack, committedroots.NAMES)
 
 
 @pytest.fixture(autouse=True)
