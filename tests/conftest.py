@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -39,10 +40,10 @@ def cli():
     return run_cli
 
 
-def _shared_base(tmp_path_factory, worker_id, name: str, build) -> Path:
-    """``build(base)`` run once for the whole session in ``<shared>/<name>``: under xdist the first
-    worker to ask builds it under a file lock in the folder the workers share, the others wait for it
-    and read it. ``build`` writes run.out last, once its run is done and sealed."""
+def built_once(tmp_path_factory, worker_id: str, name: str, build: Callable[[Path], object], done: str) -> Path:
+    """<shared>/``name``, built by ``build`` once for the whole session, ``done`` (a file in it)
+    written last. Under xdist the first worker to ask builds it under a file lock in the folder the
+    workers share, the others wait for it and read it."""
     shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
     base = shared / name
     with open(shared / f"{name}.lock", "w") as lock:
@@ -50,8 +51,8 @@ def _shared_base(tmp_path_factory, worker_id, name: str, build) -> Path:
         if not base.exists():
             base.mkdir()
             build(base)
-        elif not (base / "run.out").is_file():
-            pytest.fail(f"the shared run in {base} failed where it was built (another worker's error)")
+        elif not (base / done).is_file():
+            pytest.fail(f"the shared {name} in {base} failed where it was built (another worker's error)")
     return base
 
 
@@ -59,10 +60,10 @@ def _shared_base(tmp_path_factory, worker_id, name: str, build) -> Path:
 def sealed_add(tmp_path_factory, worker_id) -> Path:
     """One real run of the demo add (the canary) on the CPU compile-only backend, sealed
     (`runroots.sealed_add`): the seal, verify, crash and exit-code tests each ran this same run.
-    Built once for the whole session (`_shared_base`). Sealed, it is read-only; a test that writes
-    works on its own copy (`runroots.copy_root`)."""
+    Built once for the whole session (`built_once`; its run.out is written once the run sealed).
+    Sealed, it is read-only; a test that writes works on its own copy (`runroots.copy_root`)."""
     import runroots
-    base = _shared_base(tmp_path_factory, worker_id, "sealed-add", runroots.sealed_add)
+    base = built_once(tmp_path_factory, worker_id, "sealed-add", runroots.sealed_add, "run.out")
     return next((base / "runs").iterdir())
 
 
@@ -70,9 +71,9 @@ def sealed_add(tmp_path_factory, worker_id) -> Path:
 def screened_add_sass(tmp_path_factory, worker_id) -> dict:
     """One real screen of the demo add at sass (`runroots.screened_add_sass`: TRITON_DEFAULT_FP_FUSION,
     the canary, ``--format json``), sealed, and the JSON it printed: the SASS screen's own test and the
-    JSON-form tests each ran a screen of add. Built once for the session (`_shared_base`), read-only."""
+    JSON-form tests each ran a screen of add. Built once for the session (`built_once`), read-only."""
     import runroots
-    base = _shared_base(tmp_path_factory, worker_id, "screened-add-sass", runroots.screened_add_sass)
+    base = built_once(tmp_path_factory, worker_id, "screened-add-sass", runroots.screened_add_sass, "run.out")
     return {"stdout": (base / "run.out").read_text(encoding="utf-8"), "stderr": (base / "run.err").read_text(encoding="utf-8")}
 
 
@@ -80,10 +81,19 @@ def screened_add_sass(tmp_path_factory, worker_id) -> dict:
 def screened_demo_two(tmp_path_factory, worker_id) -> Path:
     """One real screen of the demo's add and matmul at sass with every round 1 run
     (`runroots.screened_demo_two`), sealed: the review page's real root and the ``--time-unchanged``
-    test each ran a screen of these two. Built once for the session (`_shared_base`), read-only."""
+    test each ran a screen of these two. Built once for the session (`built_once`), read-only."""
     import runroots
-    base = _shared_base(tmp_path_factory, worker_id, "screened-demo-two", runroots.screened_demo_two)
+    base = built_once(tmp_path_factory, worker_id, "screened-demo-two", runroots.screened_demo_two, "run.out")
     return next((base / "runs").iterdir())
+
+
+@pytest.fixture(scope="session")
+def committed_roots(tmp_path_factory, worker_id) -> Path:
+    """Every sealed root committed under receipts/, unpacked once for the whole session
+    (`committedroots.unpack`, `built_once`): its roots/ folder and the names each archive held.
+    Read-only; a test that writes beside a root works on its own copy."""
+    import committedroots
+    return built_once(tmp_path_factory, worker_id, "committed-roots", committedroots.unpack, committedroots.NAMES)
 
 
 @pytest.fixture(autouse=True)

@@ -21,12 +21,15 @@ import os
 import stat
 import threading
 from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
 
 from campaign.contract import canonical, faults, regular
 from campaign.contract.artifacts import cell_dir
 
 JOURNAL_FILE = "digests.jsonl"
 _APPEND = threading.Lock()      # the cards' runners and IR-pass lanes end cells at once
+NONE_KNOWN: Mapping[str, tuple[str, int]] = MappingProxyType({})
 
 
 def _sha256(path: Path) -> tuple[str, int]:
@@ -39,14 +42,18 @@ def _sha256(path: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def folder_digests(root: Path, task_id: str) -> dict[str, tuple[str, int]]:
-    """Every regular file under the task's cell folder (links never followed) -> (sha256, size)."""
+def folder_digests(root: Path, task_id: str, known: Mapping[str, tuple[str, int]] = NONE_KNOWN
+                   ) -> dict[str, tuple[str, int]]:
+    """Every regular file under the task's cell folder (links never followed) -> (sha256, size). A
+    path in ``known`` was digested by the caller a moment before (verify, against the receipt): its
+    digest is taken from there, not read again."""
     root, found = Path(root), {}
     for folder, _, names in os.walk(cell_dir(root, task_id), followlinks=False):
         for name in names:
             path = Path(folder) / name
             if stat.S_ISREG(os.lstat(path).st_mode):
-                found[path.relative_to(root).as_posix()] = _sha256(path)
+                rel = path.relative_to(root).as_posix()
+                found[rel] = known[rel] if rel in known else _sha256(path)
     return dict(sorted(found.items()))
 
 
@@ -91,13 +98,14 @@ def read(root: Path) -> tuple[dict[str, dict[str, tuple[str, int]]], list[str]]:
     return entries, problems
 
 
-def differences(root: Path, tasks: set[str]) -> list[tuple[str, str]]:
+def differences(root: Path, tasks: set[str], known: Mapping[str, tuple[str, int]] = NONE_KNOWN
+                ) -> list[tuple[str, str]]:
     """(path, what) for each file of ``tasks``' cell folders changed, removed or added since its cell
-    ended, and for each line of the journal that does not parse."""
+    ended, and for each line of the journal that does not parse. ``known``: as `folder_digests`."""
     entries, problems = read(root)
     found = [(JOURNAL_FILE, problem) for problem in problems]
     for task_id in sorted(tasks & set(entries)):
-        ended, now = entries[task_id], folder_digests(root, task_id)
+        ended, now = entries[task_id], folder_digests(root, task_id, known)
         for rel in sorted(set(ended) | set(now)):
             if rel not in now:
                 found.append((rel, "removed since its cell ended"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Mapping, Optional, Union
 
 from pydantic import ValidationError
 
@@ -85,8 +85,9 @@ def read_receipt(root: Path) -> tuple[Optional[Union[ReceiptV1, Receipt]], list[
     return model, []
 
 
-def _compare_files(root: Path, model, tree: rootfiles.Tree) -> list[Difference]:
-    out = []
+def _compare_files(root: Path, model, tree: rootfiles.Tree) -> tuple[list[Difference], dict[str, tuple[str, int]]]:
+    """The differences, and each file's (sha256, size) as read here: the journal's check reuses them."""
+    out, digests = [], {}
     for rel in sorted(set(model.files) | set(tree.files)):
         if rel in tree.refused:
             continue
@@ -103,6 +104,7 @@ def _compare_files(root: Path, model, tree: rootfiles.Tree) -> list[Difference]:
         except rootfiles.NotRegular as exc:   # swapped since the listing
             out.append(Difference("refused", rel, exc.strerror))
             continue
+        digests[rel] = (digest, size)
         if digest != entry.sha256 or size != entry.size:
             out.append(Difference("changed", rel, f"sha256 {digest[:12]} size {size}, "
                                                   f"receipt {entry.sha256[:12]} size {entry.size}"))
@@ -110,7 +112,7 @@ def _compare_files(root: Path, model, tree: rootfiles.Tree) -> list[Difference]:
             mode = rootfiles.mode_text(os.lstat(path).st_mode)
             if mode != entry.mode:
                 out.append(Difference("mode", rel, f"{mode}, receipt {entry.mode}"))
-    return out
+    return out, digests
 
 
 def _compare_folders(model: Receipt, tree: rootfiles.Tree) -> list[Difference]:
@@ -129,10 +131,12 @@ def _compare_folders(model: Receipt, tree: rootfiles.Tree) -> list[Difference]:
     return out
 
 
-def journal_differences(root: Path) -> list[Difference]:
-    """Each finished cell's files against the digests journalled as it ended (`campaign.contract.journal`)."""
+def journal_differences(root: Path, known: Mapping[str, tuple[str, int]] = journal.NONE_KNOWN) -> list[Difference]:
+    """Each finished cell's files against the digests journalled as it ended (`campaign.contract.journal`);
+    ``known``: the files' digests already taken (each file is read once)."""
     rows, _ = RunRoot.of(root).status()
-    return [Difference("journal", rel, what) for rel, what in journal.differences(root, status.with_evidence(rows))]
+    return [Difference("journal", rel, what)
+            for rel, what in journal.differences(root, status.with_evidence(rows), known)]
 
 
 def check(root: Path, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
@@ -142,12 +146,13 @@ def check(root: Path, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
         return Verification(None, tuple(problems))
     tree = rootfiles.scan(root, leave_out)
     found = [Difference("refused", rel, what) for rel, what in tree.refused.items()]
-    found += _compare_files(root, model, tree)
+    compared, digests = _compare_files(root, model, tree)
+    found += compared
     if not tree.refused:     # never opens what the scan refused (a FIFO for status.tsv)
         # a path the receipt already disagrees with is named once; the journal adds what a receipt
         # rewritten over edited evidence (its own digest recomputed) agrees with
         named = {d.path for d in found}
-        found += [d for d in journal_differences(root) if d.path not in named]
+        found += [d for d in journal_differences(root, digests) if d.path not in named]
     if isinstance(model, Receipt):
         found += _compare_folders(model, tree)
     return Verification(model, tuple(problems + sorted(found, key=lambda d: (d.path.rstrip("/"), d.kind))))

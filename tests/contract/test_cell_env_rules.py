@@ -188,7 +188,8 @@ def test_validate_refuses_pytest_addopts_through_the_cli(tmp_path: Path, cli):
 
 
 def test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_identity_and_report(tmp_path: Path, cli):
-    path = runroots.manifest(tmp_path, [runroots.demo("add")])
+    # what reaches the cell's identity and the report is checked, not a kernel: the benchmark compiles nothing
+    path = runroots.manifest(tmp_path, [runroots.fault("add", "test_bench_noop")])
     text = path.read_text().replace('    candidate: {DISABLE_MMA_V3: "1"}',
                                     '    candidate: {DISABLE_MMA_V3: "1", CAMPAIGN_TEST_KNOB: "on"}\n'
                                     "  also: {CAMPAIGN_TEST_KNOB: a knob the candidate turns on beside the switch}")

@@ -3,15 +3,16 @@ the committed H200 root still reports as its report.md, the published schemas ac
 is written, and a receipt whose verdicts are not the model's no longer verifies."""
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 from typing import get_args
 
+import committedroots
 import jsonschema
 import pytest
 import rootbuilder as rb
 from conftest import PROJECT_ROOT
 from pydantic import ValidationError
+from runroots import copy_root
 
 from campaign.contract import canonical
 from campaign.contract.receiptmodel import ReceiptFile, content_digest
@@ -32,14 +33,10 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(RECEIPTS))
 
 
-@pytest.fixture(scope="module")
-def unpacked(tmp_path_factory) -> Path:
-    """Every committed root.tar.gz, unpacked once."""
-    into = tmp_path_factory.mktemp("committed")
-    for archive in sorted(RECEIPTS.glob("*/root.tar.gz")):
-        with tarfile.open(archive) as tar:
-            tar.extractall(into, filter="tar")     # modes kept: a v2 receipt records them
-    return into
+@pytest.fixture
+def unpacked(committed_roots) -> Path:
+    """Every committed root.tar.gz, unpacked once for the session (`conftest.committed_roots`): read only."""
+    return committed_roots / committedroots.ROOTS
 
 
 def _schema(name: str) -> jsonschema.Draft202012Validator:
@@ -120,8 +117,10 @@ def test_prepare_writes_a_prepare_record(tmp_path: Path, cli):
     assert "mode" in record.dump()                # written, not only defaulted
 
 
-def test_a_rescore_writes_a_rescore_record(unpacked: Path):
-    _, out, _ = screen.rescore(unpacked / SCREEN.name, ())
+def test_a_rescore_writes_a_rescore_record(unpacked: Path, tmp_path: Path):
+    root = copy_root(unpacked / SCREEN.name, tmp_path)      # the rescore is written beside its root
+    _, out, _ = screen.rescore(root, ())
+    assert out.parent == root.parent
     text = (out / screen.RESCORE_FILE).read_text(encoding="utf-8")
     record = Rescore.model_validate_json(text)
     assert canonical.dumps(record.dump()) == text and record.changes == ()

@@ -8,11 +8,14 @@ from pathlib import Path
 import runroots
 from conftest import run_cli
 
+# the runner's finding and sealing of the root is what is checked, not a kernel: nothing is compiled
+ADD = runroots.fault("add", "test_bench_noop")
+
 
 def test_prepare_prints_the_next_command_and_a_bare_run_finds_the_newest_root(tmp_path: Path):
     runs = tmp_path / "elsewhere"
-    older = run_cli("prepare", runroots.manifest(tmp_path, [runroots.demo("add")], campaign="a-older"), "--runs-dir", runs)
-    newer = run_cli("prepare", runroots.manifest(tmp_path, [runroots.demo("add")], campaign="b-newer"), "--runs-dir", runs)
+    older = run_cli("prepare", runroots.manifest(tmp_path, [ADD], campaign="a-older"), "--runs-dir", runs)
+    newer = run_cli("prepare", runroots.manifest(tmp_path, [ADD], campaign="b-newer"), "--runs-dir", runs)
     assert older.returncode == newer.returncode == 0, older.stderr + newer.stderr
     *_, next_line, root_line = newer.stdout.strip().splitlines()
     root = Path(root_line)

@@ -38,11 +38,11 @@ def _env() -> dict:
     return {**os.environ, "PYTHONPATH": str(FAKE_FLAG_GEMS)}
 
 
-def _run(cli, tmp_path: Path, layout: str, workloads: str, extra: str = "", rounds: int = 2) -> Path:
+def _run(cli, tmp_path: Path, layout: str, workloads: str, extra: str = "") -> Path:
     root, head = make_checkout(tmp_path, layout)
     path = manifest(tmp_path, root, f"commit: {head}", workloads)
     path.write_text(path.read_text().replace("defaults: {bench_level: core, shape_mode: upstream}",
-                                             f"rounds: {{count: {rounds}}}\n"
+                                             "rounds: {count: 1}\n"
                                              f"defaults: {{bench_level: core, shape_mode: upstream{extra}}}"))
     done = cli("prepare", path, "--runs-dir", tmp_path / "runs")
     assert done.returncode == 0, done.stderr
@@ -84,7 +84,7 @@ def test_rows_are_keyed_by_flaggems_shape_and_dtype_with_their_role(category_roo
         assert "flaggems_bench: benchmark.performance_utils.Benchmark keyed by FlagGems' shape and dtype" in log
         assert "dobench: 8 rows written from 1 test(s) (ok 0, failed 0, compiled 8; 4 reference)" in log
         assert "abs_kernel" in (cell / "ir" / "index.tsv").read_text(encoding="utf-8")
-    mm = _rows(category_root, "mm/r2/candidate")
+    mm = _rows(category_root, "mm/r1/candidate")
     assert [(r.shape, r.role) for r in mm[:4]] == [((1, 64, 64, 64), "reference"), ((1, 64, 64, 64), "measured"),
                                                    ((1, 128, 64, 32), "reference"), ((1, 128, 64, 32), "measured")]
 
@@ -106,7 +106,7 @@ def test_a_campaign_shape_file_replaces_core_shapes_for_both_roles_and_gems_op(t
     trace.write_text(TRACE, encoding="utf-8")
     root = _run(cli, tmp_path, "53", "  - {name: abs, op: abs, provider: flaggems_upstream, dtypes: [float32]}\n"
                                      "  - {name: mm, op: mm, provider: flaggems_upstream, dtypes: [float16]}\n",
-                extra=", shape_file: trace.yaml", rounds=1)
+                extra=", shape_file: trace.yaml")
     tasks = {t["workload"]: t for t in json.loads((root / "matrix.json").read_text())["tasks"]}
     assert tasks["abs"]["targets"]["shape_file"] == str(trace)
     assert tasks["abs"]["targets"]["benchmark_options"][-6:] == ["--shape_file", str(trace), "-o", "pythonpath=", "-p", "no:logging"]

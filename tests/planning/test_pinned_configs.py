@@ -19,10 +19,12 @@ from campaign.judging import caliber
 from campaign.planning import pinning
 
 DEFAULTS = "defaults:\n  timeout_s: 120\n"
+# one dtype: the configs recorded and replayed are the point, and each dtype compiles every config again
+MATMUL = "  - {name: matmul, op: matmul, dtypes: [float16]}\n"
 
 
 def pinned_manifest(tmp_path: Path, source: Path, digest: str, name: str = "pinned") -> Path:
-    path = runroots.manifest(tmp_path, [runroots.demo("matmul")], campaign=name)
+    path = runroots.manifest(tmp_path, [MATMUL], campaign=name)
     text = path.read_text(encoding="utf-8")
     assert text.count(DEFAULTS) == 1
     pin = f"  autotune_from:\n    root: {source}\n    receipt_sha256: \"{digest}\"\n"
@@ -38,7 +40,7 @@ def prepare(path: Path, runs: Path):
 def source(tmp_path_factory) -> Path:
     """A sealed root whose round-1 baseline recorded the matmul's configs."""
     base = tmp_path_factory.mktemp("source")
-    root = runroots.prepare(base, [runroots.demo("matmul")], campaign="source")
+    root = runroots.prepare(base, [MATMUL], campaign="source")
     done = runroots.run(root)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (root / "receipt.json").is_file()
@@ -115,7 +117,7 @@ def test_a_digest_that_is_not_the_roots_receipt_is_refused_at_its_key(source, tm
 
 def test_an_unsealed_source_or_a_workload_it_lacks_is_refused(source, tmp_path):
     (tmp_path / "u").mkdir()
-    unsealed = runroots.prepare(tmp_path / "u", [runroots.demo("matmul")], campaign="unsealed")
+    unsealed = runroots.prepare(tmp_path / "u", [MATMUL], campaign="unsealed")
     done = prepare(pinned_manifest(tmp_path, unsealed, "0" * 64, name="p1"), tmp_path / "runs")
     assert done.returncode == 2 and "only a sealed root's configs can be pinned" in done.stderr
     manifest = runroots.manifest(tmp_path, ["  - {name: matmull, op: add}\n"], campaign="p2")

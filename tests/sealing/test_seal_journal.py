@@ -102,3 +102,27 @@ def test_the_journal_names_files_changed_removed_and_added_and_a_broken_line(tmp
     assert journal.read(tmp_path)[1] == []
     path.write_text('{"task": 1}\n' + json.dumps({"task": "x", "files": {}}) + "\n")
     assert journal.read(tmp_path) == ({"x": {}}, ["line 1: not a journal entry"])
+
+
+def test_a_digest_already_taken_is_reused_and_every_other_file_read(tmp_path: Path):
+    folder = cell_dir(tmp_path, "w/r1/baseline")
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text("a")
+    (folder / "b.json").write_text("b")
+    a, b = "cells/w/r1/baseline/a.json", "cells/w/r1/baseline/b.json"
+    read = journal.folder_digests(tmp_path, "w/r1/baseline")
+    taken = {a: ("f" * 64, 1)}          # what a caller read a moment before (here not what is on disk)
+    assert journal.folder_digests(tmp_path, "w/r1/baseline", taken) == {a: taken[a], b: read[b]}
+
+
+def test_verify_reads_each_cell_file_once(sealed: Path, monkeypatch):
+    # verify digests every file against the receipt, then hands those digests to the journal's check:
+    # a sealed root's cell files are never read a second time (they were, once per check)
+    from campaign.sealing import verification
+
+    journal_reads = []
+    digest = journal._sha256
+    monkeypatch.setattr(journal, "_sha256", lambda path: journal_reads.append(path) or digest(path))
+    assert verification.check(sealed).differences == ()
+    assert journal_reads == []
+    assert journal.differences(sealed, {"add/r1/baseline"}) == [] and journal_reads, "the spy sees the journal's reads"

@@ -98,7 +98,8 @@ def fallback_lines(plan) -> list[str]:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """A recording cell of BENCH with a correctness session over both keys: read as it is by the
-    recording test, copied by the replaying test, which steers an entry of its own copy."""
+    recording test, copied by the replaying test, which steers an entry of its own copy, and by the
+    missing-key test, which copies its benchmark recording alone."""
     plan = plan_cell(tmp_path_factory.mktemp("recorded"), "baseline")
     run_sessions(plan, kernel_test(BENCH), kernel_test(CORRECT.format(block={128: 128, 256: 128})))
     return plan
@@ -134,12 +135,15 @@ def test_replaying_cell_runs_correctness_on_the_recorded_configs_and_tunes_nothi
     assert fallback_lines(replay) == []
 
 
-def test_a_correctness_key_missing_from_the_recording_is_a_counted_fallback(tmp_path):
-    record = plan_cell(tmp_path, "baseline")
-    run_sessions(record, kernel_test(BENCH))        # no correctness session: nothing recorded for 256
-    assert not (Path(record.cell_dir) / "autotune-correctness.json").exists()
-    replay = plan_cell(tmp_path, "control", mode="replay", cell="control",
-                       replay_file=Path(record.cell_dir) / "autotune.json", env={"DISABLE_MMA_V3": "0"})
+def test_a_correctness_key_missing_from_the_recording_is_a_counted_fallback(recorded, tmp_path):
+    # a recording cell that ran no correctness session: the shared recording's benchmark file alone
+    # (its benchmark session is BENCH's), nothing recorded for 256
+    recording = tmp_path / "baseline" / "autotune.json"
+    recording.parent.mkdir()
+    shutil.copyfile(Path(recorded.cell_dir) / "autotune.json", recording)
+    assert not (recording.parent / "autotune-correctness.json").exists()
+    replay = plan_cell(tmp_path, "control", mode="replay", cell="control", replay_file=recording,
+                       env={"DISABLE_MMA_V3": "0"})
     run_sessions(replay, kernel_test(BENCH), kernel_test(CORRECT.format(block={128: 128, 256: 128})))
     correct = read(replay, "autotune-correctness.json")
     assert [e["key"] for e in correct["entries"]] == [KEY_128]

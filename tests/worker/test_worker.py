@@ -45,21 +45,39 @@ def _refused(plan, check: str) -> CellResult:
     return result
 
 
-def test_a_task_file_without_its_terms_is_refused_and_the_manifest_never_read(tmp_path):
+@pytest.fixture(scope="module")
+def demo_cell(tmp_path_factory):
+    """The default plan through the worker once, a broken manifest.yaml in its root: checked end to
+    end by one test, and by the task-file test for the manifest never read (each ran this same cell)."""
+    _require_planned_plugins()
+    base = tmp_path_factory.mktemp("demo-cell")
+    plan = write_plan(base)
+    (base / "manifest.yaml").write_text("campaign: [", encoding="utf-8")
+    return plan, run_worker(plan, dict(os.environ))
+
+
+@pytest.fixture(scope="module")
+def no_plugins(tmp_path_factory):
+    """A plan naming no plugins, refused by preflight: read by the empty-plan test, and run again by
+    the finished-cell test, whose second run must neither re-run nor overwrite it."""
+    plan = write_plan(tmp_path_factory.mktemp("no-plugins"), plugins=())
+    return plan, _refused(plan, "plugin_plan")
+
+
+def test_a_task_file_without_its_terms_is_refused_and_the_manifest_never_read(demo_cell, tmp_path):
     """The cell's terms come from task.json (the matrix's): a plan naming a manifest file instead
     is not a task file, and the root's manifest.yaml, even broken, changes nothing for a cell."""
-    plan = write_plan(tmp_path)
-    (tmp_path / "manifest.yaml").write_text("campaign: [", encoding="utf-8")
-    task_file = Path(plan.cell_dir) / "task.json"
-    data = read_json(task_file)
-    old = {key: value for key, value in data.items() if key != "terms"} | {"manifest_file": str(tmp_path / "manifest.yaml")}
+    plan, ran = demo_cell
+    manifest = Path(plan.root) / "manifest.yaml"
+    assert manifest.read_text(encoding="utf-8") == "campaign: ["
+    data = read_json(Path(plan.cell_dir) / "task.json")
+    old = {key: value for key, value in data.items() if key != "terms"} | {"manifest_file": str(manifest)}
     (tmp_path / "old-task.json").write_text(json.dumps(old), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "campaign.worker", str(tmp_path / "old-task.json"),
                            str(tmp_path / "old-result.json")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "not a readable task file" in proc.stderr and "terms" in proc.stderr
     assert not (tmp_path / "old-result.json").exists()
-    proc = run_worker(plan, dict(os.environ))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert ran.returncode == 0, ran.stderr[-3000:]
 
 
 def test_an_interpreter_without_flag_gems_is_refused_by_name(tmp_path):
@@ -88,8 +106,8 @@ def test_an_op_without_shapes_is_refused_by_name(tmp_path):
     assert _refused(plan, "shape_file").preflight.checks[-1][2].endswith("no shapes for op cumsum")
 
 
-def test_an_empty_plugin_plan_is_refused_by_name(tmp_path):
-    result = _refused(write_plan(tmp_path, plugins=()), "plugin_plan")
+def test_an_empty_plugin_plan_is_refused_by_name(no_plugins):
+    _, result = no_plugins
     assert result.preflight.checks[-1][2] == "the plan names no plugins"
 
 
@@ -113,9 +131,8 @@ def test_a_triton_version_pin_mismatch_is_refused_by_name(tmp_path):
     assert _refused(plan, "versions").preflight.checks[-1][2] == f"triton pinned 3.5.0, installed {triton.__version__}"
 
 
-def test_a_finished_cell_is_never_rerun_or_overwritten(tmp_path):
-    plan = write_plan(tmp_path, plugins=())
-    _refused(plan, "plugin_plan")
+def test_a_finished_cell_is_never_rerun_or_overwritten(no_plugins):
+    plan, _ = no_plugins
     result_file = Path(plan.cell_dir) / "result.json"
     before = result_file.read_bytes()
     proc = run_worker(plan, dict(os.environ))
@@ -137,11 +154,9 @@ def test_bad_usage_exits_2(tmp_path):
     assert not (tmp_path / "result.json").exists()
 
 
-def test_one_demo_cell_on_cpu_end_to_end(tmp_path):
+def test_one_demo_cell_on_cpu_end_to_end(demo_cell):
     """Depends on every planned plugin (compile_only, run_identity, ir_capture, autotune, timing)."""
-    _require_planned_plugins()
-    plan = write_plan(tmp_path)
-    proc = run_worker(plan, dict(os.environ))
+    plan, proc = demo_cell
     cell_dir = Path(plan.cell_dir)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     result = CellResult.model_validate(read_json(cell_dir / "result.json"))
