@@ -28,7 +28,7 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 STORE = "campaign"                    # under the user's cache folder
 PYC = ".pyc"
@@ -53,24 +53,46 @@ def source_of(prefix: Path, pyc: Path) -> Path:
     return Path("/") / pyc.parent.relative_to(prefix) / (pyc.name.split(".", 1)[0] + ".py")
 
 
-def _under(path: Path, roots: Iterable[Path]) -> bool:
-    return any(path.is_relative_to(root) for root in roots)
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    """Whether the resolved ``path`` is one of ``roots`` (resolved) or inside one: `Path.is_relative_to`
+    on strings, which a seed asks of every stored file (pathlib's cost was most of a seed's)."""
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _stored(folder: Path) -> Iterator[tuple[str, str, str]]:
+    """Each ``.pyc`` under ``folder`` (a PYTHONPYCACHEPREFIX layout; links not followed) as its folder
+    relative to ``folder``, its name and its source, the source's folder resolved (`_resolved` finishes
+    it). A folder is resolved once for all its files, where resolving each file's path walked every
+    folder above it again; strings, not paths: pathlib was most of what a seed cost."""
+    for at, _folders, names in sorted(os.walk(folder)):
+        pycs = sorted(name for name in names if name.endswith(PYC))
+        rel = os.path.relpath(at, folder)
+        source_dir = os.path.realpath(os.sep + ("" if rel == os.curdir else rel)) if pycs else ""
+        for name in pycs:
+            yield rel, name, os.path.join(source_dir, name.split(".", 1)[0] + ".py")
+
+
+def _resolved(source: str) -> Path:
+    """``source`` (its folder resolved) as `Path.resolve` gives it: a link followed."""
+    return Path(os.path.realpath(source) if os.path.islink(source) else source)
 
 
 def seed(prefix: Path, store: Path, reusable: Callable[[Path], bool]) -> int:
     """Link (else copy) into ``prefix`` every file of ``store`` whose source is ``reusable``; how many.
     A file the store holds for any other source (planted by whoever can write the store) is never seeded."""
-    count = 0
-    for stored in sorted(store.rglob(f"*{PYC}")) if store.is_dir() else ():
-        if not reusable(source_of(store, stored).resolve()):
+    count, made = 0, set()
+    for rel, name, source in _stored(store) if store.is_dir() else ():
+        if not reusable(_resolved(source)):
             continue
-        target = prefix / stored.relative_to(store)
+        stored, folder = os.path.join(store, rel, name), os.path.normpath(os.path.join(prefix, rel))
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
             try:
-                os.link(stored, target)
+                os.link(stored, os.path.join(folder, name))
             except OSError:
-                shutil.copyfile(stored, target)
+                shutil.copyfile(stored, os.path.join(folder, name))
             count += 1
         except OSError:
             continue       # a file another run is replacing, a full disk: that module compiles from source
@@ -80,15 +102,15 @@ def seed(prefix: Path, store: Path, reusable: Callable[[Path], bool]) -> int:
 def keep(prefix: Path, store: Path, reusable: Callable[[Path], bool]) -> int:
     """Add to ``store`` each ``.pyc`` of ``prefix`` whose source is ``reusable`` and not stored yet; how many."""
     count = 0
-    for pyc in sorted(prefix.rglob(f"*{PYC}")) if prefix.is_dir() else ():
-        target = store / pyc.relative_to(prefix)
-        if target.exists() or not reusable(source_of(prefix, pyc).resolve()):
+    for rel, name, source in _stored(prefix) if prefix.is_dir() else ():
+        target = os.path.normpath(os.path.join(store, rel, name))
+        if os.path.exists(target) or not reusable(_resolved(source)):
             continue
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{pyc.name}.")
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fd, temporary = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{name}.")
             with os.fdopen(fd, "wb") as handle:
-                handle.write(pyc.read_bytes())
+                handle.write(Path(prefix, rel, name).read_bytes())
             os.replace(temporary, target)
             count += 1
         except OSError:
@@ -101,6 +123,11 @@ def reusable_rule(roots: tuple[Path, ...], project_root: Path, package_folders: 
     """Whether a (resolved) source's bytecode may be kept and seeded: under one of ``roots`` (this
     python's installed folders), not under the project's package folders, and no file prepare
     digested (its record's keys: relative to the project root, or absolute)."""
-    folders = tuple((project_root / name).resolve() for name in package_folders)
-    files = {(project_root / key if not Path(key).is_absolute() else Path(key)).resolve() for key in digested}
-    return lambda source: _under(source, roots) and not _under(source, folders) and source not in files
+    installed = tuple(str(root) for root in roots)
+    folders = tuple(str((project_root / name).resolve()) for name in package_folders)
+    files = {str((project_root / key if not Path(key).is_absolute() else Path(key)).resolve()) for key in digested}
+
+    def reusable(source: Path) -> bool:
+        path = str(source)
+        return _under(path, installed) and not _under(path, folders) and path not in files
+    return reusable

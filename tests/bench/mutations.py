@@ -219,6 +219,13 @@ MUTATIONS = [
     ("fewer processes: a status.tsv that is a FIFO is refused, never read as empty", "campaign/contract/status.py",
      "    if not os.path.lexists(path):\n        return [], []\n", "    if not os.path.isfile(path):\n        return [], []\n",
      "tests/contract/test_bounded_reading.py::test_a_fifo_as_status_tsv_is_refused_before_a_finished_cell_is_moved"),
+    ("bytecode in strings: a stored source linked out of the installed folders is never seeded",
+     "campaign/running/bytecode.py",
+     "    return Path(os.path.realpath(source) if os.path.islink(source) else source)\n", "    return Path(source)\n",
+     "tests/running/test_bytecode.py::test_a_source_counts_where_it_resolves_through_links_of_its_folders_and_of_itself"),
+    ("bytecode in strings: a source's folder counts where it resolves", "campaign/running/bytecode.py",
+     "os.path.realpath(os.sep + (\"\" if rel == os.curdir else rel))", "os.path.normpath(os.sep + rel)",
+     "tests/running/test_bytecode.py::test_a_source_counts_where_it_resolves_through_links_of_its_folders_and_of_itself"),
 ]
 
 
