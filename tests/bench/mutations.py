@@ -325,6 +325,23 @@ MUTATIONS = [
     ("verify reads each cell file once: a known digest reused", "campaign/contract/journal.py",
      "found[rel] = known[rel] if rel in known else _sha256(path)", "found[rel] = _sha256(path)",
      "tests/sealing/test_seal_journal.py::test_a_digest_already_taken_is_reused_and_every_other_file_read"),
+    ("fewer processes: a cell folder that cannot be made stops the run named", "campaign/flows/session.py",
+     "    except OSError as exc:   # a full disk, an unwritable path: named, never a traceback\n",
+     "    except (FileExistsError, PermissionError) as exc:\n",
+     "tests/contract/test_faults_named.py::test_a_cell_folder_that_cannot_be_made_is_named"),
+    ("fewer processes: a full disk at a task file names the task file", "campaign/running/runner.py",
+     "        with faults.naming(cell_dir / TASK_FILE):", "        with faults.naming(cell_dir):",
+     "tests/contract/test_faults_named.py::test_a_full_disk_at_a_task_file_names_the_file"),
+    ("fewer processes: a file-size limit says to raise it", "campaign/contract/faults.py",
+     '"raise the file-size limit (ulimit -f)" if exc.errno == errno.EFBIG', '"make it writable" if exc.errno == errno.EFBIG',
+     "tests/contract/test_faults_named.py::test_a_file_size_limit_at_the_status_row_is_named_and_the_cell_runs_again"),
+    ("fewer processes: a worker's write fault stops the run with no row", "campaign/running/cellresult.py",
+     "    if ended.rc == faults.EXIT_WRITE_FAULT and ended.name == status.rc_name(faults.EXIT_WRITE_FAULT):\n",
+     "    if False:\n",
+     "tests/running/test_write_faults.py::test_a_full_scratch_dir_in_a_worker_stops_the_run_named_and_the_cell_runs_again"),
+    ("fewer processes: a status.tsv that is a FIFO is refused, never read as empty", "campaign/contract/status.py",
+     "    if not os.path.lexists(path):\n        return [], []\n", "    if not os.path.isfile(path):\n        return [], []\n",
+     "tests/contract/test_bounded_reading.py::test_a_fifo_as_status_tsv_is_refused_before_a_finished_cell_is_moved"),
 ]
 
 

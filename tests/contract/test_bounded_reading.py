@@ -48,8 +48,8 @@ def test_a_fifo_as_run_lock_is_refused_unopened(tmp_path: Path):
 
 
 def test_a_fifo_as_status_tsv_is_refused_before_a_finished_cell_is_moved(tmp_path: Path):
-    root = prepare(tmp_path, [fault("add", "test_bench_noop", canary=True), fault("held", "test_bench_wait_release")])
-    proc = start_run(root)                                # add's cells finish; held's waits; then interrupted
+    root = prepare(tmp_path, [fault("held", "test_bench_wait_release")])
+    proc = start_run(root)                                # held's baseline finishes; its candidate waits; interrupted
     try:
         deadline = time.monotonic() + 120
         while not (root / "cells" / "held" / "r1" / "candidate" / "task.json").exists():
@@ -62,7 +62,7 @@ def test_a_fifo_as_status_tsv_is_refused_before_a_finished_cell_is_moved(tmp_pat
             proc.kill()
         proc.communicate()
     before = sorted(p.relative_to(root).as_posix() for p in (root / "cells").rglob("*"))
-    assert "cells/add/r1/candidate/result.json" in before
+    assert "cells/held/r1/baseline/result.json" in before
     (root / "status.tsv").unlink()
     os.mkfifo(root / "status.tsv")
     done = run_cli("run", root, "--grace", "1", "--scratch-dir", tmp_path, timeout=60)

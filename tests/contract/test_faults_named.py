@@ -22,8 +22,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import PROJECT_ROOT
-from runroots import by_id, fault, manifest, prepare, rows, run, start_run
+from runroots import by_id, copy_root, fault, manifest, prepare, rows, run, start_run
 
 from campaign.contract import canonical
 
@@ -80,18 +81,35 @@ def test_a_full_disk_at_the_status_row_is_named_and_nothing_finished_is_lost(tmp
     assert by_id(root)["softmax/r1/candidate"].rc_name == "ok"
 
 
-def test_a_cell_folder_that_cannot_be_made_is_named(tmp_path: Path):
-    root = prepare(tmp_path, [ADD, SOFTMAX])
+@pytest.fixture(scope="module")
+def stopped_before_softmax(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A run stopped by a file where softmax's first cell folder must be made, after the canary add's two
+    cells finished: the cell-folder test's own run, and the start the tests of a fault at softmax's first
+    cell copy (`copy_root`) and unblock. Their fault meets the same first cell after the same finished
+    ones; each paid the canary's two processes of its own before. The root is only read here."""
+    root = prepare(tmp_path_factory.mktemp("stopped"), [ADD, SOFTMAX])
     (root / "cells").mkdir(exist_ok=True)
+    (root / "cells" / "softmax").write_text("not a folder\n", encoding="utf-8")
+    return root, run(root)
+
+
+def _unblocked(stopped: tuple[Path, subprocess.CompletedProcess], tmp_path: Path) -> Path:
+    """A copy of the stopped run with softmax's folder free to be made: add's cells finished, softmax's next."""
+    root = copy_root(stopped[0], tmp_path)
+    (root / "cells" / "softmax").unlink()
+    assert [row.task_id for row in rows(root)] == ["add/r1/baseline", "add/r1/candidate"]
+    return root
+
+
+def test_a_cell_folder_that_cannot_be_made_is_named(tmp_path: Path, stopped_before_softmax):
+    root, done = stopped_before_softmax
     blocker = root / "cells" / "softmax"
-    blocker.write_text("not a folder\n", encoding="utf-8")
-    done = run(root)
     _named(done, "write", blocker / "r1" / "baseline", "Not a directory (ENOTDIR)")
     assert f"make it writable, then `campaign run {root}` resumes" in done.stderr
-    assert [row.task_id for row in rows(root)] == ["add/r1/baseline", "add/r1/candidate"]
+    assert blocker.is_file() and [row.task_id for row in rows(root)] == ["add/r1/baseline", "add/r1/candidate"]
     finished = _digests(root / "cells" / "add")
 
-    blocker.unlink()
+    root = _unblocked(stopped_before_softmax, tmp_path)
     again = run(root)
     assert again.returncode == 0, again.stderr
     assert _digests(root / "cells" / "add") == finished
@@ -119,8 +137,8 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_a_full_disk_at_a_task_file_names_the_file(tmp_path: Path):
-    root = prepare(tmp_path, [ADD, SOFTMAX])
+def test_a_full_disk_at_a_task_file_names_the_file(tmp_path: Path, stopped_before_softmax):
+    root = _unblocked(stopped_before_softmax, tmp_path)
     done = _run_patched(FULL_AT_TASK_FILE, root, tmp_path)
     _named(done, "disk", root / "cells" / "softmax" / "r1" / "baseline" / "task.json",
            "No space left on device (ENOSPC)")
@@ -155,8 +173,8 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_a_file_size_limit_at_the_status_row_is_named_and_the_cell_runs_again(tmp_path: Path):
-    root = prepare(tmp_path, [ADD, SOFTMAX])
+def test_a_file_size_limit_at_the_status_row_is_named_and_the_cell_runs_again(tmp_path: Path, stopped_before_softmax):
+    root = _unblocked(stopped_before_softmax, tmp_path)
     done = _run_patched(EFBIG_AT_STATUS_ROW, root, tmp_path)
     _named(done, "write", root / "status.tsv", "File too large (EFBIG)")
     assert "raise the file-size limit (ulimit -f)" in done.stderr

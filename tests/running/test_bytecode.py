@@ -69,6 +69,27 @@ def test_the_run_start_seeds_only_reusable_files_of_the_store(tmp_path: Path):
     assert bytecode.seed(tmp_path / "fresh", tmp_path / "no-store", rule) == 0
 
 
+
+def test_a_source_counts_where_it_resolves_through_links_of_its_folders_and_of_itself(tmp_path: Path):
+    """Seed and keep read each source resolved, folder by folder and then the file: a folder linked into
+    the installed folder is reusable, a file or a folder inside it linked out of it is not."""
+    sources, rule = _layout(tmp_path)
+    installed, own = tmp_path / "site-packages", tmp_path / "own"
+    own.mkdir()
+    (own / "x.py").write_text("", encoding="utf-8")
+    (tmp_path / "linked-site").symlink_to(installed, target_is_directory=True)
+    (installed / "torch").mkdir(parents=True)
+    (installed / "torch" / "out.py").symlink_to(own / "x.py")
+    (installed / "outdir").symlink_to(own, target_is_directory=True)
+    planted = {"torch": sources["torch"], "through a linked folder": tmp_path / "linked-site" / "torch" / "f.py",
+               "a file linked out": installed / "torch" / "out.py", "a folder linked out": installed / "outdir" / "y.py"}
+    store, prefix = tmp_path / "store", tmp_path / "prefix"
+    for name, source in planted.items():
+        _pyc(store, source, name.encode())
+    assert bytecode.seed(prefix, store, rule) == 2
+    assert sorted(p.read_bytes() for p in prefix.rglob("*.pyc")) == [b"through a linked folder", b"torch"]
+    assert bytecode.keep(store, tmp_path / "kept", rule) == 2
+
 def test_a_source_maps_to_its_prefix_path_and_back(tmp_path: Path):
     source = Path("/opt/venv/lib/python3.12/site-packages/triton/compiler/compiler.py")
     assert bytecode.source_of(tmp_path, _pyc(tmp_path, source, b"")) == source
