@@ -2,6 +2,7 @@
 the working directory are checked unchanged after every test."""
 from __future__ import annotations
 
+import compileall
 import fcntl
 import os
 import subprocess
@@ -109,3 +110,15 @@ def _gpu_tests_need_the_gpu_host(request):
         pytest.fail(f"gpu-marked tests are written for sm_90 (H100/H200); found "
                     f"{torch.cuda.get_device_name(0)} {torch.cuda.get_device_capability(0)}", pytrace=False)
     import flag_gems  # noqa: F401  -- the host must have it: the FlagGems tests are the point
+
+
+def pytest_configure(config):
+    """The project's packages compiled to bytecode once, before any test (in the controller, before
+    xdist starts its workers). With PYTHONDONTWRITEBYTECODE set (as on this machine) no process ever
+    writes them, so each of the suite's CLI subprocesses compiled the project from source again;
+    `compileall` writes them whatever that variable says. Workers never read these: each run's own
+    bytecode prefix starts empty (`campaign.running.workerlaunch`), so this touches the CLI's start only."""
+    if hasattr(config, "workerinput"):
+        return
+    for folder in ("campaign", "worker", "plugins", "reaccount"):
+        compileall.compile_dir(PROJECT_ROOT / folder, quiet=1)
