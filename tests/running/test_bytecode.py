@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from campaign.running import bytecode
 
 TAG = sys.implementation.cache_tag
@@ -70,3 +72,21 @@ def test_the_store_is_one_per_python_under_the_users_cache(tmp_path: Path, monke
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert bytecode.store_dir() == tmp_path / "campaign" / f"bytecode-{TAG}"
     assert any(root.name == "site-packages" for root in bytecode.installed_roots())
+
+
+def test_a_group_of_workers_starts_seeded_and_leaves_what_it_compiled(tmp_path: Path, monkeypatch):
+    """`reused`, around a session's workers and each Ray task's on its node: the store seeds the
+    prefix before the first worker, and what the workers compiled is kept, also when the group fails."""
+    import _pytest.main
+    import pluggy
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    warm, fresh = Path(pluggy.__file__).resolve(), Path(_pytest.main.__file__).resolve()    # installed sources
+    store, prefix = bytecode.store_dir(), tmp_path / "prefix"
+    _pyc(store, warm, b"stored")
+    with pytest.raises(RuntimeError, match="ended early"):
+        with bytecode.reused(prefix, tmp_path / "project", []):
+            assert [bytecode.source_of(prefix, p) for p in prefix.rglob("*.pyc")] == [warm]
+            _pyc(prefix, fresh, b"compiled")
+            raise RuntimeError("the group ended early")
+    assert sorted(bytecode.source_of(store, p) for p in store.rglob("*.pyc")) == sorted([warm, fresh])

@@ -30,7 +30,7 @@ from conftest import PROJECT_ROOT, run_cli
 from campaign.contract import status, telemetryfile
 from campaign.contract.errors import Refused
 from campaign.contract.runroot import RunRoot
-from campaign.running import raynode, raywatch
+from campaign.running import bytecode, raynode, raywatch
 from campaign.running.raynode import place
 
 RAY = Path(sys.executable).parent / "ray"
@@ -45,11 +45,12 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _cluster(nodes: Path, gpus: int):
-    """A local cluster declaring ``gpus`` GPUs, its workers' TMPDIR ``nodes``: (address, process)."""
+def _cluster(nodes: Path, gpus: int, cache: Path):
+    """A local cluster declaring ``gpus`` GPUs, its workers' TMPDIR ``nodes`` and user cache folder
+    ``cache`` (where a node keeps its bytecode store): (address, process)."""
     port = _free_port()
     temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))     # Ray's socket paths must stay short
-    env = dict(os.environ, TMPDIR=str(nodes), RAY_USAGE_STATS_ENABLED="0")
+    env = dict(os.environ, TMPDIR=str(nodes), XDG_CACHE_HOME=str(cache), RAY_USAGE_STATS_ENABLED="0")
     log = open(temp / "start.log", "wb")
     proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}", f"--num-gpus={gpus}",
                              "--num-cpus=2", "--include-dashboard=false", "--node-ip-address=127.0.0.1",
@@ -80,9 +81,16 @@ def _cluster(nodes: Path, gpus: int):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def node_cache(tmp_path_factory) -> Path:
+    """The nodes' user cache folder, one for the module's clusters (they stand for one machine):
+    the first task's workers compile torch, and the node's store hands that to every later task."""
+    return tmp_path_factory.mktemp("nodecache")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, node_cache):
     nodes = tmp_path_factory.mktemp("raynodes")
-    with _cluster(nodes, 2) as (address, _proc):
+    with _cluster(nodes, 2, node_cache) as (address, _proc):
         yield address, nodes
 
 
@@ -153,7 +161,7 @@ def _ray_worker_of_a_cell(nodes: Path, run: subprocess.Popen, deadline: float) -
 
 
 @pytest.fixture(scope="module")
-def dead_cluster(tmp_path_factory, reference):
+def dead_cluster(tmp_path_factory, reference, node_cache):
     """A root of the add+matmul demo whose cluster (one GPU, its own) was killed while the canary's
     cell ran: (root, the run's exit code, its stdout and stderr, seconds from the kill to the run's
     end, the rows it left). The Ray comparison resumes this root on the module's cluster.
@@ -163,7 +171,7 @@ def dead_cluster(tmp_path_factory, reference):
     nodes = base / "nodes"
     nodes.mkdir()
     root = _prepare(_demo(base, ["add", "matmul"]), base / "runs")
-    with _cluster(nodes, 1) as (address, head):
+    with _cluster(nodes, 1, node_cache) as (address, head):
         run = _run(root, "--ray", address)
         _ray_worker_of_a_cell(nodes, run, time.monotonic() + 120)
         os.killpg(head.pid, signal.SIGKILL)              # the whole cluster, at once
@@ -187,7 +195,7 @@ def test_a_dead_cluster_leaves_named_rows(dead_cluster):
                in r.note for r in rows[3:]), [r.note for r in rows]
 
 
-def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, reference, dead_cluster):
+def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, reference, dead_cluster, node_cache):
     """The dead cluster's root, resumed with --ray on a live one: every cell runs on Ray (none
     reached the head before), the root seals, verifies and gives the one-process verdicts."""
     address, nodes = cluster
@@ -213,6 +221,10 @@ def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, reference, dead
         f"{card.split('@')[1]} ({card})" for card in cards.values())
     assert not (remote / "telemetry.tsv").exists()      # the cpu backend has no source: no sample invented
     assert set(nodes.glob("campaign-ray-*")) == staged, "a node kept its staging root"
+    # the nodes' workers read and filled the node's own bytecode store, as a session's do on one host
+    store = node_cache / "campaign" / f"bytecode-{sys.implementation.cache_tag}"
+    kept = {bytecode.source_of(store, pyc).parts[-2:] for pyc in store.rglob("*.pyc")}
+    assert ("torch", "__init__.py") in kept, "no task kept its workers' bytecode in the node's store"
 
 
 def test_lost_ray_task_is_a_named_row_and_resumes(cluster, reference, tmp_path):
