@@ -202,6 +202,16 @@ MUTATIONS = [
     ("only installed packages' bytecode seeded from the store", "campaign/running/bytecode.py",
      "        if not reusable(source_of(store, stored).resolve()):\n", "        if False:\n",
      "tests/running/test_planted_code.py tests/running/test_bytecode.py"),
+    ("node bytecode: a Ray task's workers use the node's store", "campaign/running/raynode.py",
+     "            with bytecode.reused(workerlaunch.pycache_dir(setup), Path(prepare.project_root), prepare.harness):\n",
+     "            if True:\n",
+     "tests/running/test_ray.py::test_ray_run_seals_the_same_verdicts_as_one_process"),
+    ("node bytecode: a group of workers starts seeded", "campaign/running/bytecode.py",
+     "    seed(prefix, store, rule)\n    try:\n", "    try:\n",
+     "tests/running/test_bytecode.py::test_a_group_of_workers_starts_seeded_and_leaves_what_it_compiled"),
+    ("node bytecode: what a failed group compiled is kept", "campaign/running/bytecode.py",
+     "    try:\n        yield\n    finally:\n        keep(prefix, store, rule)\n", "    yield\n    keep(prefix, store, rule)\n",
+     "tests/running/test_bytecode.py::test_a_group_of_workers_starts_seeded_and_leaves_what_it_compiled"),
 ]
 
 

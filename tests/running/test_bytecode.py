@@ -77,11 +77,11 @@ def test_the_store_is_one_per_python_under_the_users_cache(tmp_path: Path, monke
 def test_a_group_of_workers_starts_seeded_and_leaves_what_it_compiled(tmp_path: Path, monkeypatch):
     """`reused`, around a session's workers and each Ray task's on its node: the store seeds the
     prefix before the first worker, and what the workers compiled is kept, also when the group fails."""
-    import _pytest.main
-    import pluggy
+    import email
+    import json
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    warm, fresh = Path(pluggy.__file__).resolve(), Path(_pytest.main.__file__).resolve()    # installed sources
+    warm, fresh = Path(json.__file__).resolve(), Path(email.__file__).resolve()    # the standard library's
     store, prefix = bytecode.store_dir(), tmp_path / "prefix"
     _pyc(store, warm, b"stored")
     with pytest.raises(RuntimeError, match="ended early"):
