@@ -62,9 +62,7 @@ def _cluster(nodes: Path, gpus: int, cache: Path):
     try:
         # `ray start` says it is up before it blocks; waiting on that line costs nothing, where each
         # `ray status` asked is a Python importing Ray (one is asked after it, normally answered at once).
-        # The deadline bounds a broken start, never waited out by one that works (a start took 324 s
-        # on a 2-core machine at load 12).
-        deadline = time.monotonic() + 600
+        deadline = time.monotonic() + 60
         while b"will now block forever" not in (temp / "start.log").read_bytes():
             assert proc.poll() is None and time.monotonic() < deadline, (temp / "start.log").read_text()
             time.sleep(0.5)
