@@ -191,10 +191,10 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
                              "(device count, indices or uuids name several)")
         pinned = pinned_env(manifest)
         scratch = Path(tempfile.mkdtemp(prefix=f"campaign-{matrix.campaign}-", dir=execution.scratch_dir))
-        reusable = bytecode.reusable_rule(bytecode.installed_roots(), Path(prepare.project_root), harness.HARNESS_DIRS,
-                                          prepare.harness)                  # installed packages' bytecode only
+        reusable = bytecode.run_rule(Path(prepare.project_root), prepare.harness)   # installed packages' only
         store = bytecode.store_dir()
-        bytecode.seed(scratch / workerlaunch.PYCACHE, store, reusable)
+        if not execution.ray:     # a Ray head starts no worker: each node seeds its own (`bytecode.reused`)
+            bytecode.seed(scratch / workerlaunch.PYCACHE, store, reusable)
         sampler = _sampler(root, backend, pinned, execution.telemetry_interval)
         # several cards: one sampler each (`campaign.flows.cardrun`); on Ray each task samples its own card
         if not cards and not execution.ray and not sampler.start():

@@ -15,13 +15,17 @@ source would not, so their bytecode is kept in a store under the user's cache fo
   copied) into the run's empty prefix; any other file in the store is never seeded;
 - `keep`: after the run, each ``.pyc`` of a reusable source in the prefix is added to the store,
   written whole and renamed into place, so runs at once never read half a file; one the store holds
-  stale (another header: its package was upgraded since) is replaced the same way.
+  stale (another header: its package was upgraded since) is replaced the same way;
+- `reused`: both around a group of workers, wherever they start: the session on one host, and each
+  Ray task on its node (`campaign.running.raynode`), which reads and fills that node's own store.
+  A node that skipped it paid the compile again in every task's first cell.
 
 The project's code, a FlagGems checkout's and a user's own test files compile fresh in every run,
 as before. Paths are compared resolved; one that resolves outside the installed folders is not kept.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -30,7 +34,9 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
+
+from campaign.planning.harness import HARNESS_DIRS
 
 STORE = "campaign"                    # under the user's cache folder
 PYC = ".pyc"
@@ -145,3 +151,21 @@ def reusable_rule(roots: tuple[Path, ...], project_root: Path, package_folders: 
         return _under(folder, roots) and not _under(folder, folders)
 
     return lambda source: folder_allowed(source.parent) and source not in files
+
+
+def run_rule(project_root: Path, digested: Iterable[str]) -> Callable[[Path], bool]:
+    """`reusable_rule` for a run of a root prepared at ``project_root`` on this python: its harness
+    folders and ``digested`` (prepare's harness record's keys) never reused."""
+    return reusable_rule(installed_roots(), project_root, HARNESS_DIRS, digested)
+
+
+@contextlib.contextmanager
+def reused(prefix: Path, project_root: Path, digested: Iterable[str]) -> Iterator[None]:
+    """Seed ``prefix`` from this machine's store before the first worker; keep what the workers
+    compiled after the last, also when the group ends early."""
+    rule, store = run_rule(project_root, digested), store_dir()
+    seed(prefix, store, rule)
+    try:
+        yield
+    finally:
+        keep(prefix, store, rule)

@@ -4,6 +4,7 @@ The head sends what a runner reads from a root -- its top-level files, ``autotun
 workload's settled cell folders and status rows -- as one tar through the object store.
 Here they are unpacked into a staging root on the node's own disk, the node's code is
 checked against the prepared digests (a node with other code would measure other code),
+the node's own bytecode store seeds the workers' prefix (`campaign.running.bytecode.reused`),
 and `campaign.running.cards.run_group` runs the group exactly as on one host: the same
 worker subprocess per cell, resume, adaptive rounds, a telemetry sampler on the card Ray
 assigned. What comes back is a tar of the new cell folders, the new status rows, and the
@@ -39,7 +40,7 @@ from campaign.contract.rootrecords import Prepare
 from campaign.contract.runroot import RunRoot
 from campaign.planning import harness
 from campaign.planning.cardplan import VIRTUAL, Card
-from campaign.running import runchecks
+from campaign.running import bytecode, runchecks, workerlaunch
 from campaign.running.cards import run_group
 from campaign.running.cellenv import pinned_env
 from campaign.running.telemetry import Sampler, make_source, visible_devices
@@ -215,8 +216,9 @@ def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
         if not sampler.start():
             events.note(f"{card.uuid}: {sampler.reason}")
         setup = _setup(root, prepare, matrix, manifest, backend, scratch, job["grace_s"])
-        try:
-            outcome = run_group(setup, [job["workload"]], card, events, sampler)
+        try:   # the node's own bytecode store, as a session's on one host: torch is not compiled per task
+            with bytecode.reused(workerlaunch.pycache_dir(setup), Path(prepare.project_root), prepare.harness):
+                outcome = run_group(setup, [job["workload"]], card, events, sampler)
         finally:
             sampler.stop()
         rows, _ = root.status()

@@ -342,6 +342,16 @@ MUTATIONS = [
     ("fewer processes: a status.tsv that is a FIFO is refused, never read as empty", "campaign/contract/status.py",
      "    if not os.path.lexists(path):\n        return [], []\n", "    if not os.path.isfile(path):\n        return [], []\n",
      "tests/contract/test_bounded_reading.py::test_a_fifo_as_status_tsv_is_refused_before_a_finished_cell_is_moved"),
+    ("node bytecode: a Ray task's workers use the node's store", "campaign/running/raynode.py",
+     "            with bytecode.reused(workerlaunch.pycache_dir(setup), Path(prepare.project_root), prepare.harness):\n",
+     "            if True:\n",
+     "tests/running/test_ray.py::test_ray_run_seals_the_same_verdicts_as_one_process"),
+    ("node bytecode: a group of workers starts seeded", "campaign/running/bytecode.py",
+     "    seed(prefix, store, rule)\n    try:\n", "    try:\n",
+     "tests/running/test_bytecode.py::test_a_group_of_workers_starts_seeded_and_leaves_what_it_compiled"),
+    ("node bytecode: what a failed group compiled is kept", "campaign/running/bytecode.py",
+     "    try:\n        yield\n    finally:\n        keep(prefix, store, rule)\n", "    yield\n    keep(prefix, store, rule)\n",
+     "tests/running/test_bytecode.py::test_a_group_of_workers_starts_seeded_and_leaves_what_it_compiled"),
 ]
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from campaign.running import bytecode
 
 TAG = sys.implementation.cache_tag
@@ -116,3 +118,21 @@ def test_a_link_from_the_installed_folders_into_the_harness_is_never_seeded(tmp_
         _pyc(store, source, b"planted")
     assert bytecode.seed(prefix, store, rule) == 1
     assert [bytecode.source_of(prefix, p) for p in prefix.rglob("*.pyc")] == [sources["torch"]]
+
+
+def test_a_group_of_workers_starts_seeded_and_leaves_what_it_compiled(tmp_path: Path, monkeypatch):
+    """`reused`, around a session's workers and each Ray task's on its node: the store seeds the
+    prefix before the first worker, and what the workers compiled is kept, also when the group fails."""
+    import email
+    import json
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    warm, fresh = Path(json.__file__).resolve(), Path(email.__file__).resolve()    # the standard library's
+    store, prefix = bytecode.store_dir(), tmp_path / "prefix"
+    _pyc(store, warm, b"stored")
+    with pytest.raises(RuntimeError, match="ended early"):
+        with bytecode.reused(prefix, tmp_path / "project", []):
+            assert [bytecode.source_of(prefix, p) for p in prefix.rglob("*.pyc")] == [warm]
+            _pyc(prefix, fresh, b"compiled")
+            raise RuntimeError("the group ended early")
+    assert sorted(bytecode.source_of(store, p) for p in store.rglob("*.pyc")) == sorted([warm, fresh])

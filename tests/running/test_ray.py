@@ -30,12 +30,14 @@ from conftest import PROJECT_ROOT, run_cli
 from campaign.contract import status, telemetryfile
 from campaign.contract.errors import Refused
 from campaign.contract.runroot import RunRoot
-from campaign.running import raynode, raywatch
+from campaign.running import bytecode, raynode, raywatch
 from campaign.running.raynode import place
 
-RAY = Path(sys.executable).parent / "ray"
+# the `ray` script beside this python runs this module; a virtualenv without the script has the module
+RAY = (sys.executable, "-m", "ray.scripts.scripts")
 DEMO = (PROJECT_ROOT / "manifests" / "demo-cpu.yaml").read_text(encoding="utf-8")
 MATMUL = ("matmul/r1/baseline", "matmul/r1/control", "matmul/r1/candidate")
+KEPT = ("json", "__init__.py")          # a module every worker imports, left out of the nodes' store
 
 
 def _free_port() -> int:
@@ -45,21 +47,28 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _cluster(nodes: Path, gpus: int):
-    """A local cluster declaring ``gpus`` GPUs, its workers' TMPDIR ``nodes``: (address, process)."""
+def _cluster(nodes: Path, gpus: int, cache: Path):
+    """A local cluster declaring ``gpus`` GPUs, its workers' TMPDIR ``nodes`` and user cache folder
+    ``cache`` (where a node keeps its bytecode store): (address, process)."""
     port = _free_port()
     temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))     # Ray's socket paths must stay short
-    env = dict(os.environ, TMPDIR=str(nodes), RAY_USAGE_STATS_ENABLED="0")
+    env = dict(os.environ, TMPDIR=str(nodes), XDG_CACHE_HOME=str(cache), RAY_USAGE_STATS_ENABLED="0",
+               PYTHONUNBUFFERED="1")      # its log line that says it is up is read while it runs
     log = open(temp / "start.log", "wb")
-    proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}", f"--num-gpus={gpus}",
+    proc = subprocess.Popen([*RAY, "start", "--head", "--block", f"--port={port}", f"--num-gpus={gpus}",
                              "--num-cpus=2", "--include-dashboard=false", "--node-ip-address=127.0.0.1",
                              f"--temp-dir={temp}", "--disable-usage-stats"],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     address = f"127.0.0.1:{port}"
     try:
+        # `ray start` says it is up before it blocks; waiting on that line costs nothing, where each
+        # `ray status` asked is a Python importing Ray (one is asked after it, normally answered at once).
         deadline = time.monotonic() + 60
-        while subprocess.run([str(RAY), "status", f"--address={address}"], capture_output=True,
-                             timeout=30).returncode != 0:
+        while b"will now block forever" not in (temp / "start.log").read_bytes():
+            assert proc.poll() is None and time.monotonic() < deadline, (temp / "start.log").read_text()
+            time.sleep(0.5)
+        while subprocess.run([*RAY, "status", f"--address={address}"], capture_output=True,
+                             timeout=60).returncode != 0:
             assert proc.poll() is None and time.monotonic() < deadline, (temp / "start.log").read_text()
             time.sleep(1)
         yield address, proc
@@ -80,9 +89,28 @@ def _cluster(nodes: Path, gpus: int):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def node_cache(tmp_path_factory) -> Path:
+    """The nodes' user cache folder, one for the module's clusters (they stand for one machine).
+    Its bytecode store starts as this machine's, less the json package's file (linked: a store's
+    files are never rewritten), so the nodes' workers compile that one alone and a node keeping
+    it is seen."""
+    cache = tmp_path_factory.mktemp("nodecache")
+    here = bytecode.store_dir()
+    for pyc in here.rglob("*.pyc") if here.is_dir() else ():
+        if bytecode.source_of(here, pyc).parts[-2:] != KEPT:
+            target = cache / "campaign" / here.name / pyc.relative_to(here)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(pyc, target)
+            except OSError:
+                shutil.copyfile(pyc, target)
+    return cache
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, node_cache):
     nodes = tmp_path_factory.mktemp("raynodes")
-    with _cluster(nodes, 2) as (address, _proc):
+    with _cluster(nodes, 2, node_cache) as (address, _proc):
         yield address, nodes
 
 
@@ -153,7 +181,7 @@ def _ray_worker_of_a_cell(nodes: Path, run: subprocess.Popen, deadline: float) -
 
 
 @pytest.fixture(scope="module")
-def dead_cluster(tmp_path_factory, reference):
+def dead_cluster(tmp_path_factory, reference, node_cache):
     """A root of the add+matmul demo whose cluster (one GPU, its own) was killed while the canary's
     cell ran: (root, the run's exit code, its stdout and stderr, seconds from the kill to the run's
     end, the rows it left). The Ray comparison resumes this root on the module's cluster.
@@ -163,7 +191,7 @@ def dead_cluster(tmp_path_factory, reference):
     nodes = base / "nodes"
     nodes.mkdir()
     root = _prepare(_demo(base, ["add", "matmul"]), base / "runs")
-    with _cluster(nodes, 1) as (address, head):
+    with _cluster(nodes, 1, node_cache) as (address, head):
         run = _run(root, "--ray", address)
         _ray_worker_of_a_cell(nodes, run, time.monotonic() + 120)
         os.killpg(head.pid, signal.SIGKILL)              # the whole cluster, at once
@@ -187,7 +215,7 @@ def test_a_dead_cluster_leaves_named_rows(dead_cluster):
                in r.note for r in rows[3:]), [r.note for r in rows]
 
 
-def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, reference, dead_cluster):
+def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, reference, dead_cluster, node_cache):
     """The dead cluster's root, resumed with --ray on a live one: every cell runs on Ray (none
     reached the head before), the root seals, verifies and gives the one-process verdicts."""
     address, nodes = cluster
@@ -213,6 +241,10 @@ def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, reference, dead
         f"{card.split('@')[1]} ({card})" for card in cards.values())
     assert not (remote / "telemetry.tsv").exists()      # the cpu backend has no source: no sample invented
     assert set(nodes.glob("campaign-ray-*")) == staged, "a node kept its staging root"
+    # the nodes' workers read and filled the node's own bytecode store, as a session's do on one host
+    store = node_cache / "campaign" / f"bytecode-{sys.implementation.cache_tag}"
+    kept = {bytecode.source_of(store, pyc).parts[-2:] for pyc in store.rglob("*.pyc")}
+    assert KEPT in kept, "no task kept its workers' bytecode in the node's store"
 
 
 def test_lost_ray_task_is_a_named_row_and_resumes(cluster, reference, tmp_path):
