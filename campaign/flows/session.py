@@ -21,6 +21,7 @@ a card failing its check or dying stops the root unsealed with ``RUN_FAILED chec
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import os
@@ -191,10 +192,10 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
                              "(device count, indices or uuids name several)")
         pinned = pinned_env(manifest)
         scratch = Path(tempfile.mkdtemp(prefix=f"campaign-{matrix.campaign}-", dir=execution.scratch_dir))
-        reusable = bytecode.run_rule(Path(prepare.project_root), prepare.harness)   # installed packages' only
-        store = bytecode.store_dir()
-        if not execution.ray:     # a Ray head starts no worker: each node seeds its own (`bytecode.reused`)
-            bytecode.seed(scratch / workerlaunch.PYCACHE, store, reusable)
+        # installed packages' bytecode seeded before the first worker, kept after the last; a Ray head
+        # starts no worker: each node does it with its own store (`campaign.running.raynode`)
+        reuse = (contextlib.nullcontext() if execution.ray else
+                 bytecode.reused(scratch / workerlaunch.PYCACHE, Path(prepare.project_root), prepare.harness))
         sampler = _sampler(root, backend, pinned, execution.telemetry_interval)
         # several cards: one sampler each (`campaign.flows.cardrun`); on Ray each task samples its own card
         if not cards and not execution.ray and not sampler.start():
@@ -214,15 +215,15 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
         previous = {sig: signal.signal(sig, lambda num, _frame: runner.interrupt(signal.Signals(num).name))
                     for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            outcome = (cardrun.settle(cardrun.run(setup, backend, execution.devices, execution.weights_from,
-                                                  execution.telemetry_interval, runner), setup)
-                       if cards and not execution.ray else runner.run())
+            with reuse:
+                outcome = (cardrun.settle(cardrun.run(setup, backend, execution.devices, execution.weights_from,
+                                                      execution.telemetry_interval, runner), setup)
+                           if cards and not execution.ray else runner.run())
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             progress.close()
             sampler.stop()
-            bytecode.keep(scratch / workerlaunch.PYCACHE, store, reusable)
             shutil.rmtree(scratch, ignore_errors=True)
         if outcome.state == CANARY_FAILED:
             raise CampaignError(f"RUN_FAILED check=canary: {outcome.detail}; the campaign stopped before the "
