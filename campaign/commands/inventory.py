@@ -22,6 +22,7 @@ import argparse
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from campaign.contract import canonical, yamlio
 from campaign.contract.canonical import read_json
+from campaign.contract.cellenv_rules import PINNED
 from campaign.contract.errors import EXIT_OK, InputError, Refused
 from campaign.contract.outputs import OUTPUT_VERSION, InventoryItem, InventoryOutput
 from campaign.planning import checkout, harness, inventory, suite, upstream
@@ -62,7 +64,9 @@ def collected(root: Path) -> tuple[dict[str, set[str]], set[str]]:
         out = Path(scratch) / "collected.json"
         argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "campaign.plugins.upstream_collect",
                 "--campaign-collect-out", str(out), *NO_SRC_PATH, f"--rootdir={root}", str(root / "benchmark")]
-        done = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S)
+        # collected as a cell's session collects it: none of the host's installed plugins loaded
+        env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD=PINNED["PYTEST_DISABLE_PLUGIN_AUTOLOAD"])
+        done = subprocess.run(argv, cwd=scratch, env=env, capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S)
         if not out.is_file():
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
             raise Refused("INVENTORY_REFUSED", "collect", f"{' '.join(argv)}: exit {done.returncode}, nothing written:\n{tail}")

@@ -34,6 +34,11 @@ PINNED = {
     "PYTHONUNBUFFERED": "1",
     # Set iteration order can decide kernel order, and with it cache and log order.
     "PYTHONHASHSEED": "0",
+    # A cell's pytest sessions load the campaign's plugins (given to pytest.main) and the target's
+    # own conftest files, never whatever the host installed: a GPU host's image carries
+    # pytest-benchmark, -cov, -mock, -timeout, -xdist and hypothesis, each loaded into every session
+    # (reordering, rerunning or timing out tests the manifest does not show), at ~0.3 s CPU a process.
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
 }
 
 _LOADS = "it makes a program load or run code the manifest does not show"

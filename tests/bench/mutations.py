@@ -352,6 +352,9 @@ MUTATIONS = [
     ("node bytecode: what a failed group compiled is kept", "campaign/running/bytecode.py",
      "    try:\n        yield\n    finally:\n        keep(prefix, store, rule)\n", "    yield\n    keep(prefix, store, rule)\n",
      "tests/running/test_bytecode.py::test_a_group_of_workers_starts_seeded_and_leaves_what_it_compiled"),
+    ("cell isolation: no installed pytest plugin loads in a cell", "campaign/contract/cellenv_rules.py",
+     '    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",\n', "",
+     "tests/contract/test_cell_env_rules.py::test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_identity_and_report"),
 ]
 
 

@@ -83,8 +83,8 @@ def test_every_variable_the_worker_pins_or_isolates_is_refused_to_other_switches
     # drift guard: a variable added to campaign/running/cellenv.py is covered without editing the rule
     for name in (*PINNED, "GEMS_VENDOR", *CACHE_VARIABLES, *visibility_variables()):
         assert cellenv_rules.refusal(name, "DISABLE_MMA_V3") is not None, name
-    for name in PINNED:
-        if not name.startswith("PYTHON"):
+    for name in PINNED:     # a pinned interpreter or pytest knob is never a compiler switch either
+        if not name.startswith(("PYTHON", "PYTEST")):
             assert cellenv_rules.refusal(name, name) is None, name
 
 
@@ -188,8 +188,9 @@ def test_validate_refuses_pytest_addopts_through_the_cli(tmp_path: Path, cli):
 
 
 def test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_identity_and_report(tmp_path: Path, cli):
-    # what reaches the cell's identity and the report is checked, not a kernel: the benchmark compiles nothing
-    path = runroots.manifest(tmp_path, [runroots.fault("add", "test_bench_noop")])
+    # what reaches the cell's identity and the report is checked, not a kernel: the benchmark compiles
+    # nothing, and fails where the cell's pytest loaded a plugin the environment installed (xdist here)
+    path = runroots.manifest(tmp_path, [runroots.fault("add", "test_bench_no_installed_plugin")])
     text = path.read_text().replace('    candidate: {DISABLE_MMA_V3: "1"}',
                                     '    candidate: {DISABLE_MMA_V3: "1", CAMPAIGN_TEST_KNOB: "on"}\n'
                                     "  also: {CAMPAIGN_TEST_KNOB: a knob the candidate turns on beside the switch}")
@@ -201,6 +202,11 @@ def test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_ident
     assert done.returncode == 0, done.stderr
     identity = canonical.read_json(root / "cells" / "add" / "r1" / "candidate" / IDENTITY_FILE)
     assert identity["env"] == {"CAMPAIGN_TEST_KNOB": "on", "DISABLE_MMA_V3": "1"}
+    assert identity["pinned_env"]["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
+    results = sorted((root / "cells" / "add" / "r1").glob("*/result.json"))
+    assert [path.parent.name for path in results] == ["baseline", "candidate"]
+    for path in results:
+        assert canonical.read_json(path)["rc"] == 0, path
     report = cli("report", root)
     assert report.returncode == 0, report.stderr
     assert ("Each cell set: baseline: nothing; candidate: `CAMPAIGN_TEST_KNOB=on`, `DISABLE_MMA_V3=1`.\n\n"
