@@ -74,8 +74,8 @@ def t_critical(alpha: float, df: int) -> float:
 def pooled_t(log_ratios: Iterable[float], aa_log_ratios: Iterable[float]) -> tuple[Optional[float], Optional[int]]:
     """Two-sided p of mean(log_ratios) = 0; variance pooled with the zero-mean A/A log ratios.
 
-    Returns (p, degrees of freedom); (None, None) with fewer than two rounds or zero spread
-    and zero mean (nothing to test)."""
+    Returns (p, degrees of freedom); (None, None) with fewer than two rounds (nothing to test).
+    Without spread (or with one too small for a float to hold) p is 1 at a zero mean, else 0."""
     d = list(log_ratios)
     a = list(aa_log_ratios)
     n = len(d)
@@ -84,9 +84,9 @@ def pooled_t(log_ratios: Iterable[float], aa_log_ratios: Iterable[float]) -> tup
     mean = sum(d) / n
     ss = sum((x - mean) ** 2 for x in d) + sum(x * x for x in a)
     df = (n - 1) + len(a)
-    if ss <= 0:
-        return (1.0 if mean == 0 else 0.0), df
     se = math.sqrt(ss / df / n)
+    if se == 0:     # no spread, or one whose squares are subnormal: ss / df / n underflows to 0
+        return (1.0 if mean == 0 else 0.0), df
     return t_two_sided_p(mean / se, df), df
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import rootbuilder as rb
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from campaign.judging import direction, significance
@@ -36,6 +36,9 @@ def shifted(deltas: list[float], e: float) -> list[float]:
 @given(st.integers(4, 12).flatmap(lambda n: st.tuples(
     st.lists(st.floats(-0.05, 0.05), min_size=n, max_size=n),
     st.lists(st.floats(-0.01, 0.01), min_size=n, max_size=n))))
+# found by this test: an A/A round so small its square is subnormal left the pooled spread positive
+# and its standard error zero (ss / df / n underflowed), and the t statistic divided by it
+@example(([0.0] * 6, [0.0] * 5 + [1.1641727485088852e-161]))
 def test_shifting_past_the_resolvable_effect_claims_it_and_short_of_it_does_not(data):
     deltas, aa = data
     orders = [BASELINE_FIRST if r % 2 else CANDIDATE_FIRST for r in range(1, len(deltas) + 1)]

@@ -24,6 +24,13 @@ def test_pooled_t_uses_the_aa_rounds_as_zero_mean_noise():
     assert significance.pooled_t([0.05], [0.0]) == (None, None)
 
 
+def test_pooled_t_without_spread_is_certain_either_way_even_where_the_spread_underflows():
+    assert significance.pooled_t([0.0, 0.0, 0.0], [0.0, 0.0]) == (1.0, 4)
+    assert significance.pooled_t([0.01, 0.01, 0.01], [0.0, 0.0]) == (0.0, 4)
+    # positive, but its square divided by df and n is below the smallest float: no division by zero
+    assert significance.pooled_t([-1e-7] * 6, [0.0] * 5 + [1.1641727485088852e-161]) == (0.0, 11)
+
+
 def test_holm_steps_down_and_caps_each_level():
     held = significance.holm({"a": 0.0001, "b": 0.0004, "c": 0.002, "d": None})
     assert held["a"] == (True, pytest.approx(0.001))          # min(cap 0.001, 0.01 / 3)
