@@ -39,6 +39,11 @@ PINNED = {
     # pytest-benchmark, -cov, -mock, -timeout, -xdist and hypothesis, each loaded into every session
     # (reordering, rerunning or timing out tests the manifest does not show), at ~0.3 s CPU a process.
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    # torch's CPU thread pool, one thread: a cell's work is on its device, and cells run side by side
+    # (one per card, the IR pass's lanes), each pool otherwise as wide as the machine. Its spinning
+    # threads cost every cell process's `import torch` 1.5-2 CPU-s on the H200 host's 16 cores
+    # (receipts/h200-2026-12-02.md).
+    "OMP_NUM_THREADS": "1",
 }
 
 _LOADS = "it makes a program load or run code the manifest does not show"

@@ -355,6 +355,9 @@ MUTATIONS = [
     ("cell isolation: no installed pytest plugin loads in a cell", "campaign/contract/cellenv_rules.py",
      '    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",\n', "",
      "tests/contract/test_cell_env_rules.py::test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_identity_and_report"),
+    ("cell isolation: torch's CPU pool pinned to one thread", "campaign/contract/cellenv_rules.py",
+     '    "OMP_NUM_THREADS": "1",\n', "",
+     "tests/contract/test_cell_env_rules.py::test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_identity_and_report"),
 ]
 
 

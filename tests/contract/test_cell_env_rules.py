@@ -190,7 +190,8 @@ def test_validate_refuses_pytest_addopts_through_the_cli(tmp_path: Path, cli):
 def test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_identity_and_report(tmp_path: Path, cli):
     # what reaches the cell's identity and the report is checked, not a kernel: the benchmark compiles
     # nothing, and fails where the cell's pytest loaded a plugin the environment installed (xdist here)
-    path = runroots.manifest(tmp_path, [runroots.fault("add", "test_bench_no_installed_plugin")])
+    # or its torch has more than one CPU thread (this machine has two cores)
+    path = runroots.manifest(tmp_path, [runroots.fault("add", "test_bench_as_pinned")])
     text = path.read_text().replace('    candidate: {DISABLE_MMA_V3: "1"}',
                                     '    candidate: {DISABLE_MMA_V3: "1", CAMPAIGN_TEST_KNOB: "on"}\n'
                                     "  also: {CAMPAIGN_TEST_KNOB: a knob the candidate turns on beside the switch}")
@@ -202,7 +203,7 @@ def test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_ident
     assert done.returncode == 0, done.stderr
     identity = canonical.read_json(root / "cells" / "add" / "r1" / "candidate" / IDENTITY_FILE)
     assert identity["env"] == {"CAMPAIGN_TEST_KNOB": "on", "DISABLE_MMA_V3": "1"}
-    assert identity["pinned_env"]["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
+    assert identity["pinned_env"]["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == identity["pinned_env"]["OMP_NUM_THREADS"] == "1"
     results = sorted((root / "cells" / "add" / "r1").glob("*/result.json"))
     assert [path.parent.name for path in results] == ["baseline", "candidate"]
     for path in results:

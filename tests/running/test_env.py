@@ -20,7 +20,7 @@ PARENT = {
 def test_pinned_env_sets_every_caliber_setting_explicitly():
     assert pinned_env(Manifest.model_validate(manifest_data())) == {
         "TRITON_DEFAULT_FP_FUSION": "1", "USE_FLAGTUNE": "0", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1",
-        "PYTHONHASHSEED": "0", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        "PYTHONHASHSEED": "0", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1"}
 
 
 def test_flaggems_vendor_is_named_on_accelerators_never_probed():
