@@ -6,9 +6,9 @@ rounds do not reach two in each order carries no timing direction.
 """
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 
+import committedroots
 import pytest
 from conftest import PROJECT_ROOT
 
@@ -22,10 +22,10 @@ AA = [p for p in SEALED if p.name.startswith(("h200-aa-event-", "h200-aa-graph-"
 DIRECTIONS = (direction.FASTER, direction.SLOWER)
 
 
-def unpack(folder: Path, into: Path) -> Path:
-    with tarfile.open(folder / "root.tar.gz") as archive:
-        archive.extractall(into, filter="data")
-    return into / folder.name
+def unpacked(folder: Path, committed_roots: Path) -> Path:
+    """The committed root, from the session's one unpacking of every archive (`conftest.committed_roots`):
+    classifying reads a root and writes nothing beside it."""
+    return committed_roots / committedroots.ROOTS / folder.name
 
 
 def test_the_committed_aa_roots_are_there():
@@ -33,8 +33,8 @@ def test_the_committed_aa_roots_are_there():
 
 
 @pytest.mark.parametrize("folder", SEALED, ids=lambda p: p.name)
-def test_no_committed_root_gives_a_direction_that_its_rounds_cannot_carry(folder, tmp_path):
-    verdicts = classify_root(unpack(folder, tmp_path))
+def test_no_committed_root_gives_a_direction_that_its_rounds_cannot_carry(folder, committed_roots):
+    verdicts = classify_root(unpacked(folder, committed_roots))
     timed = {n: w for n, w in verdicts["workloads"].items() if w["timing"] and w["timing"]["primary"]}
     for name, w in timed.items():
         primary = w["timing"]["primary"]
@@ -45,8 +45,8 @@ def test_no_committed_root_gives_a_direction_that_its_rounds_cannot_carry(folder
 
 
 @pytest.mark.parametrize("folder", AA, ids=lambda p: p.name)
-def test_aa_roots_read_no_direction(folder, tmp_path):
-    verdicts = classify_root(unpack(folder, tmp_path))
+def test_aa_roots_read_no_direction(folder, committed_roots):
+    verdicts = classify_root(unpacked(folder, committed_roots))
     timed = [w for w in verdicts["workloads"].values() if w["timing"] and w["timing"]["primary"]]
     assert len(timed) == 3
     for w in timed:
