@@ -97,6 +97,10 @@ class Cell:
         self.timed = backend.capabilities.executes and plan.task.timed
         # imported here, apart from the checks, to time them; preflight names an import that fails
         self.phases.begin("imports")
+        if not backend.capabilities.executes:
+            # FlagGems imports offline only answered as the target's card: before anything imports it
+            from campaign.plugins import flaggems_offline
+            flaggems_offline.install(plan.terms.device.target)
         facts.import_errors(preflight.needed_modules(plan.task.provider))
         self.phases.begin("preflight")
         self.preflight = preflight.run(plan, backend, os.environ, self.say)

@@ -121,6 +121,9 @@ class RunIdentity(SealedRecord):
     # absent before batches emptied FlagGems' tuner store between workloads
     tuner_store_at_start: Optional[TunerStore] = None
     inherited_env: dict[str, str] = {}
+    # on a backend that compiles offline, the device record FlagGems was answered from
+    # (`campaign.plugins.flaggems_offline`: "<target> sha256:<record digest>"); null elsewhere
+    offline_device: Optional[str] = None
 
     @model_validator(mode="before")
     @classmethod

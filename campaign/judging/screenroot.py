@@ -16,6 +16,7 @@ from typing import Optional
 from campaign.contract import status, yamlio
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix
+from campaign.contract.platforms import card_backend, platform
 from campaign.contract.runroot import RunRoot
 from campaign.judging import evidence, irevidence, screening, screentable, stats
 from campaign.judging.evidence import TaskEvidence
@@ -102,6 +103,7 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Opti
     if not workloads:
         return None
     data["workloads"] = workloads
+    offline = _to_the_card(data)
     if autotune_from is not None:
         data["defaults"] = {**(data.get("defaults") or {}), "autotune_from": dict(autotune_from)}
     Manifest.model_validate(data)  # what is written must be a manifest
@@ -109,4 +111,20 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Opti
               if autotune_from is not None else "")
     return yamlio.dump(data, (
         f"Emitted by `campaign screen` from {Path(root).name}: its {len(workloads)} IR_CHANGED workload(s).\n"
-        "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it." + pinned))
+        "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it." + pinned + offline))
+
+
+def _to_the_card(data: dict) -> str:
+    """An offline screen's changed workloads are timed on the card it compiled for: the device's backend
+    becomes the one that runs its target, and the timer (a cpu manifest's is event: it times nothing)
+    the card's default, graph replay. Returns the header's line saying so; '' for a card's own screen."""
+    device = data["device"]
+    if platform(device["backend"]).executes:
+        return ""
+    backend = card_backend(device["target"])
+    if backend is None:
+        raise ValueError(f"no backend runs {device['target']} on a card: its changed workloads cannot be timed")
+    data["device"] = {**device, "backend": backend}
+    data["timer"] = {"kind": "graph"}
+    return (f"\nScreened offline ({device['backend']} backend): timed here on the {backend} card it compiled for "
+            f"({device.get('name') or device['target']}), timer graph replay at its defaults.")

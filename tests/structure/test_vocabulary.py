@@ -39,6 +39,9 @@ ALLOWED = {
     ("campaign/backends/musa.py", "musa"): "the module behind the row joins it by name; also torch's device string",
     ("campaign/backends/rocm.py", "rocm"): "the module behind the row joins it by name",
     ("campaign/backends/cpu.py", "cpu"): "the module behind the row joins it by name; also torch's device string",
+    ("plugins/offline_torch.py", "cuda"): "torch.device('cuda'): torch's word for the card's tensors, mapped to the host",
+    ("plugins/offline_torch.py", "cpu"): "torch.device('cpu'): torch's word, where the offline tensors live",
+    ("plugins/flaggems_offline.py", "cpu"): "gems_vendor('cpu', ...) and FlagGems' dispatch key CPU: torch's words",
     ("plugins/compile_only.py", "cpu"): "torch.device('cpu'): torch's word, where the compile-only tensors live",
     ("campaign/planning/ownrules.py", "cuda"): "torch's device string and torch.cuda, as a user's file spells them "
                                                "(the rule that refuses them on the compile-only backend)",
