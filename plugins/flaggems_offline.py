@@ -124,13 +124,19 @@ def mark_launch_args(args) -> None:
             ACTIVE.marked.add(ptr)
 
 
-def install(target: str) -> Optional[Shim]:
+# the providers whose workloads run FlagGems: a cell of another provider is left to plain torch (a
+# batch keeps the shim for its later workloads once one of these installed it: one process, one torch)
+PROVIDERS = ("flaggems", "flaggems_upstream")
+
+
+def install(target: str, provider: str) -> Optional[Shim]:
     """Answer for ``target``'s card in this process (once; later calls return the shim in place).
-    None where flag_gems is not installed or the target's family has no FlagGems vendor."""
+    None where the provider runs no FlagGems, flag_gems is not installed, or the target's family has
+    no FlagGems vendor."""
     global ACTIVE
     if ACTIVE is not None:
         return ACTIVE
-    if gems_vendor("cpu", target) is None or importlib.util.find_spec("flag_gems") is None:
+    if provider not in PROVIDERS or gems_vendor("cpu", target) is None or importlib.util.find_spec("flag_gems") is None:
         return None
     import torch
 
@@ -155,7 +161,7 @@ class FlagGemsOffline:
     @pytest.hookimpl(tryfirst=True)
     def pytest_load_initial_conftests(self, early_config, parser, args):
         try:
-            shim = install(self.ctx.terms.device.target)
+            shim = install(self.ctx.terms.device.target, self.ctx.task.provider)
         except (FileNotFoundError, ValueError) as exc:
             raise pytest.UsageError(f"flaggems offline: {exc}") from None
         if shim is not None:
