@@ -122,6 +122,8 @@ def _danger(upper: str) -> str | None:
     for suffix, why in SUFFIXES.items():
         if upper.endswith(suffix):
             return why
+    if upper in knobtable.REFUSED:
+        return knobtable.REFUSED[upper]
     if "DUMP" in upper:
         return "it makes the compiler dump files outside the run root, unrecorded"
     return None
@@ -135,8 +137,6 @@ def refusal(name: str, switch_name: str) -> str | None:
     pinned = _pinned()
     if upper in pinned and name != switch_name:
         return f"{pinned[upper]}; only the switch itself (switch.name) may set it"
-    if upper in knobtable.REFUSED:
-        return knobtable.REFUSED[upper]
     if name not in knobtable.KNOBS:    # the positive list: a reason admits no variable it lacks
         return (f"{name} is not a knob the campaign knows{suggest.did_you_mean(name, knobtable.KNOBS)} "
                 "(campaign/contract/knobtable.py lists each knob with the values it takes; add one there)")

@@ -129,7 +129,8 @@ REFUSED = {
     "TRITON_REDIS_PORT": "a remote cache's address: a cell compiles into its own cache only",
     "TRITON_REDIS_KEY_FORMAT": "a remote cache's key format: a cell compiles into its own cache only",
     "TRITON_DUMP_PTXAS_LOG": _OUTPUT, "TRITON_ENABLE_LLVM_DEBUG": _OUTPUT, "TRITON_LLVM_DEBUG_ONLY": _OUTPUT,
-    "MLIR_ENABLE_DIAGNOSTICS": _OUTPUT,
+    "MLIR_ENABLE_DIAGNOSTICS": _OUTPUT, "MLIR_ENABLE_DUMP": _OUTPUT, "LLVM_IR_ENABLE_DUMP": _OUTPUT,
+    "NVPTX_ENABLE_DUMP": _OUTPUT, "AMDGCN_ENABLE_DUMP": _OUTPUT, "TRITON_DUMP_MIR": _OUTPUT,
 }
 
 
