@@ -58,13 +58,38 @@ def integer_only(value: object) -> object:
 DType = Annotated[str, AfterValidator(_known_dtype),
                   Field(json_schema_extra={"enum": list(DTYPES)})]
 
+# Linux takes a path of at most 4,096 bytes (PATH_MAX) and a name in it of at most 255 (NAME_MAX): a
+# longer one is refused here, located, not by ENAMETOOLONG from the first stat that meets it.
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+
+
+def _path_bounds(text: str) -> str:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_PATH_BYTES:
+        raise ValueError(f"a path of {size:,} bytes: the OS takes at most {MAX_PATH_BYTES:,} (PATH_MAX)")
+    name = max(text.split("/"), key=lambda part: len(part.encode("utf-8", "surrogatepass")))
+    if (size := len(name.encode("utf-8", "surrogatepass"))) > MAX_NAME_BYTES:
+        raise ValueError(f"a name of {size:,} bytes ({name[:16]}...): the OS takes at most {MAX_NAME_BYTES} "
+                         "bytes a name (NAME_MAX)")
+    return text
+
+
+def _target_bounds(text: str) -> str:
+    _path_bounds(text.partition("::")[0])
+    return text
+
+
+PathText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_path_bounds)]
+NodeText = Annotated[str, AfterValidator(_target_bounds)]      # a node id: its file part is a path
 CampaignId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
 WorkloadName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=80)]
-EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
 EnvValue = Annotated[str, Field(strict=True)]
 Reason = Annotated[str, StringConstraints(min_length=8, strip_whitespace=True)]
 # a file, a function of it, or one parametrised node id of it (its [params] checked at prepare)
-Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*(\[[^\]\s]+\])?)?$")]
+Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*(\[[^\]\s]+\])?)?$"),
+                  AfterValidator(_target_bounds)]
 
 CELL_NAMES = ("baseline", "control", "candidate")
 # Every stage of every target family (`campaign.contract.platforms`): what ir_stage may name.

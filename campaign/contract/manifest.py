@@ -26,6 +26,7 @@ from campaign.contract.fields import (
     EnvValue,
     FieldError,
     Model,
+    PathText,
     Reason,
     Seconds,
     integer_only,
@@ -48,7 +49,7 @@ class Checkout(Model):
     (`campaign.planning.checkout`): prepare refuses a git work tree unless HEAD is the pinned
     commit or tag and the tree is clean, and a plain tree unless its digest is the pinned one."""
 
-    path: Annotated[str, StringConstraints(min_length=1)]    # relative to the manifest's folder, or absolute
+    path: PathText    # relative to the manifest's folder, or absolute
     commit: Optional[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]] = None
     tag: Optional[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")]] = None
     # a plain tree (no .git): `campaign.planning.checkout.tree_digest`, which prepare prints when it is missing
@@ -198,7 +199,7 @@ class AutotuneFrom(Model):
     """Replay the autotune configs an earlier sealed root recorded (`campaign.planning.pinning`):
     every cell replays, none records, nothing is re-tuned."""
 
-    root: Annotated[str, StringConstraints(min_length=1)]    # relative to the project root, or absolute
+    root: PathText    # relative to the project root, or absolute
     receipt_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]   # of its receipt.json
 
 
@@ -209,7 +210,7 @@ class Defaults(Model):
     shape_mode: Literal["project", "subset", "upstream"] = "project"
     # A user's trace of real shapes (YAML, relative to the manifest or absolute): replaces ops/shapes for
     # builtin and flaggems, core_shapes.yaml (--shape_file) for flaggems_upstream; digested at prepare
-    shape_file: Optional[Annotated[str, StringConstraints(min_length=1)]] = None
+    shape_file: Optional[PathText] = None
     tuner_cache: Literal["isolated", "shared"] = "isolated"
     # The most workloads one worker process runs in sequence (one side, one round:
     # `campaign.running.batching`); unset, the runner chooses (`batching.RUNNER_BOUND`),

@@ -6,7 +6,7 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
-from campaign.contract.fields import MAX_TIMEOUT_S, DType, FieldError, Model, Reason, Seconds, Target, WorkloadName
+from campaign.contract.fields import MAX_TIMEOUT_S, DType, FieldError, Model, NodeText, PathText, Reason, Seconds, Target, WorkloadName
 
 
 class Correctness(Model):
@@ -15,7 +15,7 @@ class Correctness(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={
         "oneOf": [{"required": ["node_ids"]}, {"required": ["k"]}]})
 
-    node_ids: Optional[tuple[str, ...]] = None
+    node_ids: Optional[tuple[NodeText, ...]] = None
     k: Optional[str] = None
 
     @model_validator(mode="after")
@@ -69,7 +69,7 @@ class Workload(Model):
     shapes: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
     # provider pytest: files the test reads besides code (absolute or relative to the manifest's folder),
     # digested at prepare with the file (`campaign.planning.ownfile`)
-    data: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
+    data: Optional[tuple[PathText, ...]] = None
     timeout_s: Optional[Seconds] = None
     # Seconds one screened round took (`campaign screen`): N rounds cost about N times it.
     # A round is at most three cells, each under the timeout cap.
