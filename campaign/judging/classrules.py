@@ -22,7 +22,7 @@ Rules, first match wins:
 6. X  correctness not executed. Correctness is scoped to the workload's target.
 7. IR unchanged: B, its timing the noise floor (never read faster or slower in either order); X "IR equal
    at <stage> but timing moved" where it moved anyway: by the full rule below, or leaning the same way
-   beyond the floor in every round (established or not), or shapes moved in opposite directions; it names
+   beyond the floor in every round of two or more (established or not), or shapes moved in opposite directions; it names
    the stages to try (under an environmental throttle, or a clock difference that explains an established
    move, X saying that instead).
 8. IR changed, correct, timed (the primary regime; fallback rows never pooled). The fingerprint decides

@@ -99,8 +99,10 @@ def bound(timing: RegimeTiming) -> str:
 def moved_anyway(timing: RegimeTiming, min_effect: float = 0.0) -> Optional[str]:
     """Where a workload's direction is not established, how its timing moved all the same: every
     round beyond the A/A floor the same way (too few rounds, or short of the t-test), or shapes moved
-    in opposite directions; None where neither. Identical code that moved so is not the noise floor."""
-    way = leaning([d for _, _, d in timing.rounds], timing.interval, timing.floor)
+    in opposite directions; None where neither. Identical code that moved so is not the noise floor.
+    One round has no interval: its one delta beyond its one A/A is a coin's toss under no effect (the
+    IR-unchanged workloads whose later rounds were skipped), labelled as moved, never a class."""
+    way = leaning([d for _, _, d in timing.rounds], timing.interval, timing.floor) if timing.interval else NEUTRAL
     if way != NEUTRAL:
         n = len(timing.rounds)
         return (f"leaning {way}, every round beyond the ±{pct(timing.floor)} A/A floor, not established "

@@ -163,7 +163,7 @@ def shape_lines(p: RegimeTiming) -> list[str]:
     """The shapes' counts, then each shape that moved (resolved by its own interval and floor) with its
     delta and interval; the sign-flipping ones (noise) only named after them."""
     k = p.counts
-    out = [f"- shapes: {k.faster} faster, {k.slower} slower, {k.neutral} neutral of {len(p.shapes)}; "
+    out = [f"- shapes: {k.faster} faster, {k.slower} slower, {k.neutral} neutral, "
            f"{k.sign_flipping} sign-flipping" + (f" ({', '.join(p.sign_flips)})" if p.sign_flips else "")]
     return out + [f"- shape moved: {s.key} {s.verdict} {pct(s.point)}, {interval_text(s.interval)}, beyond its "
                   f"±{pct(s.floor, False)} A/A floor" for s in p.shapes if s.verdict in (FASTER, SLOWER)]

@@ -210,6 +210,8 @@ def heterogeneous(trials: int, m: int, power_trials: int, rounds_list: list[int]
         same = sum(identical_moved(workload(rounds, "t3", 0.0, rng)) for _ in range(trials)) / trials
         print(f"| identical code (IR unchanged), t(3) noise: read X \"timing moved\" instead of B | 0 | {rounds} | "
               f"| | | | {same * 100:.3f} % | |", flush=True)
+    if not power_trials:
+        return
     print(f"\n# Power on heterogeneous shapes ({power_trials} workloads per 0.1 % step, Gaussian noise)\n")
     print("| rounds | one of 4 shapes slower by e: called R 95 % | one shape +e, one -e: \"shapes disagree\" 95 % |")
     print("| --- | --- | --- |")
