@@ -101,7 +101,7 @@ def test_identical_code_20_percent_faster_in_every_round_of_two_or_three_is_x_no
         assert "noise floor" not in w["reason"] and not w["rests_on_timing"]
     assert one(tmp_path / "null", rb.pointwise(), rb.Options(rounds=3))["class"] == "B"
     # one round has no interval: under no effect its one delta lies beyond its one A/A about half the time (the
-    # IR-unchanged workloads whose later rounds were skipped: 9 committed H200 workloads), so it is labelled, not X
+    # IR-unchanged workloads whose later rounds were skipped: 11 committed H200 workloads), so it is labelled, not X
     w = one(tmp_path / "1", rb.pointwise(effect=0.8), rb.Options(rounds=1))
     assert w["class"] == "B" and w["timing"]["label"] == "IR unchanged; timing moved (not established: 1 round)"
 
