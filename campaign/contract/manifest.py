@@ -234,6 +234,10 @@ class Manifest(Model):
     timer: Timer = Timer()
     rounds: Rounds = Rounds()
     measured_launch_floor: Annotated[int, Field(strict=True, ge=0, le=1_000_000)] = 1
+    # The smallest effect worth a claim, in percent (`campaign.judging.shaperule`): a shape moved only
+    # by at least this much, and a G or R needs a geomean of at least this much. 0: every effect the
+    # timing rule resolves counts (pyperf's compare_to --min-speed defaults to 0 % too).
+    min_effect_pct: Annotated[float, Field(strict=True, ge=0, le=100, allow_inf_nan=False)] = 0.0
     production_default_policy: Literal["unchanged-off", "unchanged-on", "proposed-on", "proposed-off"] = "unchanged-off"
     defaults: Defaults = Defaults()
     workloads: tuple[Workload, ...] = Field(min_length=1)

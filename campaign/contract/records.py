@@ -232,6 +232,8 @@ class Rule(SealedRecord):
     strip_annotations: tuple[str, ...]
     interval: str
     significance: str
+    # absent from verdicts sealed before shapes were accounted for (`campaign.judging.shaperule`)
+    min_effect_pct: Optional[float] = None
 
 
 class PinnedSwitch(SealedRecord):

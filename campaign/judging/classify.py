@@ -34,7 +34,7 @@ from campaign.contract.records import (
     WorkloadVerdict,
 )
 from campaign.contract.verdictnames import CLASSES, NOISE_FLOOR, RESULT, TIMING_MOVED
-from campaign.judging import direction, significance, stats, stopping
+from campaign.judging import direction, shaperule, significance, stats, stopping
 from campaign.judging.classrules import decide, topology_class
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
 from campaign.judging.workload import WorkloadFacts, screen_verdict
@@ -66,9 +66,10 @@ def _untimed_class(w: WorkloadVerdict) -> str:
     return topology_class((ref.scoped, cand.scoped))
 
 
-def timing_label(identical: bool, p: RegimeTiming) -> str:
+def timing_label(identical: bool, p: RegimeTiming, min_effect: float = 0.0) -> str:
     """What a workload's timing is: a result (IR changed); with the IR unchanged, the noise floor
-    unless every round moved beyond the A/A floor, which is said, established or not."""
+    unless every round moved beyond the A/A floor, which is said, established or not, or its shapes
+    moved in opposite directions (`campaign.judging.shaperule`)."""
     if not identical:
         return RESULT
     if p.verdict != direction.NEUTRAL:
@@ -76,13 +77,15 @@ def timing_label(identical: bool, p: RegimeTiming) -> str:
     if direction.moved([d for _, _, d in p.rounds], p.interval, p.floor) != direction.NEUTRAL:
         n = len(p.rounds)
         return f"{TIMING_MOVED} (not established: {n} round{'s' if n != 1 else ''})"
+    if shaperule.disagree(p, min_effect):
+        return f"{TIMING_MOVED} (shapes disagree)"
     return NOISE_FLOOR
 
 
-def labelled(t: Timing, identical: bool) -> Timing:
+def labelled(t: Timing, identical: bool, min_effect: float = 0.0) -> Timing:
     """The timing as a verdict states it: labelled (`timing_label`); identical code that did not move
     is never read as faster or slower, in either order."""
-    label = timing_label(identical, t.primary)
+    label = timing_label(identical, t.primary, min_effect)
     if label != NOISE_FLOOR:
         return t.model_copy(update={"label": label})
     floor = {o: "noise floor" for o in t.primary.order_verdicts}
@@ -102,7 +105,8 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
         rounds=Rounds(planned=tuple(rounds), done=tuple(sorted({t.task.round for t in w.done})),
                       skipped=tuple(t.task.id for t in w.tasks if t.state == "skipped"),
                       missing=tuple(t.task.id for t in w.tasks if t.state == "missing"), **_stopped(w)),
-        timing=labelled(w.timing, w.ir_changed() is False) if w.timing and w.timing.primary else None,
+        timing=(labelled(w.timing, w.ir_changed() is False, shaperule.min_effect(ev.manifest))
+                if w.timing and w.timing.primary else None),
         caliber=tuple(ev.caliber.workloads.get(name, ())),
         # the same pairs in cycles (time x the window's SM clock): the gap confirmed under the clock
         cycles=w.cycles.primary if w.cycles and w.cycles.primary else None,
@@ -177,7 +181,7 @@ def classify(ev: RootEvidence) -> Verdicts:
         rule=Rule(measured_launch_floor=ev.floor, ir_stage=switch.ir_stage,
                   strip_annotations=tuple(switch.strip_annotations),
                   interval="1 round: none; 2-4 rounds: range of per-round deltas; >=5: 95% t-interval of log ratios",
-                  significance=significance.RULE),
+                  significance=significance.RULE, min_effect_pct=ev.manifest.min_effect_pct),
         harness_drift=tuple(ev.harness_drift), environment=_environment(ev),
         caliber=ev.caliber.as_dict(ev.caliber_released),
         counts={k: sum(1 for v in workloads.values() if v.klass == k) for k in CLASSES}, workloads=workloads)

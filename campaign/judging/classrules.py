@@ -5,45 +5,46 @@ and then the campaign-wide pass.
 
 Rules, first match wins:
 
-1. X  not run: a task that did not finish (skipped adaptive rounds
-   excepted), a timeout (a cost problem, not a verdict), a failed preflight, an
-   unreadable artifact.
-2. F  the candidate (or control) crashes, fails a benchmark row the baseline runs
-   (per shape, never as totals), or fails its correctness target where the
-   baseline passes; X when the baseline itself crashes or fails its target. A
-   row only the baseline fails is that shape's X, counted against coverage.
+1. X  not run: a task that did not finish (skipped adaptive rounds excepted), a timeout (a cost problem,
+   not a verdict), a failed preflight, an unreadable artifact.
+2. F  the candidate (or control) crashes, fails a benchmark row the baseline runs (per shape, never as
+   totals), or fails its correctness target where the baseline passes; X when the baseline itself crashes
+   or fails its target. A row only the baseline fails is that shape's X, counted against coverage.
 3. F  the control's IR differs from the baseline's: the switch leaks.
-4. X  a caliber mismatch among the workload's own cells (even when released),
-   replay fallbacks (configs not pinned), no comparable IR (nothing reached
-   Triton, or a cell's only run benchmarked configs and no control replays for
-   it), IR that differs between rounds of one cell, an unjoinable index. When the
-   baseline only recorded, the control stands in for its IR, provided each control
-   variant is among the variants the recording cell compiled.
-5. R  compile-only (or untimed) and scoped topology increased: IR evidence alone carries
-   this claim. Compile-only otherwise: X "compile-only: not timed, correctness not
-   executed", the topology change still shown.
+4. X  a caliber mismatch among the workload's own cells (even when released), replay fallbacks (configs
+   not pinned), no comparable IR (nothing reached Triton, or a cell's only run benchmarked configs and no
+   control replays for it), IR that differs between rounds of one cell, an unjoinable index. When the
+   baseline only recorded, the control stands in for its IR, provided each control variant is among the
+   variants the recording cell compiled.
+5. R  compile-only (or untimed) and scoped topology increased: IR evidence alone carries this claim.
+   Compile-only otherwise: X "compile-only: not timed, correctness not executed", the topology change
+   still shown.
 6. X  correctness not executed. Correctness is scoped to the workload's target.
-7. IR unchanged: B, its timing the noise floor (never read faster or slower in
-   either order); X when the timing moved anyway by the full rule below: "IR equal
-   at <stage> but timing moved", naming the stages to try (under an environmental
-   throttle, or a clock difference that explains the move, X saying that instead).
-8. IR changed, correct, timed (the primary regime; fallback rows never pooled). The
-   fingerprint decides that the code changed, the timing decides the direction, the
-   topology (convert_layout count over scoped variants) explains what kind of change it
-   was; the classes are symmetric in timing (swapping the sides turns G into R):
-   - an environmental throttle that the worker's re-timing did not clear
-     (`campaign.judging.throttle`): X, named;
+7. IR unchanged: B, its timing the noise floor (never read faster or slower in either order); X "IR equal
+   at <stage> but timing moved" where it moved anyway: by the full rule below, or leaning the same way
+   beyond the floor in every round of two or more (established or not), or shapes moved in opposite directions; it names
+   the stages to try (under an environmental throttle, or a clock difference that explains an established
+   move, X saying that instead).
+8. IR changed, correct, timed (the primary regime; fallback rows never pooled). The fingerprint decides
+   that the code changed, the timing decides the direction, the topology (convert_layout count over scoped
+   variants) explains what kind of change it was; the classes are symmetric in timing (swapping the sides
+   turns G into R):
+   - an environmental throttle re-timing did not clear (`campaign.judging.throttle`): X;
    - pairs dropped (sides timed differently) or coverage under 90 %: X;
    - fewer than two rounds in either run order: X "direction not established";
    - faster in one order and slower in the other: X "orders disagree";
-   - faster by `campaign.judging.significance`'s rule: G; slower: R, whatever the
-     topology did (the reason names it, and says so where it disagrees);
-   - a direction on a side at a clock fact (the power cap, a low clock) stands only
-     when the delta in cycles (time x the window's SM clock) gives the same direction
-     by the same rule; otherwise X "the clock difference explains the gap", both figures;
-   - timing neutral: topology reduced C, increased R (IR evidence alone), else B.
-9. No G or R (and no timing claim) stands on a cell whose isolation failed (a
-   warm tuner cache labelled isolated) or on a harness changed during the run.
+   - shapes moved in opposite directions: X "shapes disagree", naming them (`campaign.judging.shaperule`:
+     a shape moved by its own interval and floor, by at least the manifest's ``min_effect_pct``);
+   - faster by `campaign.judging.significance`'s rule: G; slower: R, whatever the topology did (the reason
+     names it, and says so where it disagrees), "k of n shapes"; a geomean under ``min_effect_pct`` is no
+     claim;
+   - a direction on a side at a clock fact (the power cap, a low clock) stands only when the delta in
+     cycles (time x the window's SM clock) gives the same direction by the same rule; otherwise X "the
+     clock difference explains the gap", both figures;
+   - timing neutral: topology reduced C, increased R (IR evidence alone), else B; "no change beyond ±x %"
+     only where it holds for every shape.
+9. No G or R (and no timing claim) stands on a cell whose isolation failed (a warm tuner cache labelled
+   isolated) or on a harness changed during the run.
 """
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ from typing import Optional
 
 from campaign.contract import platforms
 from campaign.contract.fields import stages_below
-from campaign.contract.records import RegimeTiming, Timing
-from campaign.judging import direction, significance, stats
+from campaign.contract.records import Timing
+from campaign.judging import direction, shaperule, significance, stats
 from campaign.judging.clockrule import clock_check
 from campaign.judging.evidence import TaskEvidence
 from campaign.judging.workload import WorkloadFacts, timed_out
@@ -197,7 +198,8 @@ def decide(w: WorkloadFacts) -> tuple[str, str, bool]:  # noqa: C901 (the rules 
     if w.environmental:
         return "X", (f"environmental throttle while timed, not cleared by re-timing: {'; '.join(w.environmental)} "
                      f"({_topo_text(w)})"), False
-    klass, reason, on_timing = timing_class(w.timing, (b, c), _topo_text(w), tuple(w.row_failures.get("baseline", ())))
+    klass, reason, on_timing = timing_class(w.timing, (b, c), _topo_text(w), tuple(w.row_failures.get("baseline", ())),
+                                            shaperule.min_effect(w.ev.manifest))
     if on_timing and w.capped:
         klass, reason, on_timing = clock_check(klass, reason, w.timing, w.cycles, w.capped)
     return _untainted(w, klass, reason, on_timing)
@@ -206,16 +208,18 @@ def decide(w: WorkloadFacts) -> tuple[str, str, bool]:  # noqa: C901 (the rules 
 def _ir_equal(w: WorkloadFacts) -> tuple[str, str, bool]:
     stage = w.ev.manifest.switch.ir_stage
     timing = w.timing.primary if w.timing else None
-    if timing is None or timing.verdict == direction.NEUTRAL:
-        bound = _bound(timing) if timing is not None and timing.resolvable is not None else ""
+    anyway = shaperule.moved_anyway(timing, shaperule.min_effect(w.ev.manifest)) if timing is not None else None
+    if timing is None or (timing.verdict == direction.NEUTRAL and not anyway):
+        bound = shaperule.bound(timing) if timing is not None and timing.resolvable is not None else ""
         return "B", f"IR unchanged at {stage} on every cell; correct (its timing range is the noise floor{bound})", False
-    moved = f"{timing.verdict}, geomean {direction.pct(timing.point, True)}, {timing.reason}"
+    established = timing.verdict != direction.NEUTRAL
+    moved = f"{timing.verdict}, geomean {direction.pct(timing.point, True)}, {timing.reason}" if established else anyway
     if w.environmental:
         return "X", (f"IR equal at {stage}, timing moved under an environmental throttle not cleared by re-timing: "
                      f"{'; '.join(w.environmental)} ({moved})"), False
     klass, reason, on_timing = "X", (f"IR equal at {stage} but timing moved: {moved}; the switch acts below "
-                                     f"{stage} (try {_lower_stages(stage, w.ev.matrix.backend)})"), True
-    if w.capped:
+                                     f"{stage} (try {_lower_stages(stage, w.ev.matrix.backend)})"), established
+    if w.capped and established:
         klass, reason, on_timing = clock_check(klass, reason, w.timing, w.cycles, w.capped)
     return _untainted(w, klass, reason, on_timing)
 
@@ -252,10 +256,11 @@ def _topology_note(verdict: str, scoped: tuple[int, int]) -> str:
 
 
 def timing_class(t: Optional[Timing], scoped: tuple[int, int], topo: str,
-                 baseline_failed: tuple = ()) -> tuple[str, str, bool]:
+                 baseline_failed: tuple = (), min_effect: float = 0.0) -> tuple[str, str, bool]:
     """The class of an IR-changed, correct, timed workload from its timing and its scoped topology
-    (reference, candidate). Pure: the false-claim simulation calls it with the timing
-    `stats.timing` made. Symmetric: mirrored timing and topology give the mirrored class."""
+    (reference, candidate); ``min_effect``: the manifest's min_effect_pct as a fraction. Pure: the
+    false-claim simulation calls it with the timing `stats.timing` made. Symmetric: mirrored timing
+    and topology give the mirrored class."""
     timing = t.primary if t else None
     if timing is None or not timing.rounds:
         return "X", "IR changed but no timed rows paired: nothing to judge the change by", False
@@ -271,11 +276,15 @@ def timing_class(t: Optional[Timing], scoped: tuple[int, int], topo: str,
                      f"{significance.MIN_ROUNDS_PER_ORDER} rounds in each order ({topo})"), False
     if direction.FASTER in ov.values() and direction.SLOWER in ov.values():
         return "X", "orders disagree: " + ", ".join(f"{v} {o}" for o, v in ov.items()) + f" ({topo})", False
-    if timing.verdict in (direction.FASTER, direction.SLOWER):
+    split = shaperule.disagree(timing, min_effect)
+    if split:
+        return "X", f"{split}: no one direction to claim; {where} ({topo})", False
+    small = shaperule.below_effect(timing, min_effect) if timing.verdict != direction.NEUTRAL else None
+    if timing.verdict in (direction.FASTER, direction.SLOWER) and not small:
         klass = "G" if timing.verdict == direction.FASTER else "R"
         return klass, (f"{timing.verdict} in both orders: {where} ({topo}){_topology_note(timing.verdict, scoped)}; "
-                       "correct"), True
-    klass, bound = topology_class(scoped), _bound(timing)
+                       f"{shaperule.carried(timing, timing.verdict, min_effect)}; correct"), True
+    klass, bound = topology_class(scoped), (f"; {small}" if small else shaperule.bound(timing))
     if klass == "C":
         return "C", f"{topo}: reduced; correct; timing neutral: {where}{bound}", False
     if klass == "R":
@@ -289,10 +298,3 @@ def topology_class(scoped: tuple[int, int]) -> str:
     (`campaign.judging.classify.holm_pass`) falls to it too."""
     b, c = scoped
     return "C" if c < b else "R" if c > b else "B"
-
-
-def _bound(timing: RegimeTiming) -> str:
-    """What a timing-neutral class can say: the smallest effect this floor and these rounds resolve."""
-    if timing.resolvable is None:
-        return "; no effect is resolvable at this floor and these rounds"
-    return f"; no change beyond ±{direction.pct(timing.resolvable)} (the smallest effect this floor and these rounds resolve)"

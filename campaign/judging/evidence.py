@@ -270,6 +270,7 @@ def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: b
     samples = telemetryfile.read_samples(root / TELEMETRY_FILE)
     worker_clocks = any(r.clock is not None for t in tasks.values() for r in (t.rows or ()))
     if samples is not None or worker_clocks:
-        judged = throttle.judge(samples or [], {task_id: t.rows for task_id, t in tasks.items()})
+        judged = throttle.judge(samples or [], {task_id: t.rows for task_id, t in tasks.items()},
+                                cards={task_id: t.row.device for task_id, t in tasks.items() if t.row is not None})
         tasks = {task_id: replace(t, throttle=judged.get(task_id)) for task_id, t in tasks.items()}
     return RootEvidence(manifest, matrix, floor, tasks, check, allow_caliber_mismatch, tuple(harness_drift))

@@ -135,8 +135,8 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str
         below = stages_below(w.ir.stage, backend)
         where = (f"set the IR stage to {' or '.join(below)}" if below
                  else "no stage is lower: it acts outside the compiler's output")
-        way = (how if p.verdict != NEUTRAL else
-               f"leaning {moved([d for _, _, d in p.rounds], p.interval, p.floor)} ({how})")
+        lean = moved([d for _, _, d in p.rounds], p.interval, p.floor)
+        way = how if p.verdict != NEUTRAL or lean == NEUTRAL else f"leaning {lean} ({how})"
         out.append(f"- the IR is unchanged at {w.ir.stage} but the timing moved {pct(p.point)} beyond the "
                    f"±{pct(p.floor, False)} A/A floor, {way}: not the noise floor. The switch acts below "
                    f"{w.ir.stage}: {where}")
@@ -145,9 +145,7 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str
                    "not comparable): " + ", ".join(f"round {r}" for r in t.references))
     if t.coverage is not None and t.coverage < 1:
         out.append(f"- coverage: {pct(t.coverage, False)} of the timed shapes paired in every round")
-    k = p.counts
-    out.append(f"- shapes: {k.faster} faster, {k.slower} slower, {k.neutral} neutral, "
-               f"{k.sign_flipping} sign-flipping" + (f" ({', '.join(p.sign_flips)})" if p.sign_flips else ""))
+    out += shape_lines(p)
     spreads = [s.side_spread.get("baseline") for s in p.shapes if s.side_spread.get("baseline") is not None]
     deltas = [s.delta_spread for s in p.shapes if s.delta_spread is not None]
     if spreads:
@@ -159,6 +157,16 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str
     if t.mixed_pairs:
         out.append(f"- {t.mixed_pairs} pair(s) dropped: the two sides were timed differently")
     return out
+
+
+def shape_lines(p: RegimeTiming) -> list[str]:
+    """The shapes' counts, then each shape that moved (resolved by its own interval and floor) with its
+    delta and interval; the sign-flipping ones (noise) only named after them."""
+    k = p.counts
+    out = [f"- shapes: {k.faster} faster, {k.slower} slower, {k.neutral} neutral, "
+           f"{k.sign_flipping} sign-flipping" + (f" ({', '.join(p.sign_flips)})" if p.sign_flips else "")]
+    return out + [f"- shape moved: {s.key} {s.verdict} {pct(s.point)}, {interval_text(s.interval)}, beyond its "
+                  f"±{pct(s.floor, False)} A/A floor" for s in p.shapes if s.verdict in (FASTER, SLOWER)]
 
 
 def _resolvable_text(p: RegimeTiming) -> str:
