@@ -16,9 +16,11 @@ from campaign.contract.artifacts import AUTOTUNE_FILE, IDENTITY_FILE, cell_dir
 from campaign.contract.canonical import read_json
 from campaign.contract.cellfiles import AutotuneFile
 from campaign.contract.records import Verdicts
+from campaign.contract.runroot import RunRoot
 from campaign.judging import caliber, evidence
 from campaign.judging.classify import classify_root
 from campaign.reporting import workloadtext
+from campaign.running.rounds import Rounds
 
 OTHER = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64}
 KEY = "matmul_kernel (4096, 4096, 4096, 'torch.float16')"
@@ -45,6 +47,28 @@ def test_every_timed_cell_records_its_own_winners_and_the_terms_say_per_side(roo
     assert {(t["autotune"]["mode"], t["autotune"]["source"]) for t in matrix["tasks"]} == {("record", None)}
     identity = read_json(cell_dir(root, "matmul/r3/candidate") / IDENTITY_FILE)
     assert (identity["tuning"], identity["autotune_mode"]) == ("per_side", "record")
+
+
+def test_a_screens_ir_pass_stays_first_config_and_its_round_one_tunes_on_every_side(tmp_path):
+    options = rb.Options(tuning="per_side", ir_pass=True, rounds=1, mode="screen")
+    tasks = read_json(rb.build(tmp_path, [rb.mm()], options) / "matrix.json")["tasks"]
+    assert {(t["round"], t["autotune"]["mode"], t["autotune"]["policy"]) for t in tasks} == {
+        (0, "record", "first-config"), (1, "record", "measured")}
+
+
+def test_the_runner_judges_round_one_ir_baseline_against_candidate(tmp_path):
+    """Later rounds run only where round 1's IR changed: under per_side the tuning baseline is compared
+    with the candidate directly (pinned, with no control, nothing replays beside the candidate)."""
+    said = {}
+    for tuning in ("per_side", "pinned"):
+        options = rb.Options(tuning=tuning, control=False, rounds=2)
+        root = rb.build(tmp_path, [rb.pointwise(tuning_configs=3)], options, name=tuning)
+        frame = RunRoot(root)
+        rounds = Rounds(root, frame.matrix, frame.manifest, lambda line: None)
+        said[tuning] = rounds.verdict("add", {t.id: None for t in rounds.matrix.tasks if t.round == 1})
+    assert said["pinned"] is None
+    marker, why = said["per_side"]
+    assert marker == "SWITCH_NO_IR_DIFF" and why.startswith("round 1 baseline and candidate ttgir fingerprints are equal")
 
 
 def test_a_pinned_matrix_keeps_its_bytes_and_replays_round_one(tmp_path):
