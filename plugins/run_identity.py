@@ -19,6 +19,8 @@ Keys (all always present; a value that does not apply is null)::
                                                              folder holds files and still reads as fresh
     autotune_mode, autotune_source, autotune_policy,
     autotune_from                                            the pinned source root's receipt digest, or null
+    tuning                                                   pinned, or per_side where every side tunes for
+                                                             itself (`defaults.tuning`)
     env, pinned_env, harness_digest,
     inherited_env                                            the code-selecting variables this process
                                                              inherited (PYTHONPATH, LD_LIBRARY_PATH, ...):
@@ -127,6 +129,7 @@ def identity(ctx) -> dict:
         "autotune_source": task.autotune.source,
         "autotune_policy": task.autotune.policy,
         "autotune_from": terms.autotune_from,
+        "tuning": terms.tuning,
         "env": dict(task.env),
         "pinned_env": dict(plan.pinned_env),
         "harness_digest": plan.harness_digest,

@@ -19,7 +19,9 @@ from campaign.contract.fields import (
     MAX_ROUNDS,
     MAX_WORKLOADS_PER_PROCESS,
     MIN_ADAPTIVE_ROUNDS,
+    PER_SIDE,
     STOP_RULES,
+    TUNING_MODES,
     CampaignId,
     Count,
     EnvName,
@@ -222,6 +224,21 @@ class Defaults(Model):
     ir_pass_lanes: Optional[Annotated[Count, Field(le=MAX_IR_PASS_LANES)]] = None
     # configs pinned across roots: a screen's winners replayed by its campaign, so both time the same code
     autotune_from: Optional[AutotuneFrom] = None
+    # pinned: round 1's baseline records and every other cell replays; per_side: every timed cell tunes
+    # for itself, nothing replays (`campaign.contract.fields.TUNING_MODES` says which question each answers)
+    tuning: Literal[TUNING_MODES] = "pinned"
+
+    @model_validator(mode="after")
+    def _per_side(self) -> "Defaults":
+        if self.tuning != PER_SIDE:
+            return self
+        if self.tuner_cache == "shared":
+            raise FieldError(("tuning",), "per_side: each side tunes into its own tuner store, and a shared "
+                                          "tuner_cache hands one side the other's winners: use tuner_cache isolated")
+        if self.autotune_from is not None:
+            raise FieldError(("tuning",), "per_side: each side tunes for itself, and autotune_from replays another "
+                                          "root's configs on every side: give one (pinned replays them)")
+        return self
 
 
 class Manifest(Model):
@@ -260,6 +277,10 @@ class Manifest(Model):
         if not platform(self.device.backend).executes and self.timer.kind == "graph":
             # Nothing is timed compile-only; graph would be a label with nothing behind it.
             raise FieldError(("timer", "kind"), f"graph needs an accelerator; a {self.device.backend} campaign times nothing: use event")
+        if not platform(self.device.backend).executes and self.defaults.tuning == PER_SIDE:
+            raise FieldError(("defaults", "tuning"), f"per_side tunes each side by timing its configs; a "
+                                                     f"{self.device.backend} campaign times nothing (each side would "
+                                                     "take its first config, which pinned does too): use pinned")
         if self.switch.ir_stage not in (stages := stages_of(self.device.target)):
             # sass, offline too, is nvdisasm over the cubin of a cuda target (ptxas and nvdisasm ship in Triton's wheel)
             raise FieldError(("switch", "ir_stage"), f"target {self.device.target} compiles to {', '.join(stages)}: "

@@ -204,6 +204,15 @@ class Rounds(SealedRecord):
     stopped: Optional[str] = None
 
 
+class ChosenConfigs(SealedRecord):
+    """One autotune key whose winners differ between the sides (``tuning: per_side``,
+    `campaign.judging.choices`): per cell, each config it chose and the rounds that chose it."""
+
+    kernel: str
+    key: str
+    cells: dict[str, tuple[str, ...]]
+
+
 class WorkloadVerdict(SealedRecord):
     klass: VerdictClass = Field(alias="class")
     reason: str
@@ -224,6 +233,8 @@ class WorkloadVerdict(SealedRecord):
     cycles: Optional[RegimeTiming] = None          # the same pairs in cycles (time x the window's SM clock)
     # absent where no row was sampled to a noise target
     noise: dict[str, SideNoise] = {}
+    # absent where the sides chose alike (always, pinned): the keys whose chosen configs differ
+    chosen: tuple[ChosenConfigs, ...] = ()
 
 
 class Rule(SealedRecord):

@@ -10,6 +10,7 @@ from typing import Literal, Optional
 
 from pydantic import model_validator
 
+from campaign.contract.fields import PINNED, TUNING_MODES
 from campaign.contract.records import SealedRecord, Sha256
 
 
@@ -78,10 +79,14 @@ class TunerStore(SealedRecord):
 CALIBER_FIELDS = (
     "backend", "device_name", "device_uuid", "device_target", "driver", "runtime", "torch", "triton", "flag_gems",
     "timer", "bench_level", "shape_mode", "tuner_cache", "direct_repeat", "autotune_policy", "autotune_from",
+    "tuning",
 )
 # A caliber field's key in roots sealed before it was renamed: the device runtime's version was
 # "cuda" until a second vendor's runtime (hip, musa) was recorded under the same key.
 SEALED_AS = {"runtime": "cuda"}
+# A caliber field's value in roots sealed before it was recorded, where every such root had one value:
+# before per_side tuning existed, round 1's baseline recorded and every other cell replayed.
+ABSENT_MEANS = {"tuning": PINNED}
 
 
 class RunIdentity(SealedRecord):
@@ -111,6 +116,9 @@ class RunIdentity(SealedRecord):
     autotune_source: Optional[str]
     autotune_policy: str
     autotune_from: Optional[Sha256] = None      # absent before configs could be pinned across roots
+    # pinned, or per_side: every side tuned for itself (`campaign.contract.fields.TUNING_MODES`); absent
+    # before the mode existed, when every root was pinned (`ABSENT_MEANS`)
+    tuning: Literal[TUNING_MODES] = PINNED
     env: dict[str, str]
     pinned_env: dict[str, str]
     harness_digest: Optional[str]

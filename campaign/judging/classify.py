@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from campaign.contract.artifacts import SCHEMA_VERSION
+from campaign.contract.fields import PER_SIDE
 from campaign.contract.records import (
     Environment,
     IRJudgement,
@@ -34,7 +35,7 @@ from campaign.contract.records import (
     WorkloadVerdict,
 )
 from campaign.contract.verdictnames import CLASSES, NOISE_FLOOR, RESULT, TIMING_MOVED
-from campaign.judging import direction, shaperule, significance, stats, stopping
+from campaign.judging import choices, direction, shaperule, significance, stats, stopping
 from campaign.judging.classrules import decide, topology_class
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
 from campaign.judging.workload import WorkloadFacts, screen_verdict
@@ -95,7 +96,8 @@ def labelled(t: Timing, identical: bool, min_effect: float = 0.0) -> Timing:
 def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> WorkloadVerdict:
     w = WorkloadFacts(name, tasks, ev)
     klass, reason, on_timing = decide(w)
-    reason += noise_note(w.noise, ev.manifest.timer)
+    chosen = choices.differing(w.by_cell) if ev.manifest.defaults.tuning == PER_SIDE else ()
+    reason += noise_note(w.noise, ev.manifest.timer) + choices.note(chosen, w.ir_changed(), klass)
     rounds = sorted({t.task.round for t in w.tasks})
     return WorkloadVerdict(
         **{"class": klass}, reason=reason, screen=screen_verdict(w), rests_on_timing=on_timing, ir=_ir(w),
@@ -110,7 +112,7 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
         caliber=tuple(ev.caliber.workloads.get(name, ())),
         # the same pairs in cycles (time x the window's SM clock): the gap confirmed under the clock
         cycles=w.cycles.primary if w.cycles and w.cycles.primary else None,
-        **({"noise": w.noise} if w.noise else {}))
+        **({"noise": w.noise} if w.noise else {}), **({"chosen": chosen} if chosen else {}))
 
 
 def noise_note(noise: Mapping[str, SideNoise], timer) -> str:

@@ -231,7 +231,7 @@ def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[
         out.append(f"- timing: no range printed ({w.screen}" + ("" if w.timing else ", nothing timed") + ")")
     else:
         out += _timing_lines(w, p, backend)
-    out += _clock_lines(w)
+    out += _clock_lines(w) + chosen_lines(w)
     out.append(f"- markers: {_markers(w)}")
     out += _rounds_lines(w, by_ir_pass)
     out.append("")
@@ -252,6 +252,15 @@ def _ir_line(w: WorkloadVerdict, by_ir_pass: list[str]) -> str:
                     "config, untimed, no correctness): round 1 was not timed")
     unpaired = f"; {EXCEPTION}: {'; '.join(ir.unpaired)}" if ir.unpaired else ""
     return f"- IR ({ir.stage}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"{unpaired}; {control}"
+
+
+def chosen_lines(w: WorkloadVerdict) -> list[str]:
+    """Under per_side tuning, each key whose winners differ between the sides: the config each side chose."""
+    if not w.chosen:
+        return []
+    return [f"- autotune, each side tuned for itself: {len(w.chosen)} key(s) chose differently"] + [
+        f"  - {c.kernel} {c.key}: " + "; ".join(f"{cell} {' / '.join(shown) or 'none'}" for cell, shown in c.cells.items())
+        for c in w.chosen]
 
 
 def _clock_lines(w: WorkloadVerdict) -> list[str]:

@@ -83,7 +83,7 @@ class Rounds:
         # the deciding round's cells read through evidence and judged by irevidence.ir_change, as
         # the screen and the classifier judge them
         first = {t.cell: t for t in self.matrix.tasks if t.workload == workload and t.round == decided_by}
-        tuned = evidence.cell_tuned(self.root, first["baseline"])
+        tuned = evidence.cell_tuned(self.root, first["baseline"], self.manifest)
         cells = irevidence.comparable_pair(tuned, self.matrix.cells)
         name = "the IR pass (round 0)" if decided_by == IR_ROUND else f"round {decided_by}"
         if cells is None:

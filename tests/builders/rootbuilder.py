@@ -59,6 +59,7 @@ class Workload:
     recording_bias: float = 1.0                                     # latency factor of a cell that benchmarked configs
     noise_capped: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices stopped at the noise cap
     erroring_nodes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices whose node errors
+    winners: dict[str, dict] = field(default_factory=dict)          # cell -> the matmul config it records (kwargs)
 
     def cell_kernels(self, cell: str) -> tuple[Kernel, ...]:
         return self.kernels.get(cell, self.kernels["baseline"])
@@ -118,6 +119,7 @@ class Options:
     stopping: Optional[tuple[int, int]] = None                       # (min, max): rounds.stop decided, as the runner runs it
     max_noise_pct: Optional[float] = None                            # timer.max_noise_pct: rows sampled to a noise target
     min_effect_pct: Optional[float] = None                           # the manifest's smallest effect worth a claim
+    tuning: str = "pinned"                                           # defaults.tuning: per_side, every timed cell records
 
 # prepare.json's clock: a root built twice is byte-identical
 PREPARED = datetime(2026, 11, 29, 8, 35, 32, tzinfo=timezone.utc)
@@ -141,7 +143,8 @@ def manifest_text(options: Options, workloads: list[Workload]) -> str:
                 {"min": options.stopping[0], "max": options.stopping[1], "stop": "decided"}),
         measured_launch_floor=options.floor, production_default_policy="unchanged-off",
         **({} if options.min_effect_pct is None else {"min_effect_pct": options.min_effect_pct}),
-        defaults={"timeout_s": 600, "bench_level": "core", "tuner_cache": options.tuner_cache},
+        defaults={"timeout_s": 600, "bench_level": "core", "tuner_cache": options.tuner_cache,
+                  **({} if options.tuning == "pinned" else {"tuning": options.tuning})},
         workloads=[{"name": w.name, "op": w.op} for w in workloads]))
 
 
