@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from campaign.contract.fields import BASELINE, CANDIDATE
 from campaign.contract.platforms import PLATFORMS, visibility_variables
 
 # FlagGems picks its vendor from GEMS_VENDOR first; without it, it probes by running
@@ -125,8 +126,8 @@ def refusal(name: str, switch_name: str) -> str | None:
 
 
 def _undeclared(name: str, cell: str, cells: Mapping[str, Mapping[str, str]], switch_name: str) -> str:
-    baseline, candidate = cells.get("baseline", {}), cells.get("candidate", {})
-    if cell == "baseline" and not any(name in env for other, env in cells.items() if other != "baseline"):
+    baseline, candidate = cells.get(BASELINE, {}), cells.get(CANDIDATE, {})
+    if cell == BASELINE and not any(name in env for other, env in cells.items() if other != BASELINE):
         what = f"{name} is set only in the baseline and is not declared"
     elif baseline.get(name) != candidate.get(name):
         what = f"the candidate differs from the baseline in {name}, which is not declared"
@@ -162,7 +163,7 @@ def switch_problems(switch_name: str, cells: Mapping[str, Mapping[str, str]]) ->
     if not any(switch_name in env for env in cells.values()):
         return [(("name",), f"no cell sets the switch {switch_name}: set it in the candidate (and control), "
                             "or name the variable the cells set")]
-    if cells["baseline"].get(switch_name) == cells["candidate"].get(switch_name):
-        return [(("cells", "candidate"), f"the candidate sets {switch_name} as the baseline does: "
+    if cells[BASELINE].get(switch_name) == cells[CANDIDATE].get(switch_name):
+        return [(("cells", CANDIDATE), f"the candidate sets {switch_name} as the baseline does: "
                                          "the switch must be what the candidate changes")]
     return []

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Annotated, Optional
+from typing import Annotated, Final, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
@@ -66,7 +66,14 @@ Reason = Annotated[str, StringConstraints(min_length=8, strip_whitespace=True)]
 # a file, a function of it, or one parametrised node id of it (its [params] checked at prepare)
 Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*(\[[^\]\s]+\])?)?$")]
 
-CELL_NAMES = ("baseline", "control", "candidate")
+# A task's cell: the reference, the switch's plumbing with the switch off, the switch on. Spelled here
+# only (`tests/structure/test_vocabulary.py`); every other module reads these names, so a typo is a
+# NameError or a type error, never a silent ``.get()`` miss.
+Cell = Literal["baseline", "control", "candidate"]
+BASELINE: Final = "baseline"
+CONTROL: Final = "control"
+CANDIDATE: Final = "candidate"
+CELL_NAMES: tuple[Cell, ...] = (BASELINE, CONTROL, CANDIDATE)
 # Every stage of every target family (`campaign.contract.platforms`): what ir_stage may name.
 IR_STAGES = platforms.IR_STAGES
 

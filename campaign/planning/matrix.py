@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.contract.artifacts import task_id
+from campaign.contract.fields import BASELINE, CANDIDATE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Autotune, CellTerms, Matrix, Stopping, Targets, Task
 from campaign.contract.platforms import platform
@@ -59,7 +60,7 @@ def correctness_dtypes(workload: Workload, targets: Targets) -> Optional[tuple[s
     return tuple(workload.dtypes)
 
 
-IR_CELLS = ("baseline", "candidate")
+IR_CELLS = (BASELINE, CANDIDATE)
 
 
 def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = False,
@@ -79,7 +80,7 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = Fa
             continue
         for cell in cell_order(cells, round_number, manifest.rounds.alternate_order):
             pinned = manifest.defaults.autotune_from is not None
-            records = round_number == 1 and cell == "baseline" and not pinned
+            records = round_number == 1 and cell == BASELINE and not pinned
             tasks.append(Task(
                 id=task_id(workload.name, round_number, cell),
                 order=len(tasks),
@@ -93,7 +94,7 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = Fa
                 autotune=Autotune(
                     mode="record" if records else "replay",
                     source=None if records else (pinned_source(workload.name) if pinned
-                                                 else task_id(workload.name, 1, "baseline")),
+                                                 else task_id(workload.name, 1, BASELINE)),
                     policy=policy,
                 ),
                 timeout_s=manifest.timeout_for(workload),
