@@ -53,6 +53,7 @@ from typing import Iterable, Optional
 
 from campaign.contract import faults, regular
 from campaign.contract.artifacts import MARKERS
+from campaign.contract.errors import WORKER_EXITS
 
 COLUMNS = ("task_id", "round", "workload", "cell", "rc", "rc_name", "elapsed_s", "rows_ok", "rows_failed",
            *MARKERS, "preflight_failed", "sm_clock_min_mhz", "sm_clock_median_mhz", "temp_max_c", "note")
@@ -67,8 +68,7 @@ CARD_FAILED = "card_failed"
 _UNFINISHED = (INTERRUPTED, CARD_FAILED)
 _APPEND = threading.Lock()     # the cards' runners share status.tsv: one append at a time
 
-_WORKER_CODES = {0: "ok", 1: "tests_failed", 2: "pytest_interrupted", 3: "preflight_failed",
-                 4: "usage_error", 5: "no_tests_collected", faults.EXIT_WRITE_FAULT: "write_fault"}
+_WORKER_CODES = {int(code): name for code, (name, _) in WORKER_EXITS.items()}
 
 
 @dataclass(frozen=True)

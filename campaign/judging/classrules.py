@@ -6,8 +6,8 @@ and then the campaign-wide pass.
 Rules, first match wins:
 
 1. X  not run: a task that did not finish (skipped adaptive rounds
-   excepted), a timeout (a cost problem, not a verdict), a failed preflight, an
-   unreadable artifact.
+   excepted), a timeout (a cost problem, not a verdict), a failed preflight, a
+   worker that crashed (the harness failed, not the switch), an unreadable artifact.
 2. F  the candidate (or control) crashes, fails a benchmark row the baseline runs
    (per shape, never as totals), or fails its correctness target where the
    baseline passes; X when the baseline itself crashes or fails its target. A
@@ -50,6 +50,7 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.contract import platforms
+from campaign.contract.errors import WorkerExit
 from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL, stages_below
 from campaign.contract.records import RegimeTiming, Timing
 from campaign.contract.verdictnames import CLEAN_REDUCTION, FAILURE, GAIN, INCONCLUSIVE, NO_CHANGE, REGRESSION
@@ -58,7 +59,8 @@ from campaign.judging.clockrule import clock_check
 from campaign.judging.evidence import TaskEvidence
 from campaign.judging.workload import WorkloadFacts, timed_out
 
-CRASH_OK = (0, 1)        # pytest: 0 all passed, 1 some tests failed (judged by outcomes and rows)
+# pytest: 0 all passed, 1 some tests failed (judged by outcomes and rows); never the worker's own crash
+CRASH_OK = (WorkerExit.OK, WorkerExit.TESTS_FAILED)
 COVERAGE_MIN = 0.9       # at least this share of the timed shapes paired in every round, else X
 
 
@@ -96,6 +98,9 @@ def _evidence_missing(w: WorkloadFacts) -> Optional[str]:
     if preflight:
         check = preflight[0].result.preflight.failed_check or "unnamed"
         return f"preflight failed in {_ids(preflight)} check={check}"
+    crashed = [t for t in w.done if t.result.rc == WorkerExit.CRASH]
+    if crashed:
+        return f"worker crashed in {_ids(crashed)} (rc {crashed[0].result.rc} {crashed[0].rc_name}): the harness failed, not the switch"
     broken = [t for t in w.tasks if t.problems]
     if broken:
         return f"unreadable artifact in {broken[0].task.id}: {broken[0].problems[0]}"
