@@ -137,10 +137,10 @@ def _undeclared(name: str, cell: str, cells: Mapping[str, Mapping[str, str]], sw
 
 
 def problems(switch_name: str, also: Mapping[str, str],
-             cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple, str]]:
+             cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple[str, ...], str]]:
     """(key path below the switch, message) for every variable a cell may not set or the manifest
     may not declare."""
-    found = []
+    found: list[tuple[tuple[str, ...], str]] = []
     for name in also:
         if name == switch_name:
             found.append((("also", name), f"{name} is the switch itself (switch.name): switch.also declares the others"))
@@ -157,7 +157,7 @@ def problems(switch_name: str, also: Mapping[str, str],
     return found
 
 
-def switch_problems(switch_name: str, cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple, str]]:
+def switch_problems(switch_name: str, cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple[str, ...], str]]:
     """The switch is what the candidate changes: some cell sets it, and the candidate's value
     differs from the baseline's (a candidate that moves only declared variables tests something else)."""
     if not any(switch_name in env for env in cells.values()):

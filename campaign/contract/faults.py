@@ -55,7 +55,7 @@ def write_fault(exc: Optional[BaseException]) -> Optional[OSError]:
 
 def fault_line(exc: OSError) -> str:
     """The one line a worker prints for its write fault; `from_worker` reads it back."""
-    code = errno.errorcode.get(exc.errno, str(exc.errno))
+    code = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno is not None else "None"
     path = exc.filename if exc.filename is not None else ""
     return f"{_LINE} errno={code} path={path}: {exc.strerror or exc}"
 
@@ -82,7 +82,7 @@ def write_failed(exc: OSError, resume: str, prefix: RefusalPrefix = RUN_FAILED, 
     where = exc.filename if exc.filename is not None else "(the OS named no path)"
     if exc.filename2 is not None:
         where = f"{where} -> {exc.filename2}"
-    code = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno is not None else "?"
+    code = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno is not None else "None" if exc.errno is not None else "?"
     what = exc.strerror or str(exc)
     fix = ("free space" if check == "disk" else "raise the file-size limit (ulimit -f)" if exc.errno == errno.EFBIG
            else "make it writable")

@@ -87,6 +87,9 @@ def stages_below(stage: str, backend: Optional[str] = None) -> tuple[str, ...]:
     return stages[stages.index(stage) + 1:] if stage in stages else ()
 
 
+Loc = tuple[object, ...]     # a key path below a model: names and list indices
+
+
 class FieldError(ValueError):
     """A cross-field rule's failure, carrying the path below the validated model.
 
@@ -95,13 +98,13 @@ class FieldError(ValueError):
     and reports every one of ``problems`` (more than one when a rule finds several).
     """
 
-    def __init__(self, loc: tuple, message: str, problems: tuple[tuple[tuple, str], ...] = ()):
+    def __init__(self, loc: Loc, message: str, problems: tuple[tuple[Loc, str], ...] = ()):
         super().__init__(message)
         self.loc = loc
         self.problems = problems or ((loc, message),)
 
     @classmethod
-    def every(cls, problems: list[tuple[tuple, str]]) -> "FieldError":
+    def every(cls, problems: list[tuple[Loc, str]]) -> "FieldError":
         loc, message = problems[0]
         return cls(loc, message, tuple(problems))
 

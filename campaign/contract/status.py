@@ -49,7 +49,7 @@ import signal
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional, TypeVar
 
 from campaign.contract import faults, regular
 from campaign.contract.artifacts import MARKERS
@@ -66,6 +66,7 @@ INTERRUPTED = "interrupted"
 SKIPPED = "skipped"
 CARD_FAILED = "card_failed"
 _UNFINISHED = (INTERRUPTED, CARD_FAILED)
+T = TypeVar("T")
 _APPEND = threading.Lock()     # the cards' runners share status.tsv: one append at a time
 
 _WORKER_CODES = {int(code): name for code, (name, _) in WORKER_EXITS.items()}
@@ -168,7 +169,7 @@ def append(path: Path, row: StatusRow) -> None:
             os.close(fd)
 
 
-def _opt(text: str, kind: type):
+def _opt(text: str, kind: Callable[[str], T]) -> Optional[T]:
     return kind(text) if text != "" else None
 
 
