@@ -113,7 +113,7 @@ def demote(before: dict, after: dict, floor: int) -> tuple[dict, list[dict]]:
         klass, reason = new["class"], new["reason"]
         if old_class == REGRESSION and klass == NO_CHANGE and says_slower(new.get("timing")):
             klass, reason = INCONCLUSIVE, (f"sealed R needs evidence, not only a floor, to become B: "
-                                  f"{says_slower(new.get('timing'))} ({reason})")
+                                           f"{says_slower(new.get('timing'))} ({reason})")
         if klass != old_class and klass != INCONCLUSIVE and (old_class, klass) not in DEMOTIONS:
             if klass in (GAIN, CLEAN_REDUCTION):
                 reason = (f"no reversed-order evidence: the reduction appears first at launch floor {floor} "

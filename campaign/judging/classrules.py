@@ -59,8 +59,7 @@ from campaign.judging.clockrule import clock_check
 from campaign.judging.evidence import TaskEvidence
 from campaign.judging.workload import WorkloadFacts, timed_out
 
-# pytest: 0 all passed, 1 some tests failed (judged by outcomes and rows); never the worker's own crash
-CRASH_OK = (WorkerExit.OK, WorkerExit.TESTS_FAILED)
+CRASH_OK = (WorkerExit.OK, WorkerExit.TESTS_FAILED)   # pytest's 0 passed, 1 tests failed; never the worker's crash
 COVERAGE_MIN = 0.9       # at least this share of the timed shapes paired in every round, else X
 
 
@@ -98,8 +97,7 @@ def _evidence_missing(w: WorkloadFacts) -> Optional[str]:
     if preflight:
         check = preflight[0].result.preflight.failed_check or "unnamed"
         return f"preflight failed in {_ids(preflight)} check={check}"
-    crashed = [t for t in w.done if t.result.rc == WorkerExit.CRASH]
-    if crashed:
+    if crashed := [t for t in w.done if t.result.rc == WorkerExit.CRASH]:
         return f"worker crashed in {_ids(crashed)} (rc {crashed[0].result.rc} {crashed[0].rc_name}): the harness failed, not the switch"
     broken = [t for t in w.tasks if t.problems]
     if broken:
@@ -131,8 +129,7 @@ def _failure(w: WorkloadFacts) -> Optional[tuple[str, str]]:
             return FAILURE, f"{cell} incorrect: {len(own)} correctness node(s) fail where baseline passes: {_nodes(own)}"
     if w.failing_nodes[BASELINE]:
         failed = sorted(w.failing_nodes[BASELINE])
-        return INCONCLUSIVE, (f"baseline fails {len(failed)} node(s) of its correctness target: {_nodes(failed)}: "
-                     "nothing to compare against")
+        return INCONCLUSIVE, f"baseline fails {len(failed)} node(s) of its correctness target: {_nodes(failed)}: nothing to compare against"
     if w.control_matches() is False:
         return FAILURE, "control IR differs from baseline IR: the switch leaks into its off state"
     return None
@@ -201,8 +198,7 @@ def decide(w: WorkloadFacts) -> tuple[str, str, bool]:  # noqa: C901 (the rules 
     if not w.ir_changed():
         return _ir_equal(w)
     if w.environmental:
-        return INCONCLUSIVE, (f"environmental throttle while timed, not cleared by re-timing: {'; '.join(w.environmental)} "
-                     f"({_topo_text(w)})"), False
+        return INCONCLUSIVE, f"environmental throttle while timed, not cleared by re-timing: {'; '.join(w.environmental)} ({_topo_text(w)})", False
     klass, reason, on_timing = timing_class(w.timing, (b, c), _topo_text(w), tuple(w.row_failures.get(BASELINE, ())))
     if on_timing and w.capped:
         klass, reason, on_timing = clock_check(klass, reason, w.timing, w.cycles, w.capped)
@@ -218,9 +214,9 @@ def _ir_equal(w: WorkloadFacts) -> tuple[str, str, bool]:
     moved = f"{timing.verdict}, geomean {direction.pct(timing.point, True)}, {timing.reason}"
     if w.environmental:
         return INCONCLUSIVE, (f"IR equal at {stage}, timing moved under an environmental throttle not cleared by re-timing: "
-                     f"{'; '.join(w.environmental)} ({moved})"), False
+                              f"{'; '.join(w.environmental)} ({moved})"), False
     klass, reason, on_timing = INCONCLUSIVE, (f"IR equal at {stage} but timing moved: {moved}; the switch acts below "
-                                     f"{stage} (try {_lower_stages(stage, w.ev.matrix.backend)})"), True
+                                              f"{stage} (try {_lower_stages(stage, w.ev.matrix.backend)})"), True
     if w.capped:
         klass, reason, on_timing = clock_check(klass, reason, w.timing, w.cycles, w.capped)
     return _untainted(w, klass, reason, on_timing)
@@ -274,7 +270,7 @@ def timing_class(t: Optional[Timing], scoped: tuple[int, int], topo: str,
     if short:
         have = ", ".join(f"{timing.rounds_per_order.get(o, 0)} {o}" for o in direction.ORDERS)
         return INCONCLUSIVE, (f"direction not established: {have} round(s); a timing claim needs >= "
-                     f"{significance.MIN_ROUNDS_PER_ORDER} rounds in each order ({topo})"), False
+                              f"{significance.MIN_ROUNDS_PER_ORDER} rounds in each order ({topo})"), False
     if direction.FASTER in ov.values() and direction.SLOWER in ov.values():
         return INCONCLUSIVE, "orders disagree: " + ", ".join(f"{v} {o}" for o, v in ov.items()) + f" ({topo})", False
     if timing.verdict in (direction.FASTER, direction.SLOWER):

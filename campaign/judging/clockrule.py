@@ -25,13 +25,13 @@ def clock_check(klass: str, reason: str, t: Timing, cycles: Optional[Timing],
     time_text = f"time {direction.pct(timing.point, True)} ({timing.verdict})"
     if cyc is None or cyc.point is None:
         return INCONCLUSIVE, (f"would be {klass} ({reason}), but {at}, and the clock of the timed rows is unknown, so the gap "
-                     f"cannot be checked in cycles"), False
+                              f"cannot be checked in cycles"), False
     cycles_text = f"cycles {direction.pct(cyc.point, True)} ({cyc.verdict}: {cyc.reason})"
     sides = ", ".join(side.split(" ", 1)[0] for side in capped)
     if cyc.leaning != timing.verdict:
         return INCONCLUSIVE, f"the clock difference explains the gap: {time_text}, {cycles_text}; {at}", False
     if cyc.verdict != timing.verdict:
         return INCONCLUSIVE, (f"the gap is not established in cycles (it leans {cyc.leaning}, short of the rule): {time_text}, "
-                     f"{cycles_text}; {at}"), False
+                              f"{cycles_text}; {at}"), False
     return klass, (f"{reason}; cycles {direction.pct(cyc.point, True)} {cyc.verdict} too, beyond their own "
                    f"{direction.pct(cyc.floor)} A/A floor (power cap or low clock on {sides})"), True
