@@ -29,7 +29,7 @@ from typing import Optional, Union
 
 from campaign.contract import canonical
 from campaign.contract.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
-from campaign.contract.errors import EXIT_INPUT, InputError, Refused
+from campaign.contract.errors import EXIT_INPUT, REACCOUNT_REFUSED, InputError, Refused
 from campaign.contract.receiptmodel import Receipt, ReceiptV1
 from campaign.contract.records import Verdicts
 from campaign.contract.verdictnames import CLASSES, CLEAN_REDUCTION, GAIN, INCONCLUSIVE, NO_CHANGE, REGRESSION
@@ -39,7 +39,7 @@ from campaign.judging.evidence import load_root
 from campaign.reporting import report
 from campaign.sealing import receipt, verification
 
-PREFIX = "REACCOUNT_REFUSED"
+PREFIX = REACCOUNT_REFUSED
 DEMOTIONS = {(GAIN, CLEAN_REDUCTION), (GAIN, NO_CHANGE), (CLEAN_REDUCTION, NO_CHANGE), (REGRESSION, NO_CHANGE)}
 REPORT_FILE = "report.md"
 

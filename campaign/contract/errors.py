@@ -9,7 +9,7 @@ a cell whose tests failed.
 from __future__ import annotations
 
 import enum
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -70,13 +70,23 @@ WORKER_EXITS: dict[WorkerExit, tuple[str, str]] = {
 
 # A refusal's first word, ``<PREFIX> check=<name>: <detail>`` (`Refused`): one list, so a script can
 # match them and a new one is added here (`tests/structure/test_vocabulary.py`)
-RefusalPrefix = Literal["ATTEST_REFUSED", "CANARY_FAILED", "CARD_FAILED", "COMPARE_REFUSED", "INVENTORY_REFUSED",
-                        "PREFLIGHT_FAILED", "PREPARE_REFUSED", "REACCOUNT_REFUSED", "REPORT_REFUSED", "RUN_FAILED",
-                        "RUN_REFUSED", "SCREEN_REFUSED", "SEAL_REFUSED", "VERIFY_FAILED", "VERIFY_REFUSED"]
+RefusalPrefix = Literal["ATTEST_REFUSED", "COMPARE_REFUSED", "INVENTORY_REFUSED", "PREFLIGHT_FAILED",
+                        "PREPARE_REFUSED", "REACCOUNT_REFUSED", "REPORT_REFUSED", "RUN_FAILED", "RUN_REFUSED",
+                        "SCREEN_REFUSED", "SEAL_REFUSED", "VERIFY_FAILED", "VERIFY_REFUSED"]
+ATTEST_REFUSED: Final = "ATTEST_REFUSED"
+COMPARE_REFUSED: Final = "COMPARE_REFUSED"
+INVENTORY_REFUSED: Final = "INVENTORY_REFUSED"
+PREFLIGHT_FAILED: Final = "PREFLIGHT_FAILED"
+PREPARE_REFUSED: Final = "PREPARE_REFUSED"
+REACCOUNT_REFUSED: Final = "REACCOUNT_REFUSED"
+REPORT_REFUSED: Final = "REPORT_REFUSED"
 RUN_FAILED: Final = "RUN_FAILED"
 RUN_REFUSED: Final = "RUN_REFUSED"
-PREPARE_REFUSED: Final = "PREPARE_REFUSED"
-PREFLIGHT_FAILED: Final = "PREFLIGHT_FAILED"
+SCREEN_REFUSED: Final = "SCREEN_REFUSED"
+SEAL_REFUSED: Final = "SEAL_REFUSED"
+VERIFY_FAILED: Final = "VERIFY_FAILED"
+VERIFY_REFUSED: Final = "VERIFY_REFUSED"
+REFUSAL_PREFIXES: tuple[RefusalPrefix, ...] = get_args(RefusalPrefix)
 
 
 class CampaignError(Exception):
