@@ -7,7 +7,7 @@ env of `campaign.running.cellenv.cell_env`, redirects stdout/stderr to the cell'
 and reads exactly RESULT_JSON afterwards. Nothing is reported on stdout.
 
 1. load the plan (the campaign's terms in it), pick the backend;
-2. preflight (`campaign.worker.preflight`): on failure ``PREFLIGHT_FAILED check=…``, exit 3;
+2. preflight (`campaign.worker.preflight`): on failure ``PREFLIGHT_FAILED check=…``, exit 78;
 3. the benchmark target in one pytest session with the planned plugins, built in
    plan order (``module.make(ctx)``);
 4. the correctness target in a second session with the outcomes plugin, the autotune

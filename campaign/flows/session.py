@@ -15,7 +15,7 @@ mean), but 3 when every cell failed preflight and 1 when a workload had no cell
 that ran (`campaign.judging.runhealth`: sealed all the same, the last line says why; a
 screen's table says it per workload instead).
 A seal stopped by a crash (run.lock left beside receipt.json) is completed here again, under the lock it takes over (`receipt.complete`).
-A manifest naming several cards runs one serial runner per card (`campaign.flows.cardrun`);
+A manifest naming several cards runs one runner per card (`campaign.flows.cardrun`);
 a card failing its check or dying stops the root unsealed with ``RUN_FAILED check=card``
 (exit 3), its unfinished tasks marked for `campaign run --devices` to resume elsewhere.
 """
