@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from campaign.contract import knobtable, suggest
+from campaign.contract.fields import BASELINE, CANDIDATE
 from campaign.contract.platforms import PLATFORMS, visibility_variables
 
 # FlagGems picks its vendor from GEMS_VENDOR first; without it, it probes by running
@@ -144,8 +145,8 @@ def refusal(name: str, switch_name: str) -> str | None:
 
 
 def _undeclared(name: str, cell: str, cells: Mapping[str, Mapping[str, str]], switch_name: str) -> str:
-    baseline, candidate = cells.get("baseline", {}), cells.get("candidate", {})
-    if cell == "baseline" and not any(name in env for other, env in cells.items() if other != "baseline"):
+    baseline, candidate = cells.get(BASELINE, {}), cells.get(CANDIDATE, {})
+    if cell == BASELINE and not any(name in env for other, env in cells.items() if other != BASELINE):
         what = f"{name} is set only in the baseline and is not declared"
     elif baseline.get(name) != candidate.get(name):
         what = f"the candidate differs from the baseline in {name}, which is not declared"
@@ -155,10 +156,10 @@ def _undeclared(name: str, cell: str, cells: Mapping[str, Mapping[str, str]], sw
 
 
 def problems(switch_name: str, also: Mapping[str, str],
-             cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple, str]]:
+             cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple[str, ...], str]]:
     """(key path below the switch, message) for every variable a cell may not set or the manifest
     may not declare."""
-    found = []
+    found: list[tuple[tuple[str, ...], str]] = []
     for name in also:
         if name == switch_name:
             found.append((("also", name), f"{name} is the switch itself (switch.name): switch.also declares the others"))
@@ -177,13 +178,13 @@ def problems(switch_name: str, also: Mapping[str, str],
     return found
 
 
-def switch_problems(switch_name: str, cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple, str]]:
+def switch_problems(switch_name: str, cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple[str, ...], str]]:
     """The switch is what the candidate changes: some cell sets it, and the candidate's value
     differs from the baseline's (a candidate that moves only declared variables tests something else)."""
     if not any(switch_name in env for env in cells.values()):
         return [(("name",), f"no cell sets the switch {switch_name}: set it in the candidate (and control), "
                             "or name the variable the cells set")]
-    if cells["baseline"].get(switch_name) == cells["candidate"].get(switch_name):
-        return [(("cells", "candidate"), f"the candidate sets {switch_name} as the baseline does: "
+    if cells[BASELINE].get(switch_name) == cells[CANDIDATE].get(switch_name):
+        return [(("cells", CANDIDATE), f"the candidate sets {switch_name} as the baseline does: "
                                          "the switch must be what the candidate changes")]
     return []

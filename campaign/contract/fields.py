@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Annotated, Optional
+from typing import Annotated, Final, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
@@ -96,7 +96,14 @@ Reason = Annotated[str, StringConstraints(min_length=8, strip_whitespace=True)]
 Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*(\[[^\]\s]+\])?)?$"),
                   AfterValidator(_target_bounds)]
 
-CELL_NAMES = ("baseline", "control", "candidate")
+# A task's cell: the reference, the switch's plumbing with the switch off, the switch on. Spelled here
+# only (`tests/structure/test_vocabulary.py`); every other module reads these names, so a typo is a
+# NameError or a type error, never a silent ``.get()`` miss.
+Cell = Literal["baseline", "control", "candidate"]
+BASELINE: Final = "baseline"
+CONTROL: Final = "control"
+CANDIDATE: Final = "candidate"
+CELL_NAMES: tuple[Cell, ...] = (BASELINE, CONTROL, CANDIDATE)
 # Every stage of every target family (`campaign.contract.platforms`): what ir_stage may name.
 IR_STAGES = platforms.IR_STAGES
 
@@ -110,6 +117,9 @@ def stages_below(stage: str, backend: Optional[str] = None) -> tuple[str, ...]:
     return stages[stages.index(stage) + 1:] if stage in stages else ()
 
 
+Loc = tuple[object, ...]     # a key path below a model: names and list indices
+
+
 class FieldError(ValueError):
     """A cross-field rule's failure, carrying the path below the validated model.
 
@@ -118,13 +128,13 @@ class FieldError(ValueError):
     and reports every one of ``problems`` (more than one when a rule finds several).
     """
 
-    def __init__(self, loc: tuple, message: str, problems: tuple[tuple[tuple, str], ...] = ()):
+    def __init__(self, loc: Loc, message: str, problems: tuple[tuple[Loc, str], ...] = ()):
         super().__init__(message)
         self.loc = loc
         self.problems = problems or ((loc, message),)
 
     @classmethod
-    def every(cls, problems: list[tuple[tuple, str]]) -> "FieldError":
+    def every(cls, problems: list[tuple[Loc, str]]) -> "FieldError":
         loc, message = problems[0]
         return cls(loc, message, tuple(problems))
 

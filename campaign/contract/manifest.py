@@ -13,7 +13,9 @@ from pydantic import BeforeValidator, Field, StrictBool, StringConstraints, mode
 
 from campaign.contract import cellenv_rules, stripregex
 from campaign.contract.fields import (
+    CANDIDATE,
     CELL_NAMES,
+    CONTROL,
     IR_STAGES,
     MAX_IR_PASS_LANES,
     MAX_ROUNDS,
@@ -140,12 +142,12 @@ class Switch(Model):
         if refused:
             raise FieldError.every(refused)
         if cells.baseline == cells.candidate:
-            raise FieldError(("cells", "candidate"), "baseline and candidate have the same env: nothing would be compared")
+            raise FieldError(("cells", CANDIDATE), "baseline and candidate have the same env: nothing would be compared")
         refused = cellenv_rules.switch_problems(self.name, envs)
         if refused:
             raise FieldError.every(refused)
         if cells.control is not None and cells.control == cells.baseline:
-            raise FieldError(("cells", "control"), "control has the same env as baseline: it must turn the switch's plumbing on")
+            raise FieldError(("cells", CONTROL), "control has the same env as baseline: it must turn the switch's plumbing on")
         bad = [(("strip_annotations", index), why) for index, pattern in enumerate(self.strip_annotations)
                if (why := stripregex.problem(pattern)) is not None]
         if bad:

@@ -9,7 +9,7 @@ from typing import Literal, Optional
 from pydantic import model_serializer
 
 from campaign.contract.artifacts import SCHEMA_VERSION, Record
-from campaign.contract.fields import CELL_NAMES, IR_STAGES, PINNED, TUNING_MODES
+from campaign.contract.fields import IR_STAGES, PINNED, TUNING_MODES, Cell
 from campaign.contract.manifest import Device, Pin, Timer
 from campaign.contract.platforms import BACKEND_NAMES
 
@@ -59,7 +59,7 @@ class Task(Record):
     id: str                              # "<workload>/r<round>/<cell>"
     order: int                           # position in the run order (canaries first)
     round: int
-    cell: Literal[CELL_NAMES]
+    cell: Cell
     workload: str
     op: str
     provider: Literal["builtin", "flaggems", "pytest", "flaggems_upstream"]

@@ -140,4 +140,4 @@ def stages_of(target: str) -> tuple[str, ...]:
 
 def visibility_variables() -> tuple[str, ...]:
     """Every backend's visibility variable, sorted: what a cell's env may inherit."""
-    return tuple(sorted({p.visibility_variable for p in PLATFORMS} - {None}))
+    return tuple(sorted({p.visibility_variable for p in PLATFORMS if p.visibility_variable is not None}))

@@ -17,6 +17,7 @@ from pydantic import Field, PlainSerializer, StringConstraints, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from campaign.contract.artifacts import Record
+from campaign.contract.fields import BASELINE
 from campaign.contract.verdictnames import CLASSES, VerdictClass
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
@@ -142,7 +143,7 @@ class IRJudgement(SealedRecord):
     control_matches: Optional[bool]
     files: dict[str, int]
     # absent before the control could stand in for a recording baseline
-    reference: str = "baseline"
+    reference: str = BASELINE
     sources: dict[str, Optional[str]] = Field(default={}, alias="from")   # cell -> the task its IR came from
     # absent unless the fingerprints differed only by unpaired specialisations (campaign.judging.irpairing)
     unpaired: tuple[str, ...] = ()

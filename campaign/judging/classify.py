@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from campaign.contract.artifacts import SCHEMA_VERSION
-from campaign.contract.fields import PER_SIDE
+from campaign.contract.fields import CANDIDATE, PER_SIDE
 from campaign.contract.records import (
     Environment,
     IRJudgement,
@@ -34,7 +34,7 @@ from campaign.contract.records import (
     Verdicts,
     WorkloadVerdict,
 )
-from campaign.contract.verdictnames import CLASSES, NOISE_FLOOR, RESULT, TIMING_MOVED
+from campaign.contract.verdictnames import CLASSES, NO_CHANGE, NOISE_FLOOR, RESULT, TIMING_MOVED
 from campaign.judging import choices, direction, shaperule, significance, stats, stopping
 from campaign.judging.classrules import decide, topology_class
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
@@ -61,9 +61,9 @@ def holm_pass(workloads: Mapping[str, WorkloadVerdict], claims: Mapping[str, Opt
 def _untimed_class(w: WorkloadVerdict) -> str:
     """The class a workload takes when its timing claim is taken back: identical code B; else what its
     topology gives with the timing neutral (`campaign.judging.classrules.topology_class`)."""
-    ref, cand = w.topology.cells.get(w.ir.reference), w.topology.cells.get("candidate")
+    ref, cand = w.topology.cells.get(w.ir.reference), w.topology.cells.get(CANDIDATE)
     if not w.ir.changed or not ref or not cand:
-        return "B"
+        return NO_CHANGE
     return topology_class((ref.scoped, cand.scoped))
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import status, yamlio
+from campaign.contract import status, verdictnames, yamlio
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix
 from campaign.contract.platforms import card_backend, platform
 from campaign.contract.runroot import RunRoot
 from campaign.judging import evidence, irevidence, screening, screentable, stats
 from campaign.judging.evidence import TaskEvidence
+from campaign.judging.irpairing import CellIR
 
 SCREEN_FILE = "screen.tsv"
 
@@ -72,7 +73,7 @@ def gather(root: Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Fact
                                    identity=identities.get(t.id), extra_strip=extra_strip) for t in own]
         change = None
         if ir_pass and not only:
-            prints = {t.cell: evidence.cell_ir(root, t, manifest, extra_strip) for t in ir_pass}
+            prints: dict[str, Optional[CellIR]] = {t.cell: evidence.cell_ir(root, t, manifest, extra_strip) for t in ir_pass}
             change = irevidence.ir_change(False, tuple(prints), prints).state
         coverages = ([t.coverage for t in read] if only else [evidence.cell_coverage(root, t) for t in ir_pass])
         coverage = irevidence.weakest_coverage(coverages) if ir_pass else None
@@ -94,7 +95,7 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Opti
     ``autotune_from`` (``defaults.autotune_from``: the sealed screen root) where given; None when
     there are none."""
     data, _ = yamlio.load(RunRoot.of(root).manifest_file)     # the manifest's own YAML, narrowed and re-emitted
-    weights = {r["workload"]: r["weight_s"] for r in rows if r["verdict"] == screening.IR_CHANGED}
+    weights = {r["workload"]: r["weight_s"] for r in rows if r["verdict"] == verdictnames.IR_CHANGED}
     workloads = []
     for workload in data["workloads"]:
         if workload["name"] in weights:

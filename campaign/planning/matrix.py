@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.contract.artifacts import task_id
-from campaign.contract.fields import PER_SIDE
+from campaign.contract.fields import BASELINE, CANDIDATE, PER_SIDE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Autotune, CellTerms, Matrix, Stopping, Targets, Task
 from campaign.contract.platforms import platform
@@ -64,7 +64,7 @@ def correctness_dtypes(workload: Workload, targets: Targets) -> Optional[tuple[s
     return tuple(workload.dtypes)
 
 
-IR_CELLS = ("baseline", "candidate")
+IR_CELLS = (BASELINE, CANDIDATE)
 
 
 def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = False,
@@ -84,7 +84,7 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = Fa
             continue
         for cell in cell_order(cells, round_number, manifest.rounds.alternate_order):
             pinned = manifest.defaults.autotune_from is not None
-            records = (round_number == 1 and cell == "baseline" and not pinned) or manifest.defaults.tuning == PER_SIDE
+            records = (round_number == 1 and cell == BASELINE and not pinned) or manifest.defaults.tuning == PER_SIDE
             tasks.append(Task(
                 id=task_id(workload.name, round_number, cell),
                 order=len(tasks),
@@ -98,7 +98,7 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = Fa
                 autotune=Autotune(
                     mode="record" if records else "replay",
                     source=None if records else (pinned_source(workload.name) if pinned
-                                                 else task_id(workload.name, 1, "baseline")),
+                                                 else task_id(workload.name, 1, BASELINE)),
                     policy=policy,
                 ),
                 timeout_s=manifest.timeout_for(workload),

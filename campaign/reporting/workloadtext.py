@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 from campaign.contract.errorlines import LogLine, by_cells
-from campaign.contract.fields import stages_below
+from campaign.contract.fields import BASELINE, CANDIDATE, stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, WorkloadVerdict
 from campaign.contract.verdictnames import CLASS_NAMES, RANGED, TIMING_MOVED
@@ -35,7 +35,7 @@ def interval_text(iv: Optional[Interval]) -> str:
 
 def _topology(w: WorkloadVerdict, scoped: bool) -> str:
     cells = w.topology.cells
-    b, c = cells.get(w.ir.reference), cells.get("candidate")
+    b, c = cells.get(w.ir.reference), cells.get(CANDIDATE)
     if not (b and c):
         return "n/a"
     return f"{b.scoped} → {c.scoped}" if scoped else f"{b.unscoped} → {c.unscoped}"
@@ -146,7 +146,7 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str
     if t.coverage is not None and t.coverage < 1:
         out.append(f"- coverage: {pct(t.coverage, False)} of the timed shapes paired in every round")
     out += shape_lines(p)
-    spreads = [s.side_spread.get("baseline") for s in p.shapes if s.side_spread.get("baseline") is not None]
+    spreads = [s.side_spread.get(BASELINE) for s in p.shapes if s.side_spread.get(BASELINE) is not None]
     deltas = [s.delta_spread for s in p.shapes if s.delta_spread is not None]
     if spreads:
         out.append(f"- dispersion: baseline side spread up to {pct(max(spreads), False)} (machine noise); "
@@ -244,7 +244,7 @@ def _ir_line(w: WorkloadVerdict, by_ir_pass: list[str]) -> str:
     fps = {c: (fp[:12] if fp else "none") for c, fp in ir.fingerprints.items()}
     control = {True: "control IR equals baseline", False: "control IR DIFFERS from baseline (leak)",
                None: "control not compared"}[ir.control_matches]
-    if ir.reference != "baseline":
+    if ir.reference != BASELINE:
         control = ("the baseline only recorded (its ir/ holds every config tried): the control stands in for it"
                    + ("; every control variant is among the recording cell's" if ir.control_matches else ""))
     if by_ir_pass:
