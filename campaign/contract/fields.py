@@ -19,8 +19,10 @@ STOP_RULES = ("fixed", "decided")
 # How autotune configs reach the sides (`defaults.tuning`): pinned, round 1's baseline records and every
 # other cell replays ("what does the switch do to the same kernels"); per_side, every timed cell tunes
 # for itself and nothing replays ("what does a user see end to end, retuning included").
-TUNING_MODES = ("pinned", "per_side")
-PINNED, PER_SIDE = TUNING_MODES
+TuningMode = Literal["pinned", "per_side"]            # the type a model field takes
+PINNED: Final[TuningMode] = "pinned"
+PER_SIDE: Final[TuningMode] = "per_side"
+TUNING_MODES = (PINNED, PER_SIDE)
 MIN_ADAPTIVE_ROUNDS = 4                 # two in each run order: what a direction needs
 MAX_WORKLOADS_PER_PROCESS = 256
 MAX_IR_PASS_LANES = 32

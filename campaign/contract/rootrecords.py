@@ -10,7 +10,7 @@ from typing import Literal, Optional
 
 from pydantic import model_validator
 
-from campaign.contract.fields import PINNED, TUNING_MODES
+from campaign.contract.fields import PINNED, TuningMode
 from campaign.contract.records import SealedRecord, Sha256
 
 
@@ -118,7 +118,7 @@ class RunIdentity(SealedRecord):
     autotune_from: Optional[Sha256] = None      # absent before configs could be pinned across roots
     # pinned, or per_side: every side tuned for itself (`campaign.contract.fields.TUNING_MODES`); absent
     # before the mode existed, when every root was pinned (`ABSENT_MEANS`)
-    tuning: Literal[TUNING_MODES] = PINNED
+    tuning: TuningMode = PINNED
     env: dict[str, str]
     pinned_env: dict[str, str]
     harness_digest: Optional[str]

@@ -14,10 +14,15 @@ noise) reads as such.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from campaign.contract.cellfiles import TunedConfig
+from campaign.contract.fields import BASELINE, CANDIDATE
 from campaign.contract.records import ChosenConfigs
+from campaign.contract.verdictnames import INCONCLUSIVE
+
+if TYPE_CHECKING:                                  # evidence reads its cells through this module's neighbours
+    from campaign.judging.evidence import TaskEvidence
 
 
 def config_text(config: TunedConfig) -> str:
@@ -29,7 +34,7 @@ def config_text(config: TunedConfig) -> str:
     return f"{kwargs} {extra}".strip()
 
 
-def _by_key(tasks: Iterable) -> dict[tuple[str, str], dict[str, list[int]]]:
+def _by_key(tasks: Iterable[TaskEvidence]) -> dict[tuple[str, str], dict[str, list[int]]]:
     """(kernel, key) -> config text -> the rounds that chose it, over one cell's tasks."""
     out: dict[tuple[str, str], dict[str, list[int]]] = {}
     for t in tasks:
@@ -44,11 +49,11 @@ def _shown(configs: Mapping[str, list[int]]) -> tuple[str, ...]:
                  for text, rounds in sorted(configs.items(), key=lambda item: (min(item[1]), item[0])))
 
 
-def differing(by_cell: Mapping[str, list]) -> tuple[ChosenConfigs, ...]:
+def differing(by_cell: Mapping[str, list[TaskEvidence]]) -> tuple[ChosenConfigs, ...]:
     """The keys whose chosen configs differ between baseline and candidate, each cell's choices named
     (``by_cell``: cell -> its finished timed tasks' evidence); () where the sides chose alike."""
     chosen = {cell: _by_key(tasks) for cell, tasks in by_cell.items()}
-    base, cand = chosen.get("baseline", {}), chosen.get("candidate", {})
+    base, cand = chosen.get(BASELINE, {}), chosen.get(CANDIDATE, {})
     out = []
     for ident in sorted(set(base) | set(cand)):
         if set(base.get(ident, {})) == set(cand.get(ident, {})):
@@ -65,7 +70,7 @@ def note(chosen: tuple[ChosenConfigs, ...], ir_changed: bool | None, klass: str)
         return ""
     said = (f"; each side tuned for itself and chose differently for {len(chosen)} key(s) "
             f"(first: {chosen[0].kernel} {chosen[0].key})")
-    if ir_changed is False and klass == "X":
+    if ir_changed is False and klass == INCONCLUSIVE:
         said += (": every config compiled alike on both sides, so a different winner, not the switch's code, "
                  "may have moved the timing")
     return said

@@ -197,7 +197,7 @@ def decide(w: WorkloadFacts) -> tuple[str, str, bool]:  # noqa: C901 (the rules 
         return _ir_equal(w)
     if w.environmental:
         return INCONCLUSIVE, (f"environmental throttle while timed, not cleared by re-timing: {'; '.join(w.environmental)} "
-                     f"({_topo_text(w)})"), False
+                              f"({_topo_text(w)})"), False
     klass, reason, on_timing = timing_class(w.timing, (b, c), _topo_text(w), tuple(w.row_failures.get(BASELINE, ())),
                                             shaperule.min_effect(w.ev.manifest))
     if on_timing and w.capped:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from campaign.contract.manifest import Manifest
 from campaign.contract.records import RegimeTiming, ShapeTiming
 from campaign.judging.direction import FASTER, NEUTRAL, SLOWER, pct
 from campaign.judging.direction import moved as leaning
@@ -25,9 +26,9 @@ from campaign.judging.direction import moved as leaning
 SHOWN = 3        # shapes named in a reason before "and N more"
 
 
-def min_effect(manifest) -> float:
+def min_effect(manifest: Manifest) -> float:
     """The manifest's smallest effect worth a claim (`min_effect_pct`), as a fraction."""
-    return manifest.min_effect_pct / 100
+    return float(manifest.min_effect_pct) / 100
 
 
 def moved(timing: RegimeTiming, way: str, min_effect: float = 0.0) -> list[ShapeTiming]:
