@@ -358,6 +358,26 @@ MUTATIONS = [
     ("cell isolation: torch's CPU pool pinned to one thread", "campaign/contract/cellenv_rules.py",
      '    "OMP_NUM_THREADS": "1",\n', "",
      "tests/contract/test_cell_env_rules.py::test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_identity_and_report"),
+    # the one rule for "this recorded node belongs to that target" (campaign/contract/nodeids.py)
+    ("node ids: a function names its parametrizations", "campaign/contract/nodeids.py",
+     "    return target.params is None or (node.names == target.names and node.params == target.params)",
+     "    return node.names == target.names and node.params == target.params",
+     "tests/judging/test_target_nodes.py::test_a_parametrized_function_named_as_correctness_reads_its_timing_class"),
+    ("node ids: a failing parametrization of a named function is F", "campaign/contract/nodeids.py",
+     "    return target.params is None or (node.names == target.names and node.params == target.params)",
+     "    return target.params is None and node.params is None or node.params == target.params",
+     "tests/judging/test_target_nodes.py::test_a_candidate_failing_one_parametrization_in_every_round_is_f"),
+    ("node ids: a file names its tests", "campaign/contract/nodeids.py",
+     "    if node.names[:len(target.names)] != target.names:\n",
+     "    if node.names[:len(target.names)] != target.names or not target.names:\n",
+     "tests/judging/test_target_nodes.py::test_a_flaggems_mark_spanning_two_files_scopes_both"),
+    ("node ids: collection error is an error", "campaign/contract/nodeids.py",
+     "        if holds(named, recorded) or holds(recorded, named):\n", "        if holds(named, recorded):\n",
+     "tests/judging/test_target_nodes.py::test_a_correctness_file_that_fails_to_import_on_the_candidate_only_is_f"),
+    ("node ids: an absolute target is read under the session's rootdir", "campaign/judging/workload.py",
+     "    return nodeids.belongs(node, target_nodes(targets), targets.checkout or targets.rootdir)",
+     "    return nodeids.belongs(node, target_nodes(targets))",
+     "tests/judging/test_target_nodes.py::test_the_readme_walkthrough_shape_reads_its_class"),
 ]
 
 
