@@ -378,6 +378,22 @@ MUTATIONS = [
      "    return nodeids.belongs(node, target_nodes(targets), targets.checkout or targets.rootdir)",
      "    return nodeids.belongs(node, target_nodes(targets))",
      "tests/judging/test_target_nodes.py::test_the_readme_walkthrough_shape_reads_its_class"),
+    ("node ids: a target the file does not define is refused at prepare", "campaign/planning/collected.py",
+     "    if not names or any(d.names == names for d in chains):", "    if True:",
+     "tests/planning/test_target_refusals.py::test_a_target_that_matches_nothing_is_refused_at_prepare_naming_what_pytest_collects"),
+    ("node ids: a -k that selects nothing is refused at prepare", "campaign/planning/collected.py",
+     "        if any(nodeids.keyword_selects(", "        if True or any(nodeids.keyword_selects(",
+     "tests/planning/test_target_refusals.py::test_a_target_that_matches_nothing_is_refused_at_prepare_naming_what_pytest_collects"),
+    ("node ids: a -k the files cannot decide is not refused", "campaign/planning/collected.py",
+     "    if unsure:\n        return None, f", "    if False:\n        return None, f",
+     "tests/planning/test_target_refusals.py::test_a_keyword_the_files_cannot_decide_is_said_not_checked"),
+    ("node ids: -k's not as pytest evaluates it", "campaign/contract/nodeids.py",
+     "        return (lambda m: not inner(m)), at", "        return inner, at",
+     "tests/contract/test_nodeids.py::test_keyword_expressions_parse_and_evaluate_as_pytest_does"),
+    ("node ids: a method named in its class resolves", "campaign/planning/collected.py",
+     "                walk(node.body, (*names, node.name), marks | _marks(node), test_class)",
+     "                pass",
+     "tests/planning/test_target_refusals.py::test_targets_that_name_what_pytest_collects_are_accepted"),
 ]
 
 

@@ -157,8 +157,12 @@ def keyword_expressions(words: list[str]):
         st.tuples(inner, st.sampled_from(["and", "or"]), inner).map(" ".join)), max_leaves=5)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None)
-@given(st.text("ab():[]/.-+\\ \tnotrd", max_size=16))
+WORDS = ("not", "and", "or", "(", ")", "ab", "b", "a:b", "x[", "not_this", "THIS", "a(b", "=", "'q'")
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.one_of(st.text("ab():[]/.-+\\ \tnotrd", max_size=16),
+                 st.lists(st.sampled_from(WORDS), max_size=7).map(" ".join)))
 def test_keyword_expressions_parse_and_evaluate_as_pytest_does(text: str):
     try:
         pytest_expression = Expression.compile(text)
