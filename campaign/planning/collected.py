@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -56,6 +57,13 @@ def defined(tree: ast.Module) -> list[Defined]:
     return out
 
 
+@lru_cache(maxsize=256)
+def _read(path: Path, mtime_ns: int) -> tuple[ast.Module, tuple[Defined, ...]]:
+    """A file's tree and definitions, read once per version of it (a suite's targets share files)."""
+    tree = pysource.parse(path)
+    return tree, tuple(defined(tree))
+
+
 def nodes(root: Path, path: Path, relative: str, test: Defined) -> tuple[list[nodeids.NodeId], Optional[str]]:
     """The node ids pytest gives one test; with a reason instead where its ids cannot be read."""
     function = "::".join(test.names)
@@ -93,8 +101,7 @@ def listing(root: Path, path: Path, relative: str, tree: ast.Module) -> str:
 def name_problem(root: Path, path: Path, relative: str, names: tuple[str, ...]) -> Optional[str]:
     """None when the file defines ``names`` (a function, a class, a method); else what it collects and
     the closest names. Raises SyntaxError when it does not parse."""
-    tree = pysource.parse(path)
-    chains = defined(tree)
+    tree, chains = _read(path, path.stat().st_mtime_ns)
     if not names or any(d.names == names for d in chains):
         return None
     wanted = "::".join(names)
