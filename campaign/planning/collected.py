@@ -15,6 +15,7 @@ attribute set on a test function), a ``-k`` that selects nothing is said not che
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -64,8 +65,10 @@ def _read(path: Path, mtime_ns: int) -> tuple[ast.Module, tuple[Defined, ...]]:
     return tree, tuple(defined(tree))
 
 
-def nodes(root: Path, path: Path, relative: str, test: Defined) -> tuple[list[nodeids.NodeId], Optional[str]]:
-    """The node ids pytest gives one test; with a reason instead where its ids cannot be read."""
+def nodes(root: Path, path: Path, relative: str, test: Defined,
+          every: bool = False) -> tuple[list[nodeids.NodeId], Optional[str]]:
+    """The node ids pytest gives one test; with a reason where its ids cannot all be read (``every``:
+    each id in every spelling it may have, a superset that a ``-k`` without ``not`` is safely held to)."""
     function = "::".join(test.names)
     try:
         found = paramids.layers(root, path, function)
@@ -73,10 +76,12 @@ def nodes(root: Path, path: Path, relative: str, test: Defined) -> tuple[list[no
         return [nodeids.NodeId(relative, test.names)], f"{function}: ids not read ({exc})"
     if not found:
         return [nodeids.NodeId(relative, test.names)], None
-    spelled = [nodeids.NodeId(relative, test.names, i) for i in paramids.ids(found)]
-    # a value the files do not define (torch.float16) may be spelled more than one way
+    # a value the files do not define (torch.float16) may be spelled more than one way: every spelling
+    # with ``every``, else the first, the ids said not all known
     many = any(len(s) > 1 for layer in found for s in layer.ids)
-    return spelled, f"{function}: ids with more than one possible spelling" if many else None
+    spelled = paramids.ids(found, every=every) if many and every else paramids.ids(found)
+    why = None if not many or (every and len(spelled) < paramids.MAX_IDS) else f"{function}: ids with more than one possible spelling"
+    return [nodeids.NodeId(relative, test.names, i) for i in spelled], why
 
 
 def _local(node: nodeids.NodeId) -> str:
@@ -138,8 +143,10 @@ def keyword_problem(root: Path, path: Path, relative: str, expression: str) -> t
     except (ValueError, SyntaxError) as exc:
         return f"{relative}: -k {expression!r}: {exc}", None
     unsure = _keyword_unsure(root, path, tree)
+    # without `not`, more names can only select more: every spelling of an id may stand in for the one pytest gives
+    monotone = "not" not in re.split(r"[ \t()]+", expression)
     for test in (t for t in defined(tree) if t.is_test):
-        found, why = nodes(root, path, relative, test)
+        found, why = nodes(root, path, relative, test, every=monotone)
         parametrized = {"parametrize"} if found and found[0].params is not None else set()
         if any(nodeids.keyword_selects(expression, nodeids.keyword_names(n) | test.marks | parametrized) for n in found):
             return None, None

@@ -246,10 +246,14 @@ def check(project_root: Path, path: Path, function: str, bracket: str) -> Option
             + did_you_mean(bracket, ids(found)))
 
 
-def ids(found: list[Layer], limit: int = 4096) -> list[str]:
-    """The ids pytest gives these parametrizations (each parameter set's first spelling), at most ``limit``."""
-    joined = ("-".join(parts) for parts in itertools.product(*([s[0] for s in layer.ids] for layer in found)))
-    return list(itertools.islice(joined, limit))
+MAX_IDS = 4096
+
+
+def ids(found: list[Layer], every: bool = False) -> list[str]:
+    """The ids pytest gives these parametrizations, each parameter set's first spelling (``every``: each of
+    its spellings), at most `MAX_IDS`."""
+    options = [[spelling for s in layer.ids for spelling in (s if every else s[:1])] for layer in found]
+    return list(itertools.islice(("-".join(parts) for parts in itertools.product(*options)), MAX_IDS))
 
 
 def _matches(text: str, layers: list[Layer]) -> bool:

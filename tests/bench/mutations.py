@@ -394,6 +394,10 @@ MUTATIONS = [
      "                walk(node.body, (*names, node.name), marks | _marks(node), test_class)",
      "                pass",
      "tests/planning/test_target_refusals.py::test_targets_that_name_what_pytest_collects_are_accepted"),
+    ("node ids: a -k without not is held to every spelling of an id", "campaign/planning/collected.py",
+     "    why = None if not many or (every and len(spelled) < paramids.MAX_IDS) else",
+     "    why = None if not many or (False and len(spelled) < paramids.MAX_IDS) else",
+     "tests/planning/test_target_refusals.py::test_a_target_that_matches_nothing_is_refused_at_prepare_naming_what_pytest_collects"),
 ]
 
 

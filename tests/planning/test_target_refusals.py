@@ -46,6 +46,8 @@ def test_a_target_that_matches_nothing_is_refused_at_prepare_naming_what_pytest_
         _workload("gone", '{node_ids: ["./kernels/scaled_add.py::test_scaled_add[2048]"]}'),
         _workload("nothing", '{k: "fp64 and not bench"}'),
         _workload("method", '{node_ids: ["./kernels/scaled_add.py::TestBlas::test_matches_torh"]}'),
+        # the project's own: torch.float16 may be spelled dtype0 or float16; without `not`, none of them selects
+        '  - {name: add, op: add, reason: the small sizes only, correctness: {k: "float61"}}\n',
     ], campaign="refused")
     done = cli("prepare", path, "--runs-dir", tmp_path / "runs")
     assert done.returncode == 2, done.stdout + done.stderr
@@ -65,6 +67,11 @@ def test_a_target_that_matches_nothing_is_refused_at_prepare_naming_what_pytest_
         f"PREPARE_REFUSED check=correctness_target: {path}:28:124: workloads -> 3 -> correctness -> node_ids -> 0: "
         f"{kernels}/scaled_add.py: no function TestBlas::test_matches_torh; {collects}; did you mean "
         "TestBlas::test_matches_torch?",
+        f"PREPARE_REFUSED check=correctness_target: {path}:29:70: workloads -> 4 -> correctness -> k: "
+        "ops/workloads/demo/test_demo.py: -k 'float61' selects nothing; it collects test_add[1-dtype0], "
+        "test_add[1-dtype1], test_add[1000-dtype0], test_add[1000-dtype1], test_add[65537-dtype0], test_add[65537-dtype1], "
+        "test_softmax[shape0-dtype0], test_softmax[shape0-dtype1], test_softmax[shape1-dtype0], "
+        "test_softmax[shape1-dtype1], test_softmax[shape2-dtype0], test_softmax[shape2-dtype1], ... (24 nodes)",
     ]
     assert not (tmp_path / "runs").exists()
 
@@ -78,6 +85,7 @@ def test_targets_that_name_what_pytest_collects_are_accepted(tmp_path: Path, cli
         _workload("klass", '{node_ids: ["./kernels/scaled_add.py::TestBlas"]}'),
         _workload("keyword", '{k: "4096 and not bench"}'),
         _workload("by_mark", '{k: "parametrize and Blas"}'),
+        '  - {name: add, op: add, reason: the small sizes only, correctness: {k: "dtype0 and not 65537"}}\n',
     ], campaign="accepted")
     done = cli("validate", path)
     assert done.returncode == 0, done.stderr
