@@ -17,6 +17,7 @@ from typing import Callable, Mapping, Optional
 
 from campaign.backends.base import Backend, DeviceInfo
 from campaign.backends.plan import plugin_plan
+from campaign.contract import nodeids
 from campaign.contract.canonical import read_json
 from campaign.contract.cellfiles import AutotuneFile, Preflight
 from campaign.contract.devicerule import device_mismatches, version_matches
@@ -46,7 +47,7 @@ def check_targets(project_root: Path, plan_targets) -> Result:
     tree = plan_targets.checkout or plan_targets.rootdir
     if tree:   # a FlagGems checkout's or an own file's targets are absolute paths inside its tree
         project_root = Path(tree)
-        wanted = [t[len(tree) + 1:] if t.startswith(tree + "/") else t for t in wanted]
+        wanted = [nodeids.relative(t, tree) for t in wanted]
     problems = [p for p in (targets.problem(project_root, t) for t in wanted) if p is not None]
     if problems:
         return False, "; ".join(problems)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from campaign.contract import platforms
+from campaign.contract import nodeids, platforms
 from campaign.contract.errors import WorkerExit
 from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL, stages_below
 from campaign.contract.records import Timing
@@ -73,7 +73,7 @@ def _keys(keys: list) -> str:
 
 def _nodes(nodes: list[str]) -> str:
     """Correctness nodes by file and test (their folder is the workload's target's)."""
-    shown = ", ".join(n.rsplit("/", 1)[-1] for n in nodes[:3])
+    shown = ", ".join(nodeids.short(n) for n in nodes[:3])
     return shown + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
 
 

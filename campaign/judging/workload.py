@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from campaign.contract import clockreasons, verdictnames
+from campaign.contract import clockreasons, nodeids, verdictnames
 from campaign.contract.cellfiles import Outcomes
 from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL
 from campaign.contract.plans import IR_ROUND, Targets
@@ -24,14 +24,17 @@ from campaign.judging import direction, irevidence, screening, screenroot, stats
 from campaign.judging.evidence import RootEvidence, TaskEvidence
 
 
+def target_nodes(targets: Targets) -> tuple[str, ...]:
+    """What the correctness session was given to run: its node ids, else its target (a ``-k`` selected
+    within it as pytest evaluated it; every node the session recorded passed that selection)."""
+    return tuple(targets.correctness_node_ids or (targets.correctness,))
+
+
 def in_target(node: str, targets: Targets) -> bool:
-    """Whether a correctness node belongs to the workload's correctness target."""
-    if targets.correctness_node_ids:
-        return any(node == n or node.endswith("/" + n) or n.endswith("/" + node) for n in targets.correctness_node_ids)
-    if "::" in targets.correctness:
-        function = targets.correctness.split("::", 1)[1]
-        return node.split("::")[-1].split("[")[0] == function
-    return True
+    """Whether a recorded correctness node belongs to the workload's correctness target
+    (`campaign.contract.nodeids.belongs`: a function names its parametrizations, a file its tests,
+    a target file that failed to import is an erroring node of it)."""
+    return nodeids.belongs(node, target_nodes(targets), targets.checkout or targets.rootdir)
 
 
 def scope_outcomes(outcomes: Outcomes, targets: Targets) -> tuple[dict[str, int], int]:

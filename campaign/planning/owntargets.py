@@ -96,6 +96,12 @@ def resolve(workload: Workload, manifest_path: Path, compile_only: bool) -> Own:
         return own
     k = workload.correctness.k if workload.correctness else None
     correctness = nodes[0].partition("::")[0] if nodes else (benchmark.partition("::")[0] if k else benchmark)
+    if k is not None:
+        refused, note = targets.keyword_problem(root, ownfile.relative(root, correctness), k)
+        own.problems += [("correctness_target", ("correctness", "k"), f"{root}/{refused}")] if refused else []
+        own.notes += [f"{root}/{note}"] if note else []
+        if refused:
+            return own
     found = Targets(benchmark=benchmark, correctness=correctness, correctness_node_ids=nodes or None,
                     correctness_k=k, rootdir=str(root), data=tuple(data))
     read = ownfile.reads(root, (benchmark, correctness, *nodes))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from campaign.contract.suggest import did_you_mean
 from campaign.planning import targetfiles
 from campaign.planning.paramsource import MAX_DEPTH, Module, Unreadable, dotted_name, keyword, sequence
 
@@ -44,14 +45,37 @@ def _escaped(value: object) -> str:
     return str(value).encode("unicode_escape").decode("ascii")
 
 
+_INT_OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__,
+            ast.LShift: int.__lshift__, ast.RShift: int.__rshift__}
+
+
+def _integer(node: ast.expr) -> Optional[int]:
+    """An integer spelled with literals and + - * // << >> (``1 << 20``, ``4 * 1024``), or None."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _integer(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+        left, right = _integer(node.left), _integer(node.right)
+        if left is None or right is None or (isinstance(node.op, ast.LShift) and not 0 <= right <= 64) \
+                or (isinstance(node.op, ast.FloorDiv) and right == 0) or (isinstance(node.op, ast.RShift) and right < 0):
+            return None
+        return _INT_OPS[type(node.op)](left, right)
+    return None
+
+
 def _idval(node: ast.expr, module: Module, argname: str, index: int, depth: int = 0) -> tuple[str, ...]:  # noqa: C901 (one branch per ast node kind pytest's ids follow)
     """The spellings pytest may give one value (more than one only for a name it cannot see)."""
     auto = f"{argname}{index}"
-    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
-        try:
-            node = ast.Constant(ast.literal_eval(node))      # -3: its id is "-3"
-        except ValueError:
-            raise Unreadable(f"value {index} of {argname} is computed ({ast.unparse(node)})") from None
+    if isinstance(node, (ast.UnaryOp, ast.BinOp)):
+        value = _integer(node)                               # -3, 1 << 20: their ids are "-3", "1048576"
+        if value is None:
+            try:
+                value = ast.literal_eval(node)
+            except ValueError:
+                raise Unreadable(f"value {index} of {argname} is computed ({ast.unparse(node)})") from None
+        node = ast.Constant(value)
     if isinstance(node, ast.Constant):
         value = node.value
         if isinstance(value, (str, bytes)):
@@ -167,9 +191,26 @@ def _dynamic(module: Module) -> Optional[str]:
     return None
 
 
-def check(project_root: Path, path: Path, function: str, bracket: str) -> Optional[str]:
-    """None when ``function[bracket]`` is one of the ids pytest collects from ``path``;
-    otherwise what is wrong. Raises `Unreadable` when that cannot be read from the files."""
+def _dotted(deco: ast.expr) -> str:
+    return dotted_name(deco.func if isinstance(deco, ast.Call) else deco) or ""
+
+
+def _function(module: Module, function: str) -> ast.AST:
+    """The definition ``function`` (``TestC::test_m``) names; a class's parametrize makes its ids unreadable."""
+    node, found = None, module.tree.body
+    for name in function.split("::"):
+        node = next(n for n in found if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                    and n.name == name)
+        if isinstance(node, ast.ClassDef):
+            if any(_dotted(deco).endswith("mark.parametrize") for deco in node.decorator_list):
+                raise Unreadable(f"class {node.name} is parametrised (its ids join its methods')")
+            found = node.body
+    return node
+
+
+def layers(project_root: Path, path: Path, function: str) -> list[Layer]:
+    """The parametrizations of ``function`` (``test_x``, or ``TestC::test_m`` in a class) in ``path``,
+    the closest decorator first; [] when it has none. Raises `Unreadable` where the files cannot say."""
     cache: dict[Path, Module] = {}
     module = Module.load(project_root, path, cache)
     for folder in targetfiles.folders_down_to(project_root, path):
@@ -181,20 +222,38 @@ def check(project_root: Path, path: Path, function: str, bracket: str) -> Option
     why = _dynamic(module)
     if why:
         raise Unreadable(why)
-    node = next(n for n in module.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and n.name == function)
-    layers = []
+    node = _function(module, function)
+    out = []
     for deco in reversed(node.decorator_list):      # the closest decorator is applied first
-        dotted = dotted_name(deco.func if isinstance(deco, ast.Call) else deco) or ""
+        dotted = _dotted(deco)
         if dotted.endswith("mark.parametrize") and isinstance(deco, ast.Call):
-            layers.append(_layer(deco, module))
+            out.append(_layer(deco, module))
         elif not (dotted.startswith("pytest.mark.") or dotted.startswith("mark.")):
             raise Unreadable(f"decorator @{ast.unparse(deco)} may change {function}'s parameters")
-    if not layers:
+    return out
+
+
+def check(project_root: Path, path: Path, function: str, bracket: str) -> Optional[str]:
+    """None when ``function[bracket]`` is one of the ids pytest collects from ``path``;
+    otherwise what is wrong, with the closest ids. Raises `Unreadable` when that cannot be read
+    from the files."""
+    found = layers(project_root, path, function)
+    if not found:
         return f"{function} is not parametrised: [{bracket}] names no test it collects"
-    if _matches(bracket, layers):
+    if _matches(bracket, found):
         return None
-    return f"{function}[{bracket}] is not one of its ids: {describe(function, layers)}"
+    return (f"{function}[{bracket}] is not one of its ids: {describe(function, found)}"
+            + did_you_mean(bracket, ids(found)))
+
+
+MAX_IDS = 4096
+
+
+def ids(found: list[Layer], every: bool = False) -> list[str]:
+    """The ids pytest gives these parametrizations, each parameter set's first spelling (``every``: each of
+    its spellings), at most `MAX_IDS`."""
+    options = [[spelling for s in layer.ids for spelling in (s if every else s[:1])] for layer in found]
+    return list(itertools.islice(("-".join(parts) for parts in itertools.product(*options)), MAX_IDS))
 
 
 def _matches(text: str, layers: list[Layer]) -> bool:

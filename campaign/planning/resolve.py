@@ -75,6 +75,7 @@ def _own_test(workload: Workload, project_root: Path, problems: _Problems, loc: 
     correctness = targets.split(node_ids[0])[0] if node_ids else benchmark
     if k is not None:
         correctness = targets.split(benchmark)[0]   # -k selects within the file
+        _keyword(project_root, correctness, k, problems, loc, notes)
     return Resolved(workload=workload, targets=Targets(benchmark=benchmark, correctness=correctness,
                                                        correctness_node_ids=node_ids, correctness_k=k),
                     dtypes=(), shapes=None, family=None, notes=tuple(notes))
@@ -205,4 +206,14 @@ def _correctness(correctness: Optional[str], node_ids, k, project_root: Path, pr
             problems.add("correctness_target", loc + ("op",), missing)
     if k is not None:
         correctness = targets.split(correctness)[0]  # -k selects within the file
+        _keyword(project_root, correctness, k, problems, loc, notes)
     return correctness, notes
+
+
+def _keyword(project_root: Path, file_part: str, k: str, problems: "_Problems", loc: tuple, notes: list[str]) -> None:
+    """A ``-k`` that selects none of the file's tests is refused where the manifest gives it."""
+    refused, note = targets.keyword_problem(project_root, file_part, k)
+    if refused:
+        problems.add("correctness_target", loc + ("correctness", "k"), refused)
+    if note:
+        notes.append(note)

@@ -9,30 +9,17 @@ function's parametrisation as far as the files show it (`campaign.planning.param
 """
 from __future__ import annotations
 
-import ast
-from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import regular
-from campaign.planning import paramids, pysource, targetfiles
-
-
-@lru_cache(maxsize=None)
-def _functions(path: Path, mtime_ns: int) -> frozenset[str]:
-    tree = pysource.parse(path)
-    return frozenset(node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
-
-
-def module_functions(path: Path) -> frozenset[str]:
-    return _functions(path, path.stat().st_mtime_ns)
+from campaign.contract import nodeids, regular
+from campaign.planning import collected, paramids, targetfiles
 
 
 def split(target: str) -> tuple[str, str | None]:
-    """"file.py::function[param]" -> ("file.py", "function")."""
-    file_part, _, rest = target.partition("::")
-    function = rest.split("[", 1)[0] or None
-    return file_part, function
+    """"file.py::function[param]" -> ("file.py", "function"); "file.py::C::test_m" -> ("file.py", "C::test_m")."""
+    node = nodeids.parse(target)
+    return node.path, "::".join(node.names) or None
 
 
 def outside(project_root: Path, file_part: str) -> Optional[str]:
@@ -50,7 +37,10 @@ def outside(project_root: Path, file_part: str) -> Optional[str]:
 
 def problem(project_root: Path, target: str) -> str | None:
     """None when ``target`` resolves; otherwise what is missing."""
-    file_part, function = split(target)
+    try:
+        file_part, function = split(target)
+    except ValueError as exc:
+        return str(exc)
     escape = outside(project_root, file_part)
     if escape:
         return escape
@@ -59,12 +49,11 @@ def problem(project_root: Path, target: str) -> str | None:
     if why is not None:
         return f"{file_part}: {why}"
     try:
-        names = module_functions(path)
+        return collected.name_problem(project_root, path, file_part, tuple(function.split("::")) if function else ())
     except SyntaxError as exc:
         return f"{file_part}:{exc.lineno}: does not parse: {exc.msg}"
-    if function is not None and function not in names:
-        return f"{file_part}: no function {function}"
-    return None
+    except ValueError as exc:      # not a node id pytest writes
+        return str(exc)
 
 
 def node_problem(project_root: Path, node: str) -> tuple[Optional[str], Optional[str]]:
@@ -82,8 +71,20 @@ def node_problem(project_root: Path, node: str) -> tuple[Optional[str], Optional
     if not function or not params.endswith("]"):
         return f"{node}: a node id is file.py::function[params]", None
     try:
-        return paramids.check(Path(project_root), Path(project_root) / file_part, function, params[:-1]), None
+        wrong = paramids.check(Path(project_root), Path(project_root) / file_part, function, params[:-1])
+        return (None if wrong is None else f"{file_part}::{wrong}"), None
     except paramids.Unreadable as exc:
         return None, f"{node}: parameters not checked (cannot be read without running the code: {exc})"
     except (SyntaxError, ValueError, OSError) as exc:
         return None, f"{node}: parameters not checked ({type(exc).__name__}: {exc})"
+
+
+def keyword_problem(project_root: Path, file_part: str, k: str) -> tuple[Optional[str], Optional[str]]:
+    """(why ``-k k`` in the file is refused, None), (None, why it was not checked) or (None, None): a
+    ``-k`` that selects none of the tests the file collects is refused (`campaign.planning.collected`)."""
+    if problem(project_root, file_part):
+        return None, None            # the file's own refusal says it
+    try:
+        return collected.keyword_problem(Path(project_root), Path(project_root) / file_part, file_part, k)
+    except (SyntaxError, ValueError, OSError, StopIteration) as exc:
+        return None, f"{file_part}: -k {k!r} not checked ({type(exc).__name__}: {exc})"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import regular, yamlio
+from campaign.contract import nodeids, regular, yamlio
 from campaign.contract.devicerule import version_matches
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
@@ -28,6 +28,7 @@ from campaign.contract.suggest import did_you_mean
 from campaign.contract.workloads import Workload
 from campaign.planning import checkout, upstream
 from campaign.planning.inventory import Inventory
+from campaign.planning.targets import node_problem
 
 MODE = "kernel"     # do_bench around each call: the only mode whose timed call this project's timer replaces
 # FlagGems 5.0.2's --dtypes choices (benchmark/conftest.py): any other dtype is an error there
@@ -118,8 +119,8 @@ def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inven
     mark = workload.op
     marked = [item for item in items if item.mark == mark]
     if workload.benchmark is not None:
-        file_part, _, function = workload.benchmark.partition("::")
-        marked = [i for i in marked if i.file == file_part and (not function or i.function == function)]
+        # a file names its items, a function its own, a node id (test_x[4096]) the function's item
+        marked = [i for i in marked if nodeids.belongs(i.node, [workload.benchmark])]
     if not marked:
         known = sorted({item.mark for item in items if item.mark})
         hint = did_you_mean(mark, known)
@@ -146,6 +147,13 @@ def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inven
     if chosen == every and not (workload.benchmark and "::" in workload.benchmark):
         return files[0], notes
     if len(chosen) == 1:
+        given = nodeids.parse(workload.benchmark) if workload.benchmark else None
+        if given is not None and given.params is not None:      # one parametrization of it, as named
+            missing, note = node_problem(root, workload.benchmark)
+            if missing:
+                problems.add("benchmark_target", loc + ("benchmark",), missing)
+                return None
+            return workload.benchmark, notes + ([note] if note else [])
         return f"{files[0]}::{chosen[0]}", notes
     problems.add("benchmark_target", loc + ("op",), f"{mark} in {files[0]}: functions {', '.join(chosen)} "
                  "remain after dismissals; name one as benchmark: file.py::function")
@@ -188,11 +196,10 @@ def _shape_file(root: Path, items: list[upstream.Item], target: str, mark: str, 
     if not isinstance(table, dict):
         problems.add("shape_file", where, f"{path}: not a mapping of op or Benchmark class -> {{shapes: [...]}}")
         return False
-    file_part, _, function = target.partition("::")
     bases = upstream.class_bases(root)
     ok = True
     for item in items:
-        if item.mark != mark or item.file != file_part or (function and item.function != function):
+        if item.mark != mark or not nodeids.belongs(item.node, [target]):
             continue
         key = upstream.shape_key(item.op_name, item.bench_class, table, bases)
         if key == upstream.DEFAULT_SHAPES_KEY:

@@ -60,6 +60,12 @@ class Workload:
     noise_capped: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices stopped at the noise cap
     erroring_nodes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices whose node errors
     winners: dict[str, dict] = field(default_factory=dict)          # cell -> the matmul config it records (kwargs)
+    # the correctness target as prepare resolved it (None: the demo's test_<op>) and the nodes its
+    # session records, as pytest names them under the rootdir (None: one per shape, and an outside one);
+    # `failing` and `failing_nodes` index these
+    targets: Optional[Targets] = None
+    nodes: Optional[tuple[str, ...]] = None
+    import_error: dict[str, str] = field(default_factory=dict)      # cell -> the collector whose import fails
 
     def cell_kernels(self, cell: str) -> tuple[Kernel, ...]:
         return self.kernels.get(cell, self.kernels["baseline"])
@@ -155,8 +161,8 @@ def build(base: Path, workloads: list[Workload], options: Optional[Options] = No
     text = manifest_text(options, workloads)
     (root / MANIFEST_FILE).write_text(text, encoding="utf-8")
     manifest = yamlio.validate(Manifest, root / MANIFEST_FILE)
-    resolved = {w.name: Resolved(wl, Targets(benchmark=f"{DEMO}/bench_demo.py::test_bench_{w.op}",
-                                             correctness=f"{DEMO}/test_demo.py::test_{w.op}"),
+    resolved = {w.name: Resolved(wl, w.targets or Targets(benchmark=f"{DEMO}/bench_demo.py::test_bench_{w.op}",
+                                                          correctness=f"{DEMO}/test_demo.py::test_{w.op}"),
                                  ("float16", "float32"), None, "demo")
                 for w, wl in zip(workloads, manifest.workloads)}
     matrix = expand(manifest, resolved, ir_pass=options.ir_pass)

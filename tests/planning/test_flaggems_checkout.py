@@ -177,3 +177,20 @@ def test_the_provider_needs_the_checkout_and_upstream_shapes(tmp_path, cli):
     path.write_text(path.read_text().replace("shape_mode: upstream", "shape_mode: project"))
     done = cli("validate", path)
     assert done.returncode == 2 and "shape_mode upstream" in done.stderr
+
+
+def test_a_benchmark_named_as_one_parametrization_keeps_it(tmp_path, cli):
+    # the items are (file, function): `function[id]` matched none of them ("no benchmark item carries the
+    # op mark") before the node-id rule; now it names its function's item and stays one node, its id checked
+    root, head = make_checkout(tmp_path, "502")
+    node = "benchmark/test_blas_perf_parallel.py::test_blas_benchmark[mm-mm-ParallelBlasBenchmark]"
+    path = manifest(tmp_path, root, "tag: v5.0.2",
+                    f'  - {{name: mm, op: mm, provider: flaggems_upstream, benchmark: "{node}", reason: one node}}\n')
+    done = cli("prepare", path, "--runs-dir", tmp_path / "runs")
+    assert done.returncode == 0, done.stderr
+    tasks = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "matrix.json").read_text())["tasks"]
+    assert {t["targets"]["benchmark"] for t in tasks} == {f"{root}/{node}"}
+    typo = node.replace("Parallel", "Paralel")
+    done = cli("validate", manifest(tmp_path, root, "tag: v5.0.2",
+                                    f'  - {{name: mm, op: mm, provider: flaggems_upstream, benchmark: "{typo}", reason: one node}}\n'))
+    assert done.returncode == 2 and f"workloads -> 0 -> benchmark: {typo} is not one of its ids" in done.stderr

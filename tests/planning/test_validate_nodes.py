@@ -157,11 +157,11 @@ def test_validate_refuses_a_node_id_flag_gems_would_not_collect(tmp_path: Path, 
     lines = done.stderr.splitlines()
     assert len(lines) == 3, lines
     assert lines[0].startswith(f"PREPARE_REFUSED check=correctness_target: {path}:32:11: workloads -> 0 -> "
-                               "correctness -> node_ids -> 0: test_bmm[mnk1-dtype0] is not one of its ids: "
+                               f"correctness -> node_ids -> 0: {blas}::test_bmm[mnk1-dtype0] is not one of its ids: "
                                "3 parametrisation(s) (batch: 1, 5; mnk: mnk0, mnk1, mnk2; "
                                "dtype: dtype0, dtype1, dtype2), e.g. test_bmm[1-mnk0-dtype0]"), lines
-    assert f"{path}:34:11: workloads -> 0 -> correctness -> node_ids -> 2: test_bmm[5-mnk3-dtype0]" in lines[1]
-    assert f"{path}:35:11: workloads -> 0 -> correctness -> node_ids -> 3: test_bmm[1-mnk0-dtype3]" in lines[2]
+    assert f"{path}:34:11: workloads -> 0 -> correctness -> node_ids -> 2: {blas}::test_bmm[5-mnk3-dtype0]" in lines[1]
+    assert f"{path}:35:11: workloads -> 0 -> correctness -> node_ids -> 3: {blas}::test_bmm[1-mnk0-dtype3]" in lines[2]
 
 
 def test_validate_says_which_node_ids_it_could_not_check(tmp_path: Path):

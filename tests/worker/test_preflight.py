@@ -176,4 +176,6 @@ def test_run_stops_at_the_first_failure_and_reports_every_check(tmp_path):
     result = preflight.run(plan, get_backend("cpu"), {}, said.append)
     assert not result.ok and result.failed_check == "targets"
     assert [name for name, _, _ in result.checks] == ["interpreter", "targets"]
-    assert said[-1] == ("preflight targets FAILED: ops/workloads/demo/bench_demo.py: no function test_bench_gone")
+    assert said[-1] == ("preflight targets FAILED: ops/workloads/demo/bench_demo.py: no function test_bench_gone; it "
+                        "collects test_bench_add, test_bench_softmax, test_bench_row_sum, test_bench_matmul (4 nodes); "
+                        "did you mean test_bench_add, test_bench_softmax, test_bench_row_sum?")
