@@ -31,6 +31,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
+# a parsed -k expression: given the matcher of one node's names, does it select the node
+Expr = Callable[[Callable[[str], bool]], bool]
+
 
 @dataclass(frozen=True)
 class NodeId:
@@ -113,7 +116,7 @@ def belongs(node: str, targets: Iterable[str], rootdir: Optional[str] = None) ->
 _TOKEN = re.compile(r"(\()|(\))|((?::?\w|:|\+|-|\.|\[|\]|\\|/)+)")
 
 
-def keyword_expression(text: str) -> Callable[[Callable[[str], bool]], bool]:
+def keyword_expression(text: str) -> Expr:
     """``-k TEXT`` compiled: a function of a name matcher, as pytest's ``Expression.evaluate``.
     Raises ValueError where pytest says "Wrong expression passed to '-k'"."""
     tokens, pos = [], 0
@@ -134,7 +137,7 @@ def keyword_expression(text: str) -> Callable[[Callable[[str], bool]], bool]:
     return tree
 
 
-def _or(tokens: list[str], at: int, text: str):
+def _or(tokens: list[str], at: int, text: str) -> tuple[Expr, int]:
     left, at = _and(tokens, at, text)
     while at < len(tokens) and tokens[at] == "or":
         right, at = _and(tokens, at + 1, text)
@@ -142,7 +145,7 @@ def _or(tokens: list[str], at: int, text: str):
     return left, at
 
 
-def _and(tokens: list[str], at: int, text: str):
+def _and(tokens: list[str], at: int, text: str) -> tuple[Expr, int]:
     left, at = _not(tokens, at, text)
     while at < len(tokens) and tokens[at] == "and":
         right, at = _not(tokens, at + 1, text)
@@ -150,7 +153,7 @@ def _and(tokens: list[str], at: int, text: str):
     return left, at
 
 
-def _not(tokens: list[str], at: int, text: str):
+def _not(tokens: list[str], at: int, text: str) -> tuple[Expr, int]:
     token = tokens[at] if at < len(tokens) else None
     if token == "not":
         inner, at = _not(tokens, at + 1, text)

@@ -158,8 +158,9 @@ def keyword_problem(root: Path, path: Path, relative: str, expression: str) -> t
 
 
 def _source(tree: ast.Module, test: Defined) -> str:
-    body, node = tree.body, None
+    body: list[ast.stmt] = tree.body
+    decorators: list[ast.expr] = []
     for name in test.names:
         node = next(n for n in body if getattr(n, "name", None) == name)
-        body = getattr(node, "body", [])
-    return "".join(ast.unparse(d) for d in node.decorator_list)
+        body, decorators = getattr(node, "body", []), getattr(node, "decorator_list", [])
+    return "".join(ast.unparse(d) for d in decorators)
