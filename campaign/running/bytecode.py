@@ -52,9 +52,9 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 from campaign.contract.regular import TooLarge, read_regular
+from campaign.planning import installedcode
 from campaign.planning.harness import HARNESS_DIRS
 
-STORE = "campaign"                    # under the user's cache folder
 PYC = ".pyc"
 MAGIC = importlib.util.MAGIC_NUMBER
 CHECKED = 0b11                        # PEP 552 flags: hash-based, checked against the source
@@ -64,8 +64,7 @@ CAP = 64 << 20                        # no .pyc or source of an installed packag
 
 def store_dir() -> Path:
     """``$XDG_CACHE_HOME/campaign/bytecode-<cache tag>`` (``~/.cache`` without it): one per python version."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / STORE / f"bytecode-{sys.implementation.cache_tag}"
+    return installedcode.user_cache() / f"bytecode-{sys.implementation.cache_tag}"
 
 
 def installed_roots() -> tuple[Path, ...]:

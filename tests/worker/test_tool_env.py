@@ -2,9 +2,9 @@
 
 A git repository in tmp_path, and three places that name a ``core.fsmonitor`` script writing a
 marker: the caller's ``HOME/.gitconfig``, a file ``GIT_CONFIG_GLOBAL`` names (a variable a
-manifest could declare), and the repository's own ``.git/config``. The same ``git ls-files`` run
-plainly runs the script (so the check can fail); preflight's commit lookup and prepare's checkout
-check read the commit and run nothing.
+manifest could declare), and the repository's own ``.git/config``; the caller's ``GIT_DIR`` names
+another repository. The same ``git ls-files`` run plainly runs the script (so the check can fail);
+preflight's commit lookup and prepare's checkout check read this repository's commit and run nothing.
 """
 from __future__ import annotations
 
@@ -45,8 +45,13 @@ def hostile(tmp_path: Path, monkeypatch) -> tuple[Path, Path, str]:
     (tmp_path / "global.cfg").write_text(config, encoding="utf-8")
     with open(repo / ".git" / "config", "a", encoding="utf-8") as handle:
         handle.write(f"[core]\n\tfsmonitor = {script}\n")
+    other = tmp_path / "other"          # another repository, which an inherited GIT_DIR would read instead
+    other.mkdir()
+    _git(other, "init", "-q", ".")
+    _git(other, "commit", "-q", "--allow-empty", "-m", "other")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "global.cfg"))
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     return repo, marker, _git(repo, "rev-parse", "HEAD")
 
 
