@@ -2,7 +2,8 @@
 
 A tiny distribution built in tmp_path (``fakepkg``: two modules, a dist-info with a RECORD) and put
 on sys.path: prepare records it, and every later change -- a module edited (its mtime put back
-too), a module added, a module removed -- fails preflight naming the file; a ``.pth`` file or a
+too), a module added, a module removed, a module edited with its RECORD line -- fails preflight
+naming the file or the RECORD; a ``.pth`` file or a
 ``sitecustomize`` added after prepare is named too.
 """
 from __future__ import annotations
@@ -88,6 +89,18 @@ def test_prepare_refuses_a_drifted_package_and_hashes_a_verified_one_once(fake: 
     first = installedcode.checked_distribution("fakepkg", tmp_path / "verified")
     monkeypatch.setattr(installedcode, "drift", lambda *_: pytest.fail("hashed again"))
     assert installedcode.checked_distribution("fakepkg", tmp_path / "verified") == first
+
+
+def test_a_module_edited_with_its_record_fails_preflight(fake: Path, tmp_path: Path):
+    """The files agree with the RECORD again, but it is not the RECORD prepare checked them against."""
+    recorded = _prepared(tmp_path)
+    (fake / "fakepkg" / "mod.py").write_text("def f():\n    return 2\n", encoding="utf-8")
+    record = fake / "fakepkg-1.0.dist-info" / "RECORD"
+    lines = record.read_text(encoding="utf-8").splitlines()
+    record.write_text("\n".join(_record_line(fake, "fakepkg/mod.py") if line.startswith("fakepkg/mod.py,") else line
+                                for line in lines) + "\n", encoding="utf-8")
+    assert installedcode.drift(*[installedcode.rows(installedcode.distribution("fakepkg"))[i] for i in (0, 2)]) == []
+    assert installedcode.check(recorded) == (False, "fakepkg: its RECORD is not prepare's (1.0, prepared 1.0)")
 
 
 def test_preflight_refuses_an_edited_package_before_any_other_check(fake: Path, tmp_path: Path):

@@ -11,7 +11,7 @@ from conftest import FIXTURES, PROJECT_ROOT
 from campaign.contract import canonical
 from campaign.contract.errors import InputError
 from campaign.flows.freeze import claim_root
-from campaign.planning import inventory
+from campaign.planning import installedcode, inventory
 
 DEMO = PROJECT_ROOT / "manifests" / "demo-cpu.yaml"
 MINIMAL = FIXTURES / "manifests" / "valid" / "minimal.yaml"
@@ -41,7 +41,7 @@ def test_prepare_freezes_a_root(tmp_path: Path, cli):
     installed = record["installed"]
     assert {name for name, found in installed["distributions"].items() if found} >= {"torch", "triton"}
     assert installed["distributions"]["triton"]["version"] == importlib.metadata.version("triton")
-    assert any(path.endswith("distutils-precedence.pth") for path in installed["startup"])
+    assert installed["startup"] == installedcode.startup()      # this interpreter's .pth files, digested
     matrix = canonical.read_json(root / "matrix.json")
     assert len(matrix["tasks"]) == record["tasks"] == 24
     assert (root / "matrix.json").read_text() == (PROJECT_ROOT / "tests" / "golden" / "matrix-demo-cpu.json").read_text()
