@@ -6,9 +6,10 @@ a ``__pycache__/demo_kernels.*.pyc`` compiled from edited source and stamped wit
 source's mtime and size, and the same ``.pyc`` in the run's bytecode store at the path a prefix
 gives that source (`campaign.running.bytecode`: only installed packages' bytecode is ever seeded
 from it). Into the store also go ``.pyc`` files of installed modules every worker imports, their
-sources untouched: an unchecked hash-based one for ``triton/__init__.py`` and one stamped with
-its source's mtime and size for ``pluggy/__init__.py``, each running edited code, and one cut
-short for ``_pytest/main.py`` (a full disk: ``marshal data too short``). Each planted piece of
+sources untouched: an unchecked hash-based one for ``triton/__init__.py`` and ``json/__init__.py``
+and one stamped with its source's mtime and size for ``pluggy/__init__.py`` and ``argparse.py``,
+each running edited code, and one cut short for ``_pytest/main.py`` and ``pprint.py`` (a full
+disk: ``marshal data too short``). Each planted piece of
 code writes a line to a marker file when it runs. `campaign run` through the workers' launch
 runs none of them and seals; the store ends holding only checked files that verify. The same
 cell started as workers were started before (``python -m campaign.worker`` from the project
@@ -54,8 +55,17 @@ def _plant(project: Path, marker: Path, store: Path) -> None:
         _plant_installed(module, kind, marker, store)
 
 
-# installed modules every worker imports, and what is planted in the store for each
-INSTALLED = {"triton": "unchecked", "pluggy": "timestamp", "_pytest.main": "truncated"}
+# installed modules every worker imports, and what is planted in the store for each: triton's, pytest's
+# and the standard library's (always under this python's installed folders, wherever the packages are)
+INSTALLED = {"triton": "unchecked", "pluggy": "timestamp", "_pytest.main": "truncated",
+             "json": "unchecked", "argparse": "timestamp", "pprint": "truncated"}
+
+
+def _seedable() -> list[str]:
+    """The planted modules whose sources the store may seed on this python (the standard library's
+    always; triton's and pytest's where they are installed in this python's own folders)."""
+    rule = bytecode.run_rule(Path("/nonexistent-project"), ())
+    return [module for module in INSTALLED if rule(Path(importlib.util.find_spec(module).origin).resolve())]
 
 
 def _stored_path(store: Path, source: Path) -> Path:
@@ -120,7 +130,8 @@ def test_the_run_kept_installed_packages_bytecode_and_nothing_of_the_project(pla
 def test_the_store_ends_holding_checked_files_that_verify_the_planted_ones_replaced(planted):
     _, root, _, _ = planted
     store = root.parent.parent / "cache" / "campaign" / f"bytecode-{sys.implementation.cache_tag}"
-    for module in INSTALLED:
+    assert {"json", "argparse", "pprint"} <= set(_seedable())
+    for module in _seedable():
         source = Path(importlib.util.find_spec(module).origin).resolve()
         assert bytecode.checked(_stored_path(store, source).read_bytes(), source.read_bytes()), module
     installed = [pyc for pyc in store.rglob("*.pyc") if bytecode.run_rule(Path("/nowhere"), ())(
