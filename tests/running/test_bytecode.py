@@ -69,7 +69,7 @@ def test_the_run_end_keeps_only_installed_sources_outside_the_harness_in_checked
     kept = sorted(store.rglob("*.pyc"))
     assert [bytecode.source_of(store, p) for p in kept] == [sources["torch"]]
     assert kept[0].read_bytes() == compiled(sources["torch"], "checked")
-    assert not [p for p in store.rglob("*") if p.name.startswith(".")]          # no temporary left behind
+    assert not [p for p in store.rglob("*") if p.name.startswith(".") and p.name != bytecode.VERIFIED]   # no temporary
     assert bytecode.keep(prefix, store, rule) == 0                               # kept as it was
 
 
@@ -126,6 +126,24 @@ def test_a_planted_or_broken_stored_file_is_discarded_never_seeded(tmp_path: Pat
     assert bytecode.keep(prefix, store, rule) == 1 and stored.read_bytes() == compiled(source, "checked")
 
 
+def test_a_file_verified_once_is_copied_unread_until_it_changes(tmp_path: Path, monkeypatch):
+    """The store lists each file it verified with its lstat: the next runs copy it unread (the import
+    system checks its hash against the source on every import); cut short in place, it is read again,
+    and discarded."""
+    sources, rule = _layout(tmp_path)
+    store = tmp_path / "store"
+    stored = _pyc(store, sources["torch"], compiled(sources["torch"], "checked"))
+    assert len(bytecode.seed(tmp_path / "first", store, rule)) == 1
+    assert (store / bytecode.VERIFIED).read_text().startswith(str(stored.relative_to(store)) + "\t")
+    read, real = [], bytecode._read
+    monkeypatch.setattr(bytecode, "_read", lambda path, follow=False: read.append(path) or real(path, follow))
+    seeded = bytecode.seed(tmp_path / "second", store, rule)
+    assert [p.read_bytes() for p in seeded] == [stored.read_bytes()] and read == [store / bytecode.VERIFIED]
+    with open(stored, "r+b") as handle:
+        handle.truncate(40)                                         # a full disk, in place
+    assert bytecode.seed(tmp_path / "third", store, rule) == {} and stored in read and not stored.exists()
+
+
 def test_a_truncated_or_stale_prefix_file_is_never_kept_nor_put_over_a_good_one(tmp_path: Path):
     sources, rule = _layout(tmp_path)
     source = sources["torch"]
@@ -176,6 +194,7 @@ def test_a_write_that_fails_halfway_leaves_the_store_as_it_was(tmp_path: Path, m
     monkeypatch.undo()
     assert bytecode.keep(prefix, store, rule) == 1
     stored = next(store.rglob("*.pyc"))
+    (store / bytecode.VERIFIED).unlink()            # not listed: verified and written, not linked
     monkeypatch.setattr(bytecode.os, "fdopen", failing)
     assert bytecode.seed(tmp_path / "prefix2", store, rule) == {}
     assert [p for p in (tmp_path / "prefix2").rglob("*") if p.is_file()] == []
