@@ -26,7 +26,7 @@ from campaign.planning import installedcode, shapes, targets
 from campaign.worker import facts
 
 CHECKS = ("installed", "interpreter", "targets", "replay_file", "shape_file", "plugin_plan", "device", "versions")
-PACKAGES = ("torch", "triton", "flag_gems")
+PACKAGES = installedcode.DISTRIBUTIONS
 Result = tuple[bool, str]
 
 
@@ -155,7 +155,7 @@ def run(plan: CellPlan, backend: Backend, env: Mapping[str, str],
         return check_device(terms.device, backend.enumerate_devices(), visibility)
 
     steps: dict[str, Callable[[], Result]] = {
-        # before anything is imported: the packages and start-up code as prepare checked them
+        # first: the packages and start-up code as prepare checked them (imported already: a change is named)
         "installed": lambda: (installedcode.check(plan.installed) if plan.installed is not None
                               else (True, "not recorded: the root was prepared before installed code was")),
         "interpreter": lambda: check_interpreter(sys.executable, facts.import_errors(needed_modules(task.provider))),
