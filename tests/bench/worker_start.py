@@ -4,9 +4,9 @@ A worker-like start: ``python -P [--check-hash-based-pycs always] -c "import tor
 worker's modules"`` under a PYTHONPYCACHEPREFIX that is empty (cold: what no cross-run seeding
 costs every run's first worker), holds timestamp ``.pyc`` files (the store before issue 39), or
 holds their checked hash-based forms (the store now: the import system hashes each source on
-import). Then the store's own costs with the project's code (`campaign.running.bytecode`): `seed`
-of the checked store into a fresh prefix (each file verified), `keep` of a cold prefix into an
-empty store (each file turned into its checked form), and `keep` after a seeded run (nothing to do).
+import). Then the store's own costs with the project's code (`campaign.running.bytecode`): `keep`
+of a cold prefix into an empty store (each file turned into its checked form and listed), `seed`
+of that store into a fresh prefix (listed files linked unread), and `keep` after a seeded run.
 
     .venv/bin/python tests/bench/worker_start.py [--reps 5]
 
