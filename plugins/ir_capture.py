@@ -40,6 +40,7 @@ is extra, paid only when asked for.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections import Counter
@@ -50,6 +51,7 @@ from typing import Optional
 import pytest
 from triton import knobs
 
+from campaign.contract import toolenv
 from campaign.contract.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
 from campaign.contract.canonical import write_new
 from campaign.contract.platforms import TEXT_STAGES, family
@@ -88,7 +90,9 @@ def writes_sass(ctx) -> bool:
 def disassemble(cubin: Path) -> str:
     """The cubin's SASS; the tool is Triton's own (TRITON_NVDISASM_PATH, else the wheel's)."""
     argv = [knobs.nvidia.nvdisasm.path, "-hex", str(cubin)]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=DISASSEMBLE_TIMEOUT_S)
+    with toolenv.clean(os.environ, keep=("LD_LIBRARY_PATH",)) as env:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=DISASSEMBLE_TIMEOUT_S, env=env,
+                              stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         raise RuntimeError(f"argv {argv} returned {proc.returncode}: {proc.stderr[-2000:]}")
     return sass_code(proc.stdout)

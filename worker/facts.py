@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from campaign.contract import toolenv
 from campaign.contract.platforms import triton_target
 
 
@@ -97,8 +98,11 @@ def _commit(name: str, module, location: Optional[str]) -> Optional[str]:
 
 
 def _git(where: str, *args: str) -> Optional[str]:
+    # the tool environment, never the cell's: no HOME or GIT_CONFIG_* of anyone's runs code here
     try:
-        done = subprocess.run(["git", "-C", where, *args], capture_output=True, text=True, timeout=10)
+        with toolenv.clean(os.environ) as env:
+            done = subprocess.run(toolenv.git_argv("-C", where, *args), capture_output=True, text=True,
+                                  timeout=10, env=env, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None

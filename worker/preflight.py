@@ -23,11 +23,11 @@ from campaign.contract.cellfiles import AutotuneFile, Preflight
 from campaign.contract.devicerule import device_mismatches, version_matches
 from campaign.contract.manifest import Device, Pin
 from campaign.contract.plans import CellPlan
-from campaign.planning import shapes, targets
+from campaign.planning import installedcode, shapes, targets
 from campaign.worker import facts
 
-CHECKS = ("interpreter", "targets", "replay_file", "shape_file", "plugin_plan", "device", "versions")
-PACKAGES = ("torch", "triton", "flag_gems")
+CHECKS = ("installed", "interpreter", "targets", "replay_file", "shape_file", "plugin_plan", "device", "versions")
+PACKAGES = installedcode.DISTRIBUTIONS
 Result = tuple[bool, str]
 
 
@@ -156,6 +156,9 @@ def run(plan: CellPlan, backend: Backend, env: Mapping[str, str],
         return check_device(terms.device, backend.enumerate_devices(), visibility)
 
     steps: dict[str, Callable[[], Result]] = {
+        # first: the packages and start-up code as prepare checked them (imported already: a change is named)
+        "installed": lambda: (installedcode.check(plan.installed) if plan.installed is not None
+                              else (True, "not recorded: the root was prepared before installed code was")),
         "interpreter": lambda: check_interpreter(sys.executable, facts.import_errors(needed_modules(task.provider))),
         "targets": lambda: check_targets(root, task.targets),
         "replay_file": lambda: check_replay_file(plan),

@@ -28,17 +28,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-from campaign.contract import canonical, yamlio
+from campaign.contract import canonical, toolenv, yamlio
+from campaign.contract.artifacts import CODE_PATH_VARIABLES
 from campaign.contract.canonical import read_json
 from campaign.contract.cellenv_rules import PINNED
 from campaign.contract.errors import EXIT_OK, INVENTORY_REFUSED, InputError, Refused
 from campaign.contract.outputs import OUTPUT_VERSION, InventoryItem, InventoryOutput
+from campaign.contract.platforms import visibility_variables
 from campaign.planning import checkout, harness, inventory, suite, upstream
 from campaign.planning.upstreamtargets import NO_SRC_PATH
 
 COLUMNS = ("file", "function", "param_index", "mark", "op_name", "bench_class", "shape_key", "shapes",
            "dismissed", "verified")
 COLLECT_TIMEOUT_S = 1800
+# what the collecting pytest inherits: where the installed packages and the device are found
+INVENTORY_KEEPS = (*CODE_PATH_VARIABLES, "TMPDIR", "GEMS_VENDOR", "CUDA_DEVICE_ORDER", *visibility_variables())
 EXAMPLE = ("examples:\n  campaign inventory ~/FlagGems --out inventory.csv\n  campaign inventory ~/FlagGems --format json\n"
            "  campaign inventory ~/FlagGems --emit-manifest s.yaml --from t.yaml")
 
@@ -64,9 +68,12 @@ def collected(root: Path) -> tuple[dict[str, set[str]], set[str]]:
         out = Path(scratch) / "collected.json"
         argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "campaign.plugins.upstream_collect",
                 "--campaign-collect-out", str(out), *NO_SRC_PATH, f"--rootdir={root}", str(root / "benchmark")]
-        # collected as a cell's session collects it: none of the host's installed plugins loaded
-        env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD=PINNED["PYTEST_DISABLE_PLUGIN_AUTOLOAD"])
-        done = subprocess.run(argv, cwd=scratch, env=env, capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S)
+        # collected as a cell's session collects it: none of the host's installed plugins loaded, and
+        # the tool environment (`campaign.contract.toolenv`) with what finds the installed packages
+        with toolenv.clean(os.environ, keep=INVENTORY_KEEPS) as env:
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = PINNED["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+            done = subprocess.run(argv, cwd=scratch, env=env, capture_output=True, text=True,
+                                  timeout=COLLECT_TIMEOUT_S, stdin=subprocess.DEVNULL)
         if not out.is_file():
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
             raise Refused(INVENTORY_REFUSED, "collect", f"{' '.join(argv)}: exit {done.returncode}, nothing written:\n{tail}")

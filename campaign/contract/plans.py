@@ -12,6 +12,7 @@ from campaign.contract.artifacts import SCHEMA_VERSION, Record
 from campaign.contract.fields import IR_STAGES, PINNED, TUNING_MODES, Cell
 from campaign.contract.manifest import Device, Pin, Timer
 from campaign.contract.platforms import BACKEND_NAMES
+from campaign.contract.rootrecords import InstalledCode
 
 # A screen's IR pass: the round before the timed ones (`campaign.planning.matrix`).
 IR_ROUND = 0
@@ -171,6 +172,9 @@ class CellPlan(Record):
     plugins: tuple[str, ...]             # module names, in plan order
     terms: CellTerms                     # the matrix's: device, pins, timer, bench level, IR stage
     harness_digest: str
+    # prepare's record of the installed packages and start-up code, which preflight checks; None: a
+    # root prepared before it was taken
+    installed: Optional[InstalledCode] = None
 
 
 class BatchRecord(Record):

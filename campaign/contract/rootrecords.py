@@ -27,6 +27,27 @@ class ResolvedTargets(SealedRecord):
     data: tuple[str, ...] = ()                     # the data files that file reads, absolute; digested
 
 
+class InstalledDistribution(SealedRecord):
+    """An installed package a cell imports, its files checked against its own RECORD at prepare
+    (`campaign.planning.installedcode`)."""
+
+    name: str
+    version: str
+    record_sha256: Sha256                          # RECORD's own bytes: what the files were checked against
+    files: int                                     # RECORD's files whose sha256 was compared
+    # the lstat of its module files, executables and folders after the check: preflight's fast path
+    fingerprint: Sha256
+
+
+class InstalledCode(SealedRecord):
+    """What runs in a worker besides the harness: the installed packages (None: not installed), and
+    the code the interpreter runs as it starts (every ``.pth`` file of its site folders, a
+    ``sitecustomize`` or ``usercustomize`` module), absolute path -> sha256."""
+
+    distributions: dict[str, Optional[InstalledDistribution]]
+    startup: dict[str, Sha256]
+
+
 class Prepare(SealedRecord):
     """prepare.json: digests taken before anything runs."""
 
@@ -46,6 +67,8 @@ class Prepare(SealedRecord):
     resolved_targets: dict[str, ResolvedTargets]
     # absent before `campaign screen` froze roots of its own: those are campaign roots
     mode: Literal["campaign", "screen"] = "campaign"
+    # absent before installed packages were checked against their RECORD at prepare
+    installed: Optional[InstalledCode] = None
 
 
 class Timer(SealedRecord):

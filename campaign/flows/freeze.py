@@ -20,11 +20,11 @@ from typing import Any
 from campaign import __version__
 from campaign.contract import canonical, faults, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, first_free
-from campaign.contract.errors import PREPARE_REFUSED
+from campaign.contract.errors import PREPARE_REFUSED, Refused
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
-from campaign.contract.rootrecords import Prepare
-from campaign.planning import harness, inventory, pinning
+from campaign.contract.rootrecords import InstalledCode, Prepare
+from campaign.planning import harness, installedcode, inventory, pinning
 from campaign.planning.matrix import expand
 from campaign.planning.resolve import Resolved, resolve
 
@@ -100,7 +100,17 @@ def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: st
         "platform": platform.platform(),
         "tasks": len(checked.matrix.tasks),
         "resolved_targets": resolved_targets(checked.resolved),
+        "installed": installed_record().dump(),
     }).dump()
+
+
+def installed_record() -> InstalledCode:
+    """The installed packages checked against their RECORD, and the start-up code, as a cell will run them."""
+    try:
+        return installedcode.record(installedcode.verified_dir())
+    except ValueError as exc:
+        raise Refused("PREPARE_REFUSED", "installed", f"{exc}: the installed package differs from its own "
+                      "RECORD; reinstall it (pip install --force-reinstall) and prepare again") from None
 
 
 def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJECT_ROOT, mode: str = "campaign") -> Path:

@@ -35,6 +35,7 @@ from typing import Iterable, Optional
 
 import tomllib
 
+from campaign.contract import toolenv
 from campaign.planning import targetfiles
 
 SHAPE_FILE = "benchmark/core_shapes.yaml"
@@ -50,8 +51,9 @@ class CheckoutProblem(ValueError):
 
 def _git(root: Path, *args: str) -> str:
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=False)
+        with toolenv.clean(os.environ) as env:     # no caller's HOME or GIT_CONFIG_* runs code here
+            done = subprocess.run(toolenv.git_argv("-C", str(root), *args), capture_output=True, text=True,
+                                  timeout=GIT_TIMEOUT_S, check=False, env=env, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CheckoutProblem(f"git {' '.join(args)} in {root}: {type(exc).__name__}: {exc}") from None
     if done.returncode != 0:

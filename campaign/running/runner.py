@@ -225,7 +225,8 @@ class Runner:
                         cell_dir=str(cell_dir), replay_file=replay, triton_cache_dir=str(triton_cache),
                         tuner_cache_dir=str(tuner_cache), tuner_cache=tuner_mode,
                         pinned_env=dict(setup.pinned_env), plugins=setup.plugins,
-                        terms=setup.matrix.terms, harness_digest=setup.harness_digest)
+                        terms=setup.matrix.terms, harness_digest=setup.harness_digest,
+                        installed=setup.root.prepare.installed)
 
     def run_cell(self, task: Task) -> StatusRow:
         setup = self.setup

@@ -29,7 +29,6 @@ workload a process):
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -52,9 +51,8 @@ from campaign.contract.artifacts import (
 )
 from campaign.contract.plans import BatchRecord, CellPlan, Task
 from campaign.contract.status import StatusRow
-from campaign.running import batching
+from campaign.running import batching, workerlaunch
 from campaign.running.batch import CellRunner, Watch
-from campaign.running.cellenv import cell_env
 from campaign.running.cellproc import Clock, Ended
 
 
@@ -120,14 +118,14 @@ class SideQueue:
             canonical.write_json_new(folder / BATCH_FILE, record.model_dump(mode="json"))
         plan = self.plans[candidates[0].id].model_copy(update={"triton_cache_dir": str(triton),
                                                                "tuner_cache_dir": str(tuner)})
-        argv = [setup.python, "-m", "campaign.worker", "--batch", str(folder / BATCH_FILE)]
+        argv = ["--batch", str(folder / BATCH_FILE)]
         runner.telemetry.mark()
         watch = QueueWatch(self, candidates, folder, (time.time(), time.monotonic()))
         try:
             with open(folder / STDOUT_LOG, "xb") as out, open(folder / STDERR_LOG, "xb") as err:
                 try:
-                    proc = subprocess.Popen(argv, cwd=setup.project_root, env=cell_env(setup.parent_env, plan),
-                                            stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+                    # as every worker starts: digested code only, the run's bytecode prefix
+                    proc = workerlaunch.start(setup, plan, argv, out, err)
                 except (OSError, ValueError) as exc:   # the first it would have claimed says why
                     if claim(self.folder, candidates[0].id, folder.name):
                         watch.tasks = (candidates[0],)

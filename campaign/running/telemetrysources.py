@@ -8,12 +8,13 @@ that is absent raises RuntimeError naming it, which the sampler writes to teleme
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import time
 from typing import Any, Callable, Optional
 
-from campaign.contract import clockreasons
+from campaign.contract import clockreasons, toolenv
 from campaign.contract.telemetryfile import Sample
 
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
@@ -93,7 +94,9 @@ class GmiSource:
 
     def read(self, t: float) -> list[Sample]:
         try:
-            done = self.run(self.argv, capture_output=True, text=True, timeout=15)
+            with toolenv.clean(os.environ, keep=("LD_LIBRARY_PATH",)) as env:
+                done = self.run(self.argv, capture_output=True, text=True, timeout=15, env=env,
+                                stdin=subprocess.DEVNULL)
         except FileNotFoundError:
             raise RuntimeError("mthreads-gmi not found on PATH") from None
         except subprocess.TimeoutExpired:

@@ -15,7 +15,10 @@
   imports 34.6 -> 108.0 s: `receipts/h200-2026-12-01-c.md`). An inherited ``PYTHONDONTWRITEBYTECODE``
   is dropped for the worker, or nothing would be written there to reuse. Installed packages'
   bytecode (torch's, triton's: never digested) is seeded into the fresh prefix from a store the
-  runs keep under the user's cache folder, and nothing of the harness ever is (`campaign.running.bytecode`).
+  runs keep under the user's cache folder, and nothing of the harness ever is (`campaign.running.bytecode`):
+  checked hash-based files only, each verified against its source before it is seeded, and the
+  worker runs with ``--check-hash-based-pycs always``, so the import system compares every
+  hash-based ``.pyc`` with its source, an unchecked one (flags 0b01) as well.
 """
 from __future__ import annotations
 
@@ -32,6 +35,8 @@ PACKAGES = ("campaign", "campaign.worker", "campaign.plugins", "campaign.reaccou
 BOOT = "boot.py"                    # in campaign.worker's folder
 SEPARATOR = "--"
 PYCACHE = "pycache"                 # in the run's scratch folder
+# every hash-based .pyc compared with its source, an unchecked one too (PEP 552)
+CHECK_HASHES = ("--check-hash-based-pycs", "always")
 
 
 def packages() -> dict[str, str]:
@@ -45,7 +50,7 @@ def packages() -> dict[str, str]:
 
 def argv(python: str, args: list[str], folders: dict[str, str]) -> list[str]:
     boot = str(Path(folders["campaign.worker"]) / BOOT)
-    return [python, "-P", boot, *(f"{name}={folder}" for name, folder in folders.items()), SEPARATOR, *args]
+    return [python, "-P", *CHECK_HASHES, boot, *(f"{name}={folder}" for name, folder in folders.items()), SEPARATOR, *args]
 
 
 def pycache_dir(setup: RunSetup) -> Path:

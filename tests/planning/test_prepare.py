@@ -1,6 +1,7 @@
 """`campaign prepare` and `campaign validate` as real subprocesses: roots, refusals, exit codes."""
 from __future__ import annotations
 
+import importlib.metadata
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from conftest import FIXTURES, PROJECT_ROOT
 from campaign.contract import canonical
 from campaign.contract.errors import InputError
 from campaign.flows.freeze import claim_root
-from campaign.planning import inventory
+from campaign.planning import installedcode, inventory
 
 DEMO = PROJECT_ROOT / "manifests" / "demo-cpu.yaml"
 MINIMAL = FIXTURES / "manifests" / "valid" / "minimal.yaml"
@@ -36,6 +37,11 @@ def test_prepare_freezes_a_root(tmp_path: Path, cli):
     assert record["harness"]["campaign/planning/matrix.py"] == canonical.sha256_file(PROJECT_ROOT / "campaign" / "planning" / "matrix.py")
     assert record["harness"]["ops/inventory.csv"] == record["inventory_sha256"]
     assert record["resolved_targets"]["matmul"]["benchmark"] == "ops/workloads/demo/bench_demo.py::test_bench_matmul"
+    # the installed packages a cell imports, checked against their RECORD, and the start-up code
+    installed = record["installed"]
+    assert {name for name, found in installed["distributions"].items() if found} >= {"torch", "triton"}
+    assert installed["distributions"]["triton"]["version"] == importlib.metadata.version("triton")
+    assert installed["startup"] == installedcode.startup()      # this interpreter's .pth files, digested
     matrix = canonical.read_json(root / "matrix.json")
     assert len(matrix["tasks"]) == record["tasks"] == 24
     assert (root / "matrix.json").read_text() == (PROJECT_ROOT / "tests" / "golden" / "matrix-demo-cpu.json").read_text()

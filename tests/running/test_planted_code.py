@@ -5,14 +5,20 @@ After prepare, three pieces of code are planted in a copy of the project (`proje
 a ``__pycache__/demo_kernels.*.pyc`` compiled from edited source and stamped with the real
 source's mtime and size, and the same ``.pyc`` in the run's bytecode store at the path a prefix
 gives that source (`campaign.running.bytecode`: only installed packages' bytecode is ever seeded
-from it). Each writes a line to a marker file when it runs. `campaign run`
-through the workers' launch runs neither and seals; the same cell started as workers were
-started before (``python -m campaign.worker`` from the project folder, bytecode caches read)
-runs each of them, so the check can fail.
+from it). Into the store also go ``.pyc`` files of installed modules every worker imports, their
+sources untouched: an unchecked hash-based one for ``triton/__init__.py`` and ``json/__init__.py``
+and one stamped with its source's mtime and size for ``pluggy/__init__.py`` and ``argparse.py``,
+each running edited code, and one cut short for ``_pytest/main.py`` and ``pprint.py`` (a full
+disk: ``marshal data too short``). Each planted piece of
+code writes a line to a marker file when it runs. `campaign run` through the workers' launch
+runs none of them and seals; the store ends holding only checked files that verify. The same
+cell started as workers were started before (``python -m campaign.worker`` from the project
+folder, bytecode caches read) runs the project's two, so the check can fail.
 """
 from __future__ import annotations
 
 import importlib._bootstrap_external as bootstrap
+import importlib.util
 import os
 import subprocess
 import sys
@@ -45,6 +51,46 @@ def _plant(project: Path, marker: Path, store: Path) -> None:
     stored = store / source.parent.relative_to("/") / pyc.name      # where a prefix puts that source's .pyc
     stored.parent.mkdir(parents=True)
     stored.write_bytes(pyc.read_bytes())
+    for module, kind in INSTALLED.items():
+        _plant_installed(module, kind, marker, store)
+
+
+# installed modules every worker imports, and what is planted in the store for each: triton's, pytest's
+# and the standard library's (always under this python's installed folders, wherever the packages are)
+INSTALLED = {"triton": "unchecked", "pluggy": "timestamp", "_pytest.main": "truncated",
+             "json": "unchecked", "argparse": "timestamp", "pprint": "truncated"}
+
+
+def _seedable() -> list[str]:
+    """The planted modules whose sources the store may seed on this python (the standard library's
+    always; triton's and pytest's where they are installed in this python's own folders)."""
+    rule = bytecode.run_rule(Path("/nonexistent-project"), ())
+    return [module for module in INSTALLED if rule(Path(importlib.util.find_spec(module).origin).resolve())]
+
+
+def _stored_path(store: Path, source: Path) -> Path:
+    return store / source.parent.relative_to("/") / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+
+
+def _plant_installed(module: str, kind: str, marker: Path, store: Path) -> None:
+    """A ``.pyc`` in the store for an installed module's untouched source: its code writes ``kind``
+    to the marker after the real source ran (a verdict changed silently, as found)."""
+    source = Path(importlib.util.find_spec(module).origin).resolve()
+    real = source.read_bytes()
+    edited = real + f"\nopen({str(marker)!r}, 'a').write({kind + chr(10)!r})\n".encode()
+    code = compile(edited, str(source), "exec", dont_inherit=True)
+    if kind == "unchecked":
+        data = bootstrap._code_to_hash_pyc(code, importlib.util.source_hash(real), False)
+    elif kind == "timestamp":
+        stat = source.stat()
+        data = bootstrap._code_to_timestamp_pyc(code, stat.st_mtime, stat.st_size)
+    else:     # the store's own form, cut short
+        whole = bootstrap._code_to_hash_pyc(compile(real, str(source), "exec", dont_inherit=True),
+                                            importlib.util.source_hash(real), True)
+        data = whole[:len(whole) // 2]
+    stored = _stored_path(store, source)
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    stored.write_bytes(bytes(data))
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +127,19 @@ def test_the_run_kept_installed_packages_bytecode_and_nothing_of_the_project(pla
     assert [s for s in kept if not any(s.resolve().is_relative_to(r) for r in roots)] == [planted_source]
 
 
+def test_the_store_ends_holding_checked_files_that_verify_the_planted_ones_replaced(planted):
+    _, root, _, _ = planted
+    store = root.parent.parent / "cache" / "campaign" / f"bytecode-{sys.implementation.cache_tag}"
+    assert {"json", "argparse", "pprint"} <= set(_seedable())
+    for module in _seedable():
+        source = Path(importlib.util.find_spec(module).origin).resolve()
+        assert bytecode.checked(_stored_path(store, source).read_bytes(), source.read_bytes()), module
+    installed = [pyc for pyc in store.rglob("*.pyc") if bytecode.run_rule(Path("/nowhere"), ())(
+        bytecode.source_of(store, pyc).resolve())]
+    assert len(installed) > 100 and all(int.from_bytes(pyc.read_bytes()[4:8], "little") == bytecode.CHECKED
+                                        for pyc in installed)
+
+
 def _unprotected(project: Path, root: Path, folder: Path) -> None:
     """The add candidate's cell again, in a fresh folder, started as workers were before the launch
     protections: ``python -m`` in the project folder, nothing about bytecode."""
@@ -107,7 +166,7 @@ def test_without_the_protections_both_are_picked_up(planted, tmp_path):
 def test_the_launch_is_python_safe_path_through_the_boot_with_a_fresh_bytecode_prefix(tmp_path):
     folders = workerlaunch.packages()
     argv = workerlaunch.argv("python", ["task.json", "result.json"], folders)
-    assert argv[:3] == ["python", "-P", str(Path(folders["campaign.worker"]) / "boot.py")]
+    assert argv[:5] == ["python", "-P", "--check-hash-based-pycs", "always", str(Path(folders["campaign.worker"]) / "boot.py")]
     assert argv[-3:] == ["--", "task.json", "result.json"]
     assert sorted(folders) == sorted(workerlaunch.PACKAGES) and all(Path(f, "__init__.py").is_file() for f in folders.values())
     assert workerlaunch.protections(tmp_path) == {"PYTHONSAFEPATH": "1", "PYTHONPYCACHEPREFIX": str(tmp_path)}

@@ -29,7 +29,7 @@ def _devices(*devices):
 
 
 def test_check_order_is_the_documented_one():
-    assert preflight.CHECKS == ("interpreter", "targets", "replay_file", "shape_file", "plugin_plan", "device",
+    assert preflight.CHECKS == ("installed", "interpreter", "targets", "replay_file", "shape_file", "plugin_plan", "device",
                                 "versions")
 
 
@@ -175,7 +175,7 @@ def test_run_stops_at_the_first_failure_and_reports_every_check(tmp_path):
     said = []
     result = preflight.run(plan, get_backend("cpu"), {}, said.append)
     assert not result.ok and result.failed_check == "targets"
-    assert [name for name, _, _ in result.checks] == ["interpreter", "targets"]
+    assert [name for name, _, _ in result.checks] == ["installed", "interpreter", "targets"]
     assert said[-1] == ("preflight targets FAILED: ops/workloads/demo/bench_demo.py: no function test_bench_gone; it "
                         "collects test_bench_add, test_bench_softmax, test_bench_row_sum, test_bench_matmul (4 nodes); "
                         "did you mean test_bench_add, test_bench_softmax, test_bench_row_sum?")
