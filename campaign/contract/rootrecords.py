@@ -45,6 +45,9 @@ class Prepare(SealedRecord):
     resolved_targets: dict[str, ResolvedTargets]
     # absent before `campaign screen` froze roots of its own: those are campaign roots
     mode: Literal["campaign", "screen"] = "campaign"
+    # "chained" since each line of digests.jsonl carries the digest of the one before (`campaign.contract.journal`);
+    # absent before: an older root, checked against its receipt and its cell lines only
+    journal: Optional[Literal["chained"]] = None
 
 
 class Timer(SealedRecord):
