@@ -6,7 +6,14 @@ The receipt is trusted only after it is read as a regular file, parses, matches
 file changed, missing or added, a symbolic link, FIFO or device anywhere (never
 followed or opened), and -- from version 2 -- a mode changed or a folder added or
 removed, is a `Difference`. A version-1 receipt cannot support the last checks;
-`Verification.notes` says which were left out.
+`Verification.notes` says which were left out. On a root whose journal is chained
+(`campaign.contract.journalcheck`) its chain, its rows and the tasks a sealed root settled are
+checked too.
+
+`require_verified` is the one gate of every command that derives anything from a sealed root
+(report, attest, compare, reaccount, a screen's rescore): it refuses, exit 5 with verify's own
+words, what `campaign verify` refuses -- a receipt of an older schema included, unless
+``--allow-schema N`` asks for it.
 """
 from __future__ import annotations
 

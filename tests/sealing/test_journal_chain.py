@@ -10,6 +10,7 @@ thinned root with its receipt deleted refuses before it runs anything.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -84,6 +85,19 @@ def _swap(i: int, j: int):
     return forge
 
 
+def _edit_line(k: int):
+    """Evidence of line k's cell edited and line k rewritten to match it: a rewrite, not a thinning."""
+    def forge(root: Path) -> None:
+        lines = _lines(root)
+        data = canonical.parse_json(lines[k])
+        rel = next(rel for rel in sorted(data["files"]) if rel.endswith("/rows.json"))
+        (root / rel).write_text((root / rel).read_text(encoding="utf-8").replace('"ok"', '"failed"'), encoding="utf-8")
+        data["files"][rel] = list(journal._sha256(root / rel))
+        lines[k] = (json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        (root / JOURNAL).write_bytes(b"".join(lines))
+    return forge
+
+
 def _delete_journal(root: Path) -> None:
     (root / JOURNAL).unlink()
 
@@ -121,6 +135,25 @@ def test_no_thinning_of_the_journal_verifies_under_a_receipt_rewritten_to_match(
     # 6 cell lines (3 cells, 2 rounds) and prepare's: 7 deletions, 6 with their row, 6 swaps, the file:
     # 20 forgeries, none verifies
     assert len(forgeries) == 20 and verified == [], verified
+
+
+def test_a_line_rewritten_over_edited_evidence_breaks_the_chain_at_the_next(chained: Path, tmp_path: Path):
+    last = len(_lines(chained)) - 1
+    verified = []
+    for k in range(1, last + 1):
+        root = copy_root(chained, tmp_path / f"edited-{k}")
+        _writable(root)
+        _edit_line(k)(root)
+        _rewrite_receipt(root)
+        _sealed_modes(root)
+        found = verification.check(root).differences
+        if not found:
+            verified.append(k)
+        else:
+            assert [d.detail.split(" (")[0] for d in found] == [f"line {k + 2}: the chain breaks here"], found
+    # the last line has no next one: a checksum chain cannot hold its own head against a whole rewrite (the
+    # signature made at the seal, `campaign run --sign`, does)
+    assert verified == [last]
 
 
 def test_report_attest_and_compare_refuse_what_verify_refuses_through_one_gate(chained: Path, tmp_path: Path, cli,
