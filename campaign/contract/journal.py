@@ -67,8 +67,18 @@ def folder_digests(root: Path, task_id: str, known: Mapping[str, tuple[str, int]
 
 
 def row_text(row: status.StatusRow) -> str:
-    """A status row as the journal holds it: the line status.tsv gets, without its newline."""
-    return status.format_row(row, row.device is not None).rstrip("\n")
+    """A status row as the journal holds it: every column, the card's included, without the newline."""
+    return status.format_row(row, True).rstrip("\n")
+
+
+def same_row(journalled: object, row: status.StatusRow) -> bool:
+    """Whether status.tsv's ``row`` is the row journalled; a ledger without the card column (its first row
+    named none) cannot hold a later row's card, so only the columns it has are compared."""
+    if not isinstance(journalled, str):
+        return False
+    if row.device is None:
+        return journalled.rsplit("\t", 1)[0] == row_text(row).rsplit("\t", 1)[0]
+    return journalled == row_text(row)
 
 
 def _line(data: dict) -> bytes:

@@ -57,11 +57,11 @@ def _prepared(root: Path, found: Sequence[tuple[bytes, Optional[dict]]],
 
 def _rows(found: Sequence[tuple[bytes, Optional[dict]]], rows: Sequence[status.StatusRow]) -> list[tuple[str, str]]:
     journalled = [data["row"] for _, data in found if data and "task" in data and "row" in data]
-    written = [journal.row_text(row) for row in rows]
+    written = list(rows)
     for number, (was, now) in enumerate(zip(journalled, written), 1):
-        if was != now:
-            return [(STATUS_FILE, f"row {number} ({now.split(chr(9))[0]}) is not the row journalled "
-                                         f"({was.split(chr(9))[0]}): a row or a line was removed or edited")]
+        if not journal.same_row(was, now):
+            return [(STATUS_FILE, f"row {number} ({now.task_id}) is not the row journalled "
+                                  f"({str(was).split(chr(9))[0]}): a row or a line was removed or edited")]
     if len(written) > len(journalled):
         missing = ", ".join(row.task_id for row in rows[len(journalled):][:5])
         return [(STATUS_FILE, f"{len(written) - len(journalled)} row(s) without a journal line (tasks "
@@ -121,8 +121,8 @@ def repair(root: Path, rows: Sequence[status.StatusRow]) -> list[str]:
         keep -= 1
         said.append(f"{JOURNAL_FILE}: a torn last line dropped (its write never finished)")
     journalled = [data.get("row") for _, data in lines[:keep] if data and "task" in data]
-    if keep and (lines[keep - 1][1] or {}).get("task") is not None and \
-            journalled[:-1] == [journal.row_text(row) for row in rows]:
+    if keep and (lines[keep - 1][1] or {}).get("task") is not None and len(journalled) == len(rows) + 1 and \
+            all(journal.same_row(was, row) for was, row in zip(journalled, rows)):
         keep -= 1
         said.append(f"{JOURNAL_FILE}: the last line's row never reached status.tsv; dropped, task "
                     f"{lines[keep][1]['task']} runs again")
