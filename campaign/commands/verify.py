@@ -32,7 +32,8 @@ EXAMPLE = "example:\n  campaign verify runs/my-campaign-20261201T120000Z --forma
 
 CHECKSUM_NOTE = ("note: content_sha256 is a checksum of receipt.json, not a signature: whoever can rewrite the root "
                  "can recompute it; the digests journalled as each cell ended catch evidence edited under a rewritten "
-                 "receipt, not a rewritten journal")
+                 "receipt, and the journal's chain a line deleted, moved or edited, not one rewritten from it to the end "
+                 "(a signature made at the seal, `campaign run --sign`, does)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

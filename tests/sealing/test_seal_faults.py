@@ -131,7 +131,12 @@ def test_a_read_error_past_the_gate_is_named_never_a_crash_log(sealed_add: Path,
     assert main(["report", str(sealed_add)]) == 0     # the evidence reader names it in the workload's X
     assert f"unreadable artifact in add/r1/candidate: rows.json: unreadable ([Errno 5] Input/output error: " \
            f"'{sealed_add / ROWS}')" in capsys.readouterr().out
-    _failing_reads(monkeypatch, sealed_add / "matrix.json")
-    assert main(["report", str(sealed_add)]) != 0
-    err = capsys.readouterr().err
-    assert f"{sealed_add / 'matrix.json'}" in err and "Input/output error" in err and "crash" not in err
+    # a reader with no handling of its own: the read names its file (`faults.naming`) and the CLI says it
+    from campaign.commands import report
+    from campaign.contract import canonical
+    telemetry = sealed_add / "telemetry.err"
+    _failing_reads(monkeypatch, telemetry)
+    monkeypatch.setattr(report, "check_caliber", lambda root, allow: canonical.read_json(telemetry))
+    assert main(["report", str(sealed_add)]) == 1
+    assert capsys.readouterr().err == (f"REPORT_FAILED check=read: {telemetry}: Input/output error (EIO): the file "
+                                       "cannot be read; nothing was derived from it\n")
