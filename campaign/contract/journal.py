@@ -8,16 +8,17 @@ prepare.json. The runner then writes one line per status row, just before the ro
 ``{"task": TASK_ID, "files": {REL_PATH: [SHA256, SIZE], ...}, "row": ROW, "prev": SHA256}``:
 every regular file of the task's cell folder (none for a task without one), the row as status.tsv
 gets it, and the SHA-256 of the line before, so a line deleted, moved or edited breaks the chain
-at the next. `differences` names each break, each status row without its line (or a line whose
-row status.tsv lacks), each prepared file changed, and each finished cell's files that are not
-what its last line recorded; the seal (`campaign.sealing.receipt.require_sealable`), `campaign
-run` before it runs anything, and verify read them. A chained root without digests.jsonl is a
+at the next. `campaign.contract.journalcheck.differences` names each break, each status row
+without its line (or a line whose row status.tsv lacks), each prepared file changed, and each
+finished cell's files that are not what its last line recorded; the seal
+(`campaign.sealing.receipt.require_sealable`), `campaign run` before it runs anything (the
+journal's own integrity) and verify read them. A chained root without digests.jsonl is a
 finding, never an old root.
 
 The chain is a checksum, not a signature: whoever rewrites every line from the first can rewrite
 it too (`campaign run --sign` makes the signature at the seal). A killed runner or a full disk
 leaves at most the last line torn, or a whole last line whose row never reached status.tsv:
-`repair` drops exactly that on resume, and the task, without a row, runs again -- nothing is
+`journalcheck.repair` drops exactly that on resume, and the task, without a row, runs again -- nothing is
 rebuilt from the files a line describes. A root prepared before lines were chained holds unchained
 cell lines (or no journal): its cells are checked against their last lines, and the receipt.
 """
