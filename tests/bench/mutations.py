@@ -467,6 +467,17 @@ MUTATIONS = [
     ("names as types: a bare refusal prefix outside errors", "campaign/running/lock.py",
      '            raise Refused(RUN_REFUSED, "lock", f"{self.path}: held by', '            raise Refused("RUN_REFUSED", "lock", f"{self.path}: held by',
      "tests/structure/test_vocabulary.py::test_no_word_of_a_vocabulary_is_a_bare_string_outside_its_home"),
+    # issue #40: FlagGems screened offline, answered as the card
+    ("offline: FlagGems dispatches on the CPU key", "plugins/flaggems_offline.py",
+     '    flag_gems.runtime.device.dispatch_key = "CPU"\n', "    pass\n",
+     "tests/plugins/test_flaggems_canary.py"),
+    ("offline: the philox offset moves in host arithmetic", "plugins/offline_torch.py",
+     "        self._offset += (increment + 3) // 4 * 4\n", "        pass\n", "tests/plugins/test_offline_torch.py"),
+    ("offline: aten's fused dropout taken as on the card", "plugins/offline_torch.py",
+     "        if train and 0 < p < 1 and input.numel() > 0:", "        if False:", "tests/plugins/test_offline_torch.py"),
+    ("offline: an offline screen's changed workloads run on the card", "campaign/judging/screenroot.py",
+     '    data["device"] = {**device, "backend": backend}\n', '    data["device"] = dict(device)\n',
+     "tests/judging/test_emit_card.py"),
 ]
 
 
