@@ -52,7 +52,7 @@ from triton import knobs
 
 from campaign.contract.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
 from campaign.contract.canonical import write_new
-from campaign.contract.platforms import TEXT_STAGES
+from campaign.contract.platforms import TEXT_STAGES, family
 from campaign.contract.sasstext import sass_code
 from campaign.plugins import warmup
 from campaign.plugins.warmup import host_workers
@@ -76,12 +76,13 @@ def index_text(variants: dict[str, tuple[str, tuple[str, ...]]], launches: Count
 
 
 def writes_sass(ctx) -> bool:
-    """Where the backend declares nvdisasm, and wherever the manifest fingerprints at sass:
-    on cpu the manifest allows that for a cuda target only, whose cubin nvdisasm reads."""
+    """Where the backend declares nvdisasm, and wherever the target's family is disassembled by it: an
+    offline cell for a cuda target keeps the same stages the card's cell does, so the two can be held
+    side by side at every stage (`tests/bench/fidelity.py`)."""
     if ctx.backend.capabilities.disassembler == SASS_TOOL:
         return True
     terms = getattr(ctx, "terms", None)             # unit tests build a context without them
-    return terms is not None and terms.ir_stage == "sass"
+    return terms is not None and family(terms.device.target).disassembly == "sass"
 
 
 def disassemble(cubin: Path) -> str:

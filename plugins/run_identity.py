@@ -19,10 +19,14 @@ Keys (all always present; a value that does not apply is null)::
                                                              folder holds files and still reads as fresh
     autotune_mode, autotune_source, autotune_policy,
     autotune_from                                            the pinned source root's receipt digest, or null
+    tuning                                                   pinned, or per_side where every side tunes for
+                                                             itself (`defaults.tuning`)
     env, pinned_env, harness_digest,
     inherited_env                                            the code-selecting variables this process
                                                              inherited (PYTHONPATH, LD_LIBRARY_PATH, ...):
                                                              not caliber (paths differ per machine), shown
+    offline_device                                           the device record an offline cell's FlagGems
+                                                             was answered from, or null
     timer {kind, warmup_ms, rep_ms, return_mode, direct_repeat, l2_flush,
            max_noise_pct, min_samples, timeout_s}, direct_repeat   the noise target: null where none
 
@@ -49,6 +53,7 @@ from campaign.contract.canonical import write_json_new
 from campaign.contract.platforms import platform as backend_platform
 from campaign.contract.rootrecords import CALIBER_FIELDS, RunIdentity
 from campaign.contract.timers import L2_FLUSH, UNTIMED
+from campaign.plugins import flaggems_offline
 from campaign.worker import tunerstore
 
 __all__ = ("CALIBER_FIELDS", "L2_FLUSH", "device_section", "identity", "make", "timer_section")
@@ -124,6 +129,7 @@ def identity(ctx) -> dict:
         "autotune_source": task.autotune.source,
         "autotune_policy": task.autotune.policy,
         "autotune_from": terms.autotune_from,
+        "tuning": terms.tuning,
         "env": dict(task.env),
         "pinned_env": dict(plan.pinned_env),
         "harness_digest": plan.harness_digest,
@@ -132,6 +138,7 @@ def identity(ctx) -> dict:
         # Also top level: the caliber lists it on its own (a repeat count changes what a
         # direct-timed number is, even where the timer kind is the same).
         "direct_repeat": terms.timer.direct_repeat if times else None,
+        "offline_device": flaggems_offline.ACTIVE.answered_from if flaggems_offline.ACTIVE is not None else None,
     }).dump()
 
 

@@ -29,18 +29,18 @@ from typing import Collection, Optional, Union
 
 from campaign.contract import canonical
 from campaign.contract.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
-from campaign.contract.errors import EXIT_INPUT, InputError, Refused
+from campaign.contract.errors import EXIT_INPUT, REACCOUNT_REFUSED, InputError, Refused
 from campaign.contract.receiptmodel import Receipt, ReceiptV1
 from campaign.contract.records import Verdicts
-from campaign.contract.verdictnames import CLASSES
+from campaign.contract.verdictnames import CLASSES, CLEAN_REDUCTION, GAIN, INCONCLUSIVE, NO_CHANGE, REGRESSION
 from campaign.judging import direction
 from campaign.judging.classify import classify
 from campaign.judging.evidence import load_root
 from campaign.reporting import report
 from campaign.sealing import receipt, verification
 
-PREFIX = "REACCOUNT_REFUSED"
-DEMOTIONS = {("G", "C"), ("G", "B"), ("C", "B"), ("R", "B")}
+PREFIX = REACCOUNT_REFUSED
+DEMOTIONS = {(GAIN, CLEAN_REDUCTION), (GAIN, NO_CHANGE), (CLEAN_REDUCTION, NO_CHANGE), (REGRESSION, NO_CHANGE)}
 REPORT_FILE = "report.md"
 
 
@@ -109,18 +109,18 @@ def demote(before: dict, after: dict, floor: int) -> tuple[dict, list[dict]]:
     (A floor that excludes every launched variant of a side is the classifier's own X.)"""
     final, changes = {}, []
     for name, new in after.items():
-        old_class = before[name]["class"] if name in before else "X"
+        old_class = before[name]["class"] if name in before else INCONCLUSIVE
         klass, reason = new["class"], new["reason"]
-        if old_class == "R" and klass == "B" and says_slower(new.get("timing")):
-            klass, reason = "X", (f"sealed R needs evidence, not only a floor, to become B: "
-                                  f"{says_slower(new.get('timing'))} ({reason})")
-        if klass != old_class and klass != "X" and (old_class, klass) not in DEMOTIONS:
-            if klass in ("G", "C"):
+        if old_class == REGRESSION and klass == NO_CHANGE and says_slower(new.get("timing")):
+            klass, reason = INCONCLUSIVE, (f"sealed R needs evidence, not only a floor, to become B: "
+                                           f"{says_slower(new.get('timing'))} ({reason})")
+        if klass != old_class and klass != INCONCLUSIVE and (old_class, klass) not in DEMOTIONS:
+            if klass in (GAIN, CLEAN_REDUCTION):
                 reason = (f"no reversed-order evidence: the reduction appears first at launch floor {floor} "
                           f"({reason})")
             else:
                 reason = f"{klass} at launch floor {floor} would not demote sealed {old_class}: {reason}"
-            klass = "X"
+            klass = INCONCLUSIVE
         final[name] = {**new, "class": klass, "reason": reason}
         if klass != old_class:
             changes.append({"workload": name, "before": old_class, "after": klass, "why": reason})

@@ -7,7 +7,7 @@ env of `campaign.running.cellenv.cell_env`, redirects stdout/stderr to the cell'
 and reads exactly RESULT_JSON afterwards. Nothing is reported on stdout.
 
 1. load the plan (the campaign's terms in it), pick the backend;
-2. preflight (`campaign.worker.preflight`): on failure ``PREFLIGHT_FAILED check=…``, exit 3;
+2. preflight (`campaign.worker.preflight`): on failure ``PREFLIGHT_FAILED check=…``, exit 78;
 3. the benchmark target in one pytest session with the planned plugins, built in
    plan order (``module.make(ctx)``);
 4. the correctness target in a second session with the outcomes plugin, the autotune
@@ -21,9 +21,11 @@ A write fault met anywhere on the way (`campaign.worker.writefaults`) writes no 
 prints its `campaign.contract.faults.fault_line` and exits `EXIT_WRITE_FAULT`, and the runner stops
 with it named, the cell left to run again.
 
-The exit status is the result's rc: the benchmark session's pytest code, 3 for a
-failed preflight, 2 for unusable arguments, 1 when the worker itself crashed (still
-written as a failure result whenever the task could be read), 6 for a write fault (no result).
+The exit status is the result's rc (`campaign.contract.errors.WorkerExit`, its one table
+`WORKER_EXITS`): the benchmark session's pytest code (0-5), or the worker's own, outside pytest's:
+78 for a failed preflight, 64 for unusable arguments, 70 when the worker itself crashed (still
+written as a failure result whenever the task could be read; never pytest's 1, "tests failed"),
+75 when it would not run, 6 for a write fault (no result).
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ from campaign.contract import faults
 from campaign.contract.artifacts import RUN_LOG
 from campaign.contract.canonical import read_json, write_json_new
 from campaign.contract.cellfiles import CellResult, Correctness, Preflight
-from campaign.contract.errors import EXIT_INPUT, EXIT_PREFLIGHT, EXIT_REFUSED
+from campaign.contract.errors import PREFLIGHT_FAILED, WorkerExit
 from campaign.contract.plans import CellPlan
 from campaign.worker import cell, facts, lifeline, phases, preflight
 from campaign.worker.context import CellContext, CellLog
@@ -79,17 +81,17 @@ class Cell:
             # before pytest ran, absent plugin files are expected, not news
             notes = notes + [note for note in (rows_note, autotune_note, index_note) if note]
         preflight_record = self.preflight or Preflight(ok=False, interpreter=sys.executable, checks=())
-        return CellResult(task_id=self.plan.task.id, rc=rc, preflight=preflight_record, rows=rows,
+        return CellResult(task_id=self.plan.task.id, rc=int(rc), preflight=preflight_record, rows=rows,
                           markers=dict(self.log.counts), correctness=correctness, autotune=autotune,
                           ir_variants=variants, launches=launches, timed=self.timed,
                           note="; ".join(notes) or None, elapsed_s=round(time.monotonic() - self.started, 3))
 
     def refused(self, check: str, detail: str, checks=()) -> CellResult:
-        self.say(f"PREFLIGHT_FAILED check={check}: {detail}")
+        self.say(f"{PREFLIGHT_FAILED} check={check}: {detail}")
         if self.preflight is None:
             self.preflight = Preflight(ok=False, interpreter=sys.executable, checks=tuple(checks), failed_check=check)
         reason = f"preflight failed: check={check}"
-        return self.result(EXIT_PREFLIGHT, Correctness(state="not_run", reason=reason), [reason])
+        return self.result(WorkerExit.PREFLIGHT_FAILED, Correctness(state="not_run", reason=reason), [reason])
 
     def run(self) -> CellResult:
         plan = self.plan
@@ -97,6 +99,13 @@ class Cell:
         self.timed = backend.capabilities.executes and plan.task.timed
         # imported here, apart from the checks, to time them; preflight names an import that fails
         self.phases.begin("imports")
+        if not backend.capabilities.executes:
+            # FlagGems imports offline only answered as the target's card: before anything imports it
+            from campaign.plugins import flaggems_offline
+            try:
+                flaggems_offline.install(plan.terms.device.target, plan.task.provider)
+            except (FileNotFoundError, ValueError) as exc:      # no record of the target's card: named, not a crash
+                return self.refused("offline_device", str(exc))
         facts.import_errors(preflight.needed_modules(plan.task.provider))
         self.phases.begin("preflight")
         self.preflight = preflight.run(plan, backend, os.environ, self.say)
@@ -127,16 +136,16 @@ class Cell:
                 correctness_rc = int(pytest.main(args, plugins=[*session_plugins, watch, self.faults]))
             self.say(f"correctness: pytest exit {correctness_rc}")
             correctness = cell.read_correctness(self.cell_dir, correctness_rc)
-            if correctness_rc not in (0, 1):
+            if correctness_rc not in (WorkerExit.OK, WorkerExit.TESTS_FAILED):
                 notes.append(f"correctness session exit {correctness_rc}"
-                             + (" (no test ran: run.log says why)" if correctness_rc == 5 else ""))
+                             + (" (no test ran: run.log says why)" if correctness_rc == WorkerExit.NO_TESTS else ""))
         return self.result(rc, correctness, notes)
 
     def crashed(self, exc: BaseException) -> CellResult:
         self.say(f"worker crashed: {type(exc).__name__}: {exc}")
         reason = f"worker crashed: {type(exc).__name__}"
         first_line = (str(exc).splitlines() or [""])[0]
-        return self.result(EXIT_REFUSED, Correctness(state="not_run", reason=reason), [f"{reason}: {first_line}"])
+        return self.result(WorkerExit.CRASH, Correctness(state="not_run", reason=reason), [f"{reason}: {first_line}"])
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -149,7 +158,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return batch.run(Path(argv[1]).resolve(), started, notes)
     if len(argv) != 2:
         print(USAGE, file=sys.stderr)
-        return EXIT_INPUT
+        return WorkerExit.USAGE
     return run_cell(Path(argv[0]).resolve(), Path(argv[1]).resolve(), started, notes)
 
 
@@ -160,18 +169,18 @@ def run_cell(task_path: Path, result_path: Path, started: float, notes: list[str
     queue, in place of the task file's (`campaign.contract.plans.BatchRecord`)."""
     if result_path.exists():
         print(f"{result_path}: exists; a finished cell is never re-run or overwritten", file=sys.stderr)
-        return EXIT_REFUSED
+        return WorkerExit.REFUSED
     try:
         plan = CellPlan.model_validate(read_json(task_path))
         if caches is not None:
             plan = plan.model_copy(update={"triton_cache_dir": caches[0], "tuner_cache_dir": caches[1]})
     except Exception as exc:        # without a plan there is no task id to write a result under
         print(f"{task_path}: not a readable task file: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return WorkerExit.USAGE
     gone = lifeline.orphaned(Path(plan.root))
     if gone:   # the runner died before the parent-death signal was asked for: nobody would read a result
         print(f"worker: {gone}; the cell is not run", file=sys.stderr)
-        return EXIT_REFUSED
+        return WorkerExit.REFUSED
     os.chdir(plan.project_root)
     current = Cell(plan, started, first_in_process)
     try:

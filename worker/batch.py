@@ -43,7 +43,7 @@ from typing import Iterator
 from campaign.contract import faults
 from campaign.contract.artifacts import PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir, claim
 from campaign.contract.canonical import read_json
-from campaign.contract.errors import EXIT_INPUT, EXIT_OK, EXIT_REFUSED
+from campaign.contract.errors import WorkerExit
 from campaign.contract.plans import BatchRecord, CellPlan
 from campaign.contract.progresslines import event_line
 from campaign.worker import lifeline, tunerstore
@@ -123,11 +123,11 @@ def run(batch_path: Path, started: float, notes: list[str]) -> int:
         record = BatchRecord.model_validate(read_json(batch_path))
     except Exception as exc:        # nothing names the cells: the runner's rows say no result
         print(f"{batch_path}: not a readable batch file: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return WorkerExit.USAGE
     gone = lifeline.orphaned(Path(record.root))
     if gone:
         print(f"worker: {gone}; the batch is not run", file=sys.stderr)
-        return EXIT_REFUSED
+        return WorkerExit.REFUSED
     progress = batch_path.parent / PROGRESS_FILE
     argv0 = sys.argv[0]
     caches = (record.triton_cache_dir, record.tuner_cache_dir) if record.queue is not None else None
@@ -153,4 +153,4 @@ def run(batch_path: Path, started: float, notes: list[str]) -> int:
                 raise
         if rc == faults.EXIT_WRITE_FAULT:     # the run stops on it: this process's exit says it too
             return rc
-    return EXIT_OK
+    return WorkerExit.OK

@@ -4,8 +4,8 @@ A broken environment must not look like a cell that ran: the earlier harness los
 whole campaigns to cells that died in a conftest ImportError under a second
 (``pytest exit 4``), or to a missing directory that surfaced as "unrecognized
 arguments: --level". So each check names itself, and a failure prints
-``PREFLIGHT_FAILED check=<name>: <detail>`` and exits 3, distinct from pytest's own
-codes. The check functions are pure over gathered facts (`campaign.worker.facts`,
+``PREFLIGHT_FAILED check=<name>: <detail>`` and exits 78 (`WorkerExit.PREFLIGHT_FAILED`),
+outside pytest's own codes. The check functions are pure over gathered facts (`campaign.worker.facts`,
 ``backend.enumerate_devices``); `run` is the edge that gathers them.
 """
 from __future__ import annotations

@@ -21,7 +21,8 @@ class CpuBackend:
     visibility_variable: Optional[str] = None
     capabilities: Capabilities = Capabilities.of(NAME)
     capture_deny: frozenset[str] = frozenset()
-    compat_plugins: tuple[str, ...] = ()
+    # FlagGems imports and dispatches as on the target's card, where it is installed
+    compat_plugins: tuple[str, ...] = ("campaign.plugins.flaggems_offline",)
 
     def enumerate_devices(self) -> list[DeviceInfo]:
         return []

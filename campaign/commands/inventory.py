@@ -31,7 +31,7 @@ from pathlib import Path
 from campaign.contract import canonical, yamlio
 from campaign.contract.canonical import read_json
 from campaign.contract.cellenv_rules import PINNED
-from campaign.contract.errors import EXIT_OK, InputError, Refused
+from campaign.contract.errors import EXIT_OK, INVENTORY_REFUSED, InputError, Refused
 from campaign.contract.outputs import OUTPUT_VERSION, InventoryItem, InventoryOutput
 from campaign.planning import checkout, harness, inventory, suite, upstream
 from campaign.planning.upstreamtargets import NO_SRC_PATH
@@ -69,7 +69,7 @@ def collected(root: Path) -> tuple[dict[str, set[str]], set[str]]:
         done = subprocess.run(argv, cwd=scratch, env=env, capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S)
         if not out.is_file():
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
-            raise Refused("INVENTORY_REFUSED", "collect", f"{' '.join(argv)}: exit {done.returncode}, nothing written:\n{tail}")
+            raise Refused(INVENTORY_REFUSED, "collect", f"{' '.join(argv)}: exit {done.returncode}, nothing written:\n{tail}")
         written = read_json(out)
         found: dict[str, set[str]] = {}
         for entry in written["items"]:
@@ -117,19 +117,19 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
     if template is None or args.out is not None or args.collect or args.format != "csv":
         raise InputError("--emit-manifest OUT takes --from TEMPLATE, and neither --out, --format nor --collect")
     if out.exists():
-        raise Refused("INVENTORY_REFUSED", "out", f"{out}: exists; an emitted manifest is never overwritten")
+        raise Refused(INVENTORY_REFUSED, "out", f"{out}: exists; an emitted manifest is never overwritten")
     if out.absolute().parent.resolve() != template.absolute().parent.resolve():
-        raise Refused("INVENTORY_REFUSED", "out", f"{out}: not beside {template}; write it in {template.parent} "
+        raise Refused(INVENTORY_REFUSED, "out", f"{out}: not beside {template}; write it in {template.parent} "
                                                   "so the paths the template names relative to itself keep their meaning")
     data, document = yamlio.load(template)
     named = ((data.get("sources") or {}).get("flag_gems_checkout") or {}).get("path") if isinstance(data, dict) else None
     if named is None or checkout.locate(template, named) != root:
-        raise Refused("INVENTORY_REFUSED", "checkout", f"{template}: sources -> flag_gems_checkout -> path is {named!r}, "
+        raise Refused(INVENTORY_REFUSED, "checkout", f"{template}: sources -> flag_gems_checkout -> path is {named!r}, "
                                                        f"not {args.checkout}: name the checkout the template pins")
     found, notes = upstream.scan(root)
     planned = suite.plan(data, document, template, found, known)
     if not planned.workloads:
-        raise Refused("INVENTORY_REFUSED", "emit", f"{root}: no item left to emit beside {template}'s own workloads "
+        raise Refused(INVENTORY_REFUSED, "emit", f"{root}: no item left to emit beside {template}'s own workloads "
                                                    f"({len(planned.left_out)} not emitted: {'; '.join(planned.left_out[:3])})")
     lead = [f"not emitted: {len(planned.left_out)} of the {planned.units} units (one op mark in one benchmark function "
             f"each); the {len(planned.workloads)} emitted follow", *planned.left_out] if planned.left_out else []
@@ -141,7 +141,7 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
         with open(out, "x", encoding="utf-8") as handle:
             handle.write(text)
     except FileExistsError:
-        raise Refused("INVENTORY_REFUSED", "out", f"{out}: exists; an emitted manifest is never overwritten") from None
+        raise Refused(INVENTORY_REFUSED, "out", f"{out}: exists; an emitted manifest is never overwritten") from None
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"{out}: {len(planned.workloads)} workloads emitted for {planned.units} units ({planned.items} items) of {root}; "
@@ -176,7 +176,7 @@ def main(args: argparse.Namespace) -> int:
         with open(args.out, "x", encoding="utf-8") as handle:
             handle.write(text)
     except FileExistsError:
-        raise Refused("INVENTORY_REFUSED", "out", f"{args.out}: exists; an inventory is never overwritten") from None
+        raise Refused(INVENTORY_REFUSED, "out", f"{args.out}: exists; an inventory is never overwritten") from None
     rows = len(json.loads(text)["items"]) if args.format == "json" else text.count("\n") - 1
     print(f"{args.out}: {rows} benchmark items of {root} ({upstream.layout(root)} layout)")
     return EXIT_OK

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from campaign.commands import add_key_arguments, add_schema_arguments, signature_differences
-from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, CampaignError, InputError
+from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, REPORT_REFUSED, CampaignError, InputError
 from campaign.contract.records import Verdicts
 from campaign.judging import caliber, irdiffroot
 from campaign.judging.classify import classify
@@ -30,7 +30,7 @@ from campaign.sealing import receipt
 
 EXAMPLE = "examples:\n  campaign report runs/demo-20261201T120000Z > report.md\n  campaign report ROOT --format json --html review/"
 
-PREFIX = "REPORT_REFUSED"
+PREFIX = REPORT_REFUSED
 NOT_SEALED = ("> **Not sealed.** These verdicts are derived now from the root's files; no receipt records them, "
               "so nothing here has been verified.\n\n")
 

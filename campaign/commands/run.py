@@ -1,4 +1,4 @@
-"""`campaign run [ROOT]`: execute a prepared root's matrix serially, then seal it.
+"""`campaign run [ROOT]`: execute a prepared root's matrix (`campaign.running.runner`), then seal it.
 
 Without ROOT, the newest prepared, unsealed campaign root under --runs-dir.
 Refusals name their check (``RUN_REFUSED check=<name>: ...``, exit 1): prepared,

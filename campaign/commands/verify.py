@@ -24,7 +24,7 @@ from pathlib import Path
 
 from campaign.commands import add_key_arguments, add_schema_arguments, signature_differences
 from campaign.contract import canonical
-from campaign.contract.errors import EXIT_OK, EXIT_VERIFY
+from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, VERIFY_FAILED, VERIFY_REFUSED
 from campaign.contract.outputs import OUTPUT_VERSION, VerifyDifference, VerifyOutput
 from campaign.sealing import verification as verify
 
@@ -60,8 +60,8 @@ def _json(root: Path, result: verify.Verification, refused: str | None) -> int:
 
 def main(args: argparse.Namespace) -> int:
     root = args.root
-    verify.require_sealed(root, "VERIFY_REFUSED")
-    signed = signature_differences(args, "VERIFY_REFUSED")
+    verify.require_sealed(root, VERIFY_REFUSED)
+    signed = signature_differences(args, VERIFY_REFUSED)
     result = verify.check(root)
     if signed is not None:
         result = verify.Verification(result.receipt, result.differences + signed(result.receipt))
@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "json":
         return _json(root, result, refused)
     if refused is not None:
-        print(f"VERIFY_FAILED {refused}", file=sys.stderr)
+        print(f"{VERIFY_FAILED} {refused}", file=sys.stderr)
         return EXIT_VERIFY
     for note in result.notes:
         print(f"note: {note}")
@@ -79,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
     recorded = len(result.receipt.files) if result.receipt is not None else 0
     if result.differences:
         for difference in result.differences:
-            print(f"VERIFY_FAILED {difference.line()}", file=sys.stderr)
+            print(f"{VERIFY_FAILED} {difference.line()}", file=sys.stderr)
         print(f"{root}: {len(result.differences)} difference(s) against receipt.json ({recorded} files recorded)",
               file=sys.stderr)
         return EXIT_VERIFY

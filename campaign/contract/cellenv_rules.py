@@ -1,11 +1,13 @@
-"""Which variables a switch cell may set: an allowlist, one pure rule, called by the manifest's validator.
+"""Which variables a switch cell may set, and to what: one pure rule, called by the manifest's validator.
 
 A cell's env is applied last (`campaign.running.cellenv.cell_env`), so it wins over
 everything the harness controls. A cell may therefore set only the switch's own
 variable (``switch.name``) and the variables the manifest declares beside it, each
-with its reason (``switch.also: {NAME: reason}``). Some variables can never be
-declared, whatever the reason: those that make the loader, a shell, a compiler, pytest,
-Triton or the interpreter run or load code the manifest does not show (LD_PRELOAD,
+with its reason (``switch.also: {NAME: reason}``), and each must be a knob of the positive
+list (`campaign.contract.knobtable`: the knobs and the values each one's reader parses);
+a variable the list lacks is refused, whatever the reason. The refusals below say why for
+variables known to be dangerous, and win over the list: those that make the loader, a shell, a
+compiler, pytest, Triton or the interpreter run or load code the manifest does not show (LD_PRELOAD,
 PYTEST_ADDOPTS, CC, GCONV_PATH, TRITON_KERNEL_OVERRIDE, PYTHON*...), move files outside
 the run root, share a cache the runner isolates, pick another device, or override a
 pinned caliber setting. The one exception: a pinned variable may be the switch itself,
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from campaign.contract import knobtable, suggest
+from campaign.contract.fields import BASELINE, CANDIDATE
 from campaign.contract.platforms import PLATFORMS, visibility_variables
 
 # FlagGems picks its vendor from GEMS_VENDOR first; without it, it probes by running
@@ -76,6 +80,10 @@ NEVER = {
     "TRITON_KERNEL_OVERRIDE": _TRITON, "TRITON_INTERPRET": _TRITON, "TRITON_CACHE_MANAGER": _TRITON,
     "TRITON_REMOTE_CACHE_BACKEND": _TRITON, "TRITON_PASS_PLUGIN_PATH": _TRITON,
     "TRITON_OVERRIDE_ARCH": "it compiles for another target; the target is the manifest's `device`",
+    # Not even with its digest recorded: ptxas is the back end of the compiler the campaign holds fixed,
+    # another one is another compiler (two installs, each digested, are two campaigns' identities)
+    "TRITON_PTXAS_PATH": "it runs another ptxas: another compiler, not a switch of this one",
+    "TRITON_PTXAS_BLACKWELL_PATH": "it runs another ptxas: another compiler, not a switch of this one",
 }
 PREFIXES = {
     "LD_": "a dynamic-loader variable loads code into the worker",
@@ -103,9 +111,8 @@ def _pinned() -> dict[str, str]:
     return pinned
 
 
-def refusal(name: str, switch_name: str) -> str | None:
-    """Why ``name`` can never be set by a cell, declared or not, or None when it may be declared."""
-    upper = name.upper()     # the loader ignores ld_preload, but nothing legitimate is spelled so
+def _danger(upper: str) -> str | None:
+    """Why a variable known to load code, redirect files or pick the device is refused, or None."""
     if upper in NEVER:
         return NEVER[upper]
     if upper in visibility_variables():
@@ -113,20 +120,33 @@ def refusal(name: str, switch_name: str) -> str | None:
     for prefix, why in PREFIXES.items():
         if upper.startswith(prefix):
             return why
-    if "DUMP" in upper:
-        return "it makes the compiler dump files outside the run root, unrecorded"
     for suffix, why in SUFFIXES.items():
         if upper.endswith(suffix):
             return why
+    if upper in knobtable.REFUSED:
+        return knobtable.REFUSED[upper]
+    if "DUMP" in upper:
+        return "it makes the compiler dump files outside the run root, unrecorded"
+    return None
+
+
+def refusal(name: str, switch_name: str) -> str | None:
+    """Why ``name`` can never be set by a cell, declared or not, or None when it may be declared."""
+    upper = name.upper()     # the loader ignores ld_preload, but nothing legitimate is spelled so
+    if (why := _danger(upper)) is not None:
+        return why
     pinned = _pinned()
     if upper in pinned and name != switch_name:
         return f"{pinned[upper]}; only the switch itself (switch.name) may set it"
+    if name not in knobtable.KNOBS:    # the positive list: a reason admits no variable it lacks
+        return (f"{name} is not a knob the campaign knows{suggest.did_you_mean(name, knobtable.KNOBS)} "
+                "(campaign/contract/knobtable.py lists each knob with the values it takes; add one there)")
     return None
 
 
 def _undeclared(name: str, cell: str, cells: Mapping[str, Mapping[str, str]], switch_name: str) -> str:
-    baseline, candidate = cells.get("baseline", {}), cells.get("candidate", {})
-    if cell == "baseline" and not any(name in env for other, env in cells.items() if other != "baseline"):
+    baseline, candidate = cells.get(BASELINE, {}), cells.get(CANDIDATE, {})
+    if cell == BASELINE and not any(name in env for other, env in cells.items() if other != BASELINE):
         what = f"{name} is set only in the baseline and is not declared"
     elif baseline.get(name) != candidate.get(name):
         what = f"the candidate differs from the baseline in {name}, which is not declared"
@@ -136,10 +156,10 @@ def _undeclared(name: str, cell: str, cells: Mapping[str, Mapping[str, str]], sw
 
 
 def problems(switch_name: str, also: Mapping[str, str],
-             cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple, str]]:
+             cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple[str, ...], str]]:
     """(key path below the switch, message) for every variable a cell may not set or the manifest
     may not declare."""
-    found = []
+    found: list[tuple[tuple[str, ...], str]] = []
     for name in also:
         if name == switch_name:
             found.append((("also", name), f"{name} is the switch itself (switch.name): switch.also declares the others"))
@@ -148,21 +168,23 @@ def problems(switch_name: str, also: Mapping[str, str],
         elif not any(name in env for env in cells.values()):
             found.append((("also", name), f"switch.also declares {name} but no cell sets it: remove it or set it"))
     for cell, env in cells.items():
-        for name in env:
+        for name, value in env.items():
             if (why := refusal(name, switch_name)) is not None:
                 found.append((("cells", cell, name), f"a cell may not set {name}: {why}"))
             elif name != switch_name and name not in also:
                 found.append((("cells", cell, name), _undeclared(name, cell, cells, switch_name)))
+            elif (why := knobtable.value_problem(name, value)) is not None:
+                found.append((("cells", cell, name), why))
     return found
 
 
-def switch_problems(switch_name: str, cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple, str]]:
+def switch_problems(switch_name: str, cells: Mapping[str, Mapping[str, str]]) -> list[tuple[tuple[str, ...], str]]:
     """The switch is what the candidate changes: some cell sets it, and the candidate's value
     differs from the baseline's (a candidate that moves only declared variables tests something else)."""
     if not any(switch_name in env for env in cells.values()):
         return [(("name",), f"no cell sets the switch {switch_name}: set it in the candidate (and control), "
                             "or name the variable the cells set")]
-    if cells["baseline"].get(switch_name) == cells["candidate"].get(switch_name):
-        return [(("cells", "candidate"), f"the candidate sets {switch_name} as the baseline does: "
+    if cells[BASELINE].get(switch_name) == cells[CANDIDATE].get(switch_name):
+        return [(("cells", CANDIDATE), f"the candidate sets {switch_name} as the baseline does: "
                                          "the switch must be what the candidate changes")]
     return []

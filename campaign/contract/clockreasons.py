@@ -14,7 +14,7 @@ median): a clock fact, judged by the power cap's rule.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 # NVML clocks-event (throttle) reason bits, named as nvml.h names them.
 THROTTLE_BITS = ((0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "sw_power_cap"),
@@ -40,8 +40,10 @@ def environmental(reasons: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(set(reasons) - BENIGN - CLOCK_FACTS))
 
 
-def nvml_reader(nvml):
+def nvml_reader(nvml: Any) -> Callable[..., int]:
     """The NVML call that reads a device's clocks-event reasons mask: the Event name, or on an older
     pynvml the Throttle one (deprecated in NVML 12, the same bits). Read by the parent's sampler and
     the worker's row clock alike."""
-    return getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    reader: Callable[..., int] = (getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                                  or nvml.nvmlDeviceGetCurrentClocksThrottleReasons)
+    return reader

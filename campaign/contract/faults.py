@@ -18,16 +18,15 @@ import errno
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Final, Iterator, Optional
 
-from campaign.contract.errors import Refused
+from campaign.contract.errors import RUN_FAILED, RefusalPrefix, Refused, WorkerExit
 
 _NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
 # the faults of the machine, not of the cell: a cell that meets one is run again once they are fixed
 WRITE_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
-# a worker's exit when it met one (beside pytest's 0-5 and the worker's own; `campaign.contract.status`
-# names it ``write_fault``)
-EXIT_WRITE_FAULT = 6
+# a worker's exit when it met one (`campaign.contract.errors.WORKER_EXITS` names it ``write_fault``)
+EXIT_WRITE_FAULT: Final = int(WorkerExit.WRITE_FAULT)
 _LINE = "WRITE_FAULT"
 _PARSE = re.compile(rf"^{_LINE} errno=(\w+) path=(.*): (.*)$")
 
@@ -56,7 +55,7 @@ def write_fault(exc: Optional[BaseException]) -> Optional[OSError]:
 
 def fault_line(exc: OSError) -> str:
     """The one line a worker prints for its write fault; `from_worker` reads it back."""
-    code = errno.errorcode.get(exc.errno, str(exc.errno))
+    code = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno is not None else "None"
     path = exc.filename if exc.filename is not None else ""
     return f"{_LINE} errno={code} path={path}: {exc.strerror or exc}"
 
@@ -90,14 +89,14 @@ def read_failed(exc: BaseException, command: str) -> Optional[Refused]:
 _KEPT = "the cells finished before it keep their status rows and folders, the cell it stopped has none and runs again"
 
 
-def write_failed(exc: OSError, resume: str, prefix: str = "RUN_FAILED", kept: str = _KEPT) -> Refused:
+def write_failed(exc: OSError, resume: str, prefix: RefusalPrefix = RUN_FAILED, kept: str = _KEPT) -> Refused:
     """The refusal for an OSError the run (or ``prefix``'s command) cannot go on after; ``kept`` says what
     is left as it was, ``resume`` how to go on once fixed."""
     check = "disk" if exc.errno in _NO_SPACE else "write"
     where = exc.filename if exc.filename is not None else "(the OS named no path)"
     if exc.filename2 is not None:
         where = f"{where} -> {exc.filename2}"
-    code = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno is not None else "?"
+    code = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno is not None else "None" if exc.errno is not None else "?"
     what = exc.strerror or str(exc)
     fix = ("free space" if check == "disk" else "raise the file-size limit (ulimit -f)" if exc.errno == errno.EFBIG
            else "make it writable")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Annotated, Optional
+from typing import Annotated, Final, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
@@ -16,6 +16,13 @@ MAX_TIMEOUT_S = 86_400                  # one cell, one day
 MAX_ROUNDS = 100
 # rounds.stop: fixed (``count`` rounds) or decided (from ``min`` to ``max``, `campaign.judging.stopping`)
 STOP_RULES = ("fixed", "decided")
+# How autotune configs reach the sides (`defaults.tuning`): pinned, round 1's baseline records and every
+# other cell replays ("what does the switch do to the same kernels"); per_side, every timed cell tunes
+# for itself and nothing replays ("what does a user see end to end, retuning included").
+TuningMode = Literal["pinned", "per_side"]            # the type a model field takes
+PINNED: Final[TuningMode] = "pinned"
+PER_SIDE: Final[TuningMode] = "per_side"
+TUNING_MODES = (PINNED, PER_SIDE)
 MIN_ADAPTIVE_ROUNDS = 4                 # two in each run order: what a direction needs
 MAX_WORKLOADS_PER_PROCESS = 256
 MAX_IR_PASS_LANES = 32
@@ -58,15 +65,47 @@ def integer_only(value: object) -> object:
 DType = Annotated[str, AfterValidator(_known_dtype),
                   Field(json_schema_extra={"enum": list(DTYPES)})]
 
+# Linux takes a path of at most 4,096 bytes (PATH_MAX) and a name in it of at most 255 (NAME_MAX): a
+# longer one is refused here, located, not by ENAMETOOLONG from the first stat that meets it.
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+
+
+def _path_bounds(text: str) -> str:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_PATH_BYTES:
+        raise ValueError(f"a path of {size:,} bytes: the OS takes at most {MAX_PATH_BYTES:,} (PATH_MAX)")
+    name = max(text.split("/"), key=lambda part: len(part.encode("utf-8", "surrogatepass")))
+    if (size := len(name.encode("utf-8", "surrogatepass"))) > MAX_NAME_BYTES:
+        raise ValueError(f"a name of {size:,} bytes ({name[:16]}...): the OS takes at most {MAX_NAME_BYTES} "
+                         "bytes a name (NAME_MAX)")
+    return text
+
+
+def _target_bounds(text: str) -> str:
+    _path_bounds(text.partition("::")[0])
+    return text
+
+
+PathText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_path_bounds)]
+NodeText = Annotated[str, AfterValidator(_target_bounds)]      # a node id: its file part is a path
 CampaignId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
 WorkloadName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=80)]
-EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
 EnvValue = Annotated[str, Field(strict=True)]
 Reason = Annotated[str, StringConstraints(min_length=8, strip_whitespace=True)]
 # a file, a function of it, or one parametrised node id of it (its [params] checked at prepare)
-Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*(\[[^\]\s]+\])?)?$")]
+Target = Annotated[str, StringConstraints(pattern=r"^[^:\s]+\.py(::[A-Za-z_][A-Za-z0-9_]*(\[[^\]\s]+\])?)?$"),
+                  AfterValidator(_target_bounds)]
 
-CELL_NAMES = ("baseline", "control", "candidate")
+# A task's cell: the reference, the switch's plumbing with the switch off, the switch on. Spelled here
+# only (`tests/structure/test_vocabulary.py`); every other module reads these names, so a typo is a
+# NameError or a type error, never a silent ``.get()`` miss.
+Cell = Literal["baseline", "control", "candidate"]
+BASELINE: Final = "baseline"
+CONTROL: Final = "control"
+CANDIDATE: Final = "candidate"
+CELL_NAMES: tuple[Cell, ...] = (BASELINE, CONTROL, CANDIDATE)
 # Every stage of every target family (`campaign.contract.platforms`): what ir_stage may name.
 IR_STAGES = platforms.IR_STAGES
 
@@ -80,6 +119,9 @@ def stages_below(stage: str, backend: Optional[str] = None) -> tuple[str, ...]:
     return stages[stages.index(stage) + 1:] if stage in stages else ()
 
 
+Loc = tuple[object, ...]     # a key path below a model: names and list indices
+
+
 class FieldError(ValueError):
     """A cross-field rule's failure, carrying the path below the validated model.
 
@@ -88,13 +130,13 @@ class FieldError(ValueError):
     and reports every one of ``problems`` (more than one when a rule finds several).
     """
 
-    def __init__(self, loc: tuple, message: str, problems: tuple[tuple[tuple, str], ...] = ()):
+    def __init__(self, loc: Loc, message: str, problems: tuple[tuple[Loc, str], ...] = ()):
         super().__init__(message)
         self.loc = loc
         self.problems = problems or ((loc, message),)
 
     @classmethod
-    def every(cls, problems: list[tuple[tuple, str]]) -> "FieldError":
+    def every(cls, problems: list[tuple[Loc, str]]) -> "FieldError":
         loc, message = problems[0]
         return cls(loc, message, tuple(problems))
 

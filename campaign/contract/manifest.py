@@ -13,19 +13,24 @@ from pydantic import BeforeValidator, Field, StrictBool, StringConstraints, mode
 
 from campaign.contract import cellenv_rules, stripregex
 from campaign.contract.fields import (
+    CANDIDATE,
     CELL_NAMES,
+    CONTROL,
     IR_STAGES,
     MAX_IR_PASS_LANES,
     MAX_ROUNDS,
     MAX_WORKLOADS_PER_PROCESS,
     MIN_ADAPTIVE_ROUNDS,
+    PER_SIDE,
     STOP_RULES,
+    TUNING_MODES,
     CampaignId,
     Count,
     EnvName,
     EnvValue,
     FieldError,
     Model,
+    PathText,
     Reason,
     Seconds,
     integer_only,
@@ -48,7 +53,7 @@ class Checkout(Model):
     (`campaign.planning.checkout`): prepare refuses a git work tree unless HEAD is the pinned
     commit or tag and the tree is clean, and a plain tree unless its digest is the pinned one."""
 
-    path: Annotated[str, StringConstraints(min_length=1)]    # relative to the manifest's folder, or absolute
+    path: PathText    # relative to the manifest's folder, or absolute
     commit: Optional[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]] = None
     tag: Optional[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")]] = None
     # a plain tree (no .git): `campaign.planning.checkout.tree_digest`, which prepare prints when it is missing
@@ -137,12 +142,12 @@ class Switch(Model):
         if refused:
             raise FieldError.every(refused)
         if cells.baseline == cells.candidate:
-            raise FieldError(("cells", "candidate"), "baseline and candidate have the same env: nothing would be compared")
+            raise FieldError(("cells", CANDIDATE), "baseline and candidate have the same env: nothing would be compared")
         refused = cellenv_rules.switch_problems(self.name, envs)
         if refused:
             raise FieldError.every(refused)
         if cells.control is not None and cells.control == cells.baseline:
-            raise FieldError(("cells", "control"), "control has the same env as baseline: it must turn the switch's plumbing on")
+            raise FieldError(("cells", CONTROL), "control has the same env as baseline: it must turn the switch's plumbing on")
         bad = [(("strip_annotations", index), why) for index, pattern in enumerate(self.strip_annotations)
                if (why := stripregex.problem(pattern)) is not None]
         if bad:
@@ -198,7 +203,7 @@ class AutotuneFrom(Model):
     """Replay the autotune configs an earlier sealed root recorded (`campaign.planning.pinning`):
     every cell replays, none records, nothing is re-tuned."""
 
-    root: Annotated[str, StringConstraints(min_length=1)]    # relative to the project root, or absolute
+    root: PathText    # relative to the project root, or absolute
     receipt_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]   # of its receipt.json
 
 
@@ -209,7 +214,7 @@ class Defaults(Model):
     shape_mode: Literal["project", "subset", "upstream"] = "project"
     # A user's trace of real shapes (YAML, relative to the manifest or absolute): replaces ops/shapes for
     # builtin and flaggems, core_shapes.yaml (--shape_file) for flaggems_upstream; digested at prepare
-    shape_file: Optional[Annotated[str, StringConstraints(min_length=1)]] = None
+    shape_file: Optional[PathText] = None
     tuner_cache: Literal["isolated", "shared"] = "isolated"
     # The most workloads one worker process runs in sequence (one side, one round:
     # `campaign.running.batching`); unset, the runner chooses (`batching.RUNNER_BOUND`),
@@ -221,6 +226,21 @@ class Defaults(Model):
     ir_pass_lanes: Optional[Annotated[Count, Field(le=MAX_IR_PASS_LANES)]] = None
     # configs pinned across roots: a screen's winners replayed by its campaign, so both time the same code
     autotune_from: Optional[AutotuneFrom] = None
+    # pinned: round 1's baseline records and every other cell replays; per_side: every timed cell tunes
+    # for itself, nothing replays (`campaign.contract.fields.TUNING_MODES` says which question each answers)
+    tuning: Literal[TUNING_MODES] = "pinned"
+
+    @model_validator(mode="after")
+    def _per_side(self) -> "Defaults":
+        if self.tuning != PER_SIDE:
+            return self
+        if self.tuner_cache == "shared":
+            raise FieldError(("tuning",), "per_side: each side tunes into its own tuner store, and a shared "
+                                          "tuner_cache hands one side the other's winners: use tuner_cache isolated")
+        if self.autotune_from is not None:
+            raise FieldError(("tuning",), "per_side: each side tunes for itself, and autotune_from replays another "
+                                          "root's configs on every side: give one (pinned replays them)")
+        return self
 
 
 class Manifest(Model):
@@ -233,6 +253,10 @@ class Manifest(Model):
     timer: Timer = Timer()
     rounds: Rounds = Rounds()
     measured_launch_floor: Annotated[int, Field(strict=True, ge=0, le=1_000_000)] = 1
+    # The smallest effect worth a claim, in percent (`campaign.judging.shaperule`): a shape moved only
+    # by at least this much, and a G or R needs a geomean of at least this much. 0: every effect the
+    # timing rule resolves counts (pyperf's compare_to --min-speed defaults to 0 % too).
+    min_effect_pct: Annotated[float, Field(strict=True, ge=0, le=100, allow_inf_nan=False)] = 0.0
     production_default_policy: Literal["unchanged-off", "unchanged-on", "proposed-on", "proposed-off"] = "unchanged-off"
     defaults: Defaults = Defaults()
     workloads: tuple[Workload, ...] = Field(min_length=1)
@@ -255,6 +279,10 @@ class Manifest(Model):
         if not platform(self.device.backend).executes and self.timer.kind == "graph":
             # Nothing is timed compile-only; graph would be a label with nothing behind it.
             raise FieldError(("timer", "kind"), f"graph needs an accelerator; a {self.device.backend} campaign times nothing: use event")
+        if not platform(self.device.backend).executes and self.defaults.tuning == PER_SIDE:
+            raise FieldError(("defaults", "tuning"), f"per_side tunes each side by timing its configs; a "
+                                                     f"{self.device.backend} campaign times nothing (each side would "
+                                                     "take its first config, which pinned does too): use pinned")
         if self.switch.ir_stage not in (stages := stages_of(self.device.target)):
             # sass, offline too, is nvdisasm over the cubin of a cuda target (ptxas and nvdisasm ship in Triton's wheel)
             raise FieldError(("switch", "ir_stage"), f"target {self.device.target} compiles to {', '.join(stages)}: "

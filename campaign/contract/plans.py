@@ -9,7 +9,7 @@ from typing import Literal, Optional
 from pydantic import model_serializer
 
 from campaign.contract.artifacts import SCHEMA_VERSION, Record
-from campaign.contract.fields import CELL_NAMES, IR_STAGES
+from campaign.contract.fields import IR_STAGES, PINNED, TUNING_MODES, Cell
 from campaign.contract.manifest import Device, Pin, Timer
 from campaign.contract.platforms import BACKEND_NAMES
 
@@ -59,7 +59,7 @@ class Task(Record):
     id: str                              # "<workload>/r<round>/<cell>"
     order: int                           # position in the run order (canaries first)
     round: int
-    cell: Literal[CELL_NAMES]
+    cell: Cell
     workload: str
     op: str
     provider: Literal["builtin", "flaggems", "pytest", "flaggems_upstream"]
@@ -102,6 +102,16 @@ class CellTerms(Record):
     shape_mode: Literal["project", "subset", "upstream"]
     ir_stage: Literal[IR_STAGES]
     autotune_from: Optional[str] = None  # receipt sha256 of the sealed root whose configs every cell replays
+    # the manifest's defaults.tuning: per_side, every timed cell records its own winners (written only then:
+    # a pinned matrix keeps the bytes it had before the mode existed)
+    tuning: Literal[TUNING_MODES] = PINNED
+
+    @model_serializer(mode="wrap")
+    def _pinned_unchanged(self, handler):
+        data = handler(self)
+        if self.tuning == PINNED:
+            data.pop("tuning", None)
+        return data
 
 
 class Stopping(Record):

@@ -28,6 +28,9 @@ class Family:
     warp_size: int
     stages: tuple[str, ...]         # the text stages Triton writes for it, in pipeline order
     disassembly: Optional[str]      # a stage taken offline from the binary (nvdisasm over the cubin)
+    # FlagGems' GEMS_VENDOR for a card of this family: what the cpu backend's offline shim answers
+    # as (`campaign.plugins.flaggems_offline`); None: FlagGems is not screened offline for it
+    gems_vendor: Optional[str] = None
 
     @property
     def ir_stages(self) -> tuple[str, ...]:
@@ -53,7 +56,7 @@ class Platform:
 
 FAMILIES = (
     Family("cuda", arch=r"[0-9]+", numeric_arch=True, warp_size=32,
-           stages=("ttir", "ttgir", "llir", "ptx"), disassembly="sass"),
+           stages=("ttir", "ttgir", "llir", "ptx"), disassembly="sass", gems_vendor="nvidia"),
     # MUSA's stages were never recorded on a MUSA host; ir_capture writes whichever of these appear.
     Family("musa", arch=r"[0-9]+", numeric_arch=True, warp_size=32,
            stages=("ttir", "ttgir", "llir", "ptx"), disassembly=None),
@@ -94,6 +97,24 @@ def platform(name: str) -> Platform:
         raise ValueError(f"unknown backend {name!r}; known: {', '.join(sorted(BACKEND_NAMES))}") from None
 
 
+def gems_vendor(backend: str, target: str) -> Optional[str]:
+    """FlagGems' vendor in a cell of ``backend`` for ``target``: the backend's own, or, on a backend
+    that compiles offline, that of the target's family (a cpu cell for cuda:90 configures FlagGems
+    as an NVIDIA card does)."""
+    row = platform(backend)
+    if row.executes:
+        return row.gems_vendor
+    found = BY_FAMILY.get(target.partition(":")[0])
+    return found.gems_vendor if found is not None else None
+
+
+def card_backend(target: str) -> Optional[str]:
+    """The backend that runs ``target`` on its card (cuda for cuda:90): where an offline screen's
+    changed workloads are timed."""
+    name = target.partition(":")[0]
+    return next((p.name for p in PLATFORMS if p.executes and name in p.families), None)
+
+
 def family(target: str) -> Family:
     """The family of a target such as "cuda:90" or "hip:gfx942"."""
     name, _, arch = target.partition(":")
@@ -119,4 +140,4 @@ def stages_of(target: str) -> tuple[str, ...]:
 
 def visibility_variables() -> tuple[str, ...]:
     """Every backend's visibility variable, sorted: what a cell's env may inherit."""
-    return tuple(sorted({p.visibility_variable for p in PLATFORMS} - {None}))
+    return tuple(sorted({p.visibility_variable for p in PLATFORMS if p.visibility_variable is not None}))

@@ -17,6 +17,7 @@ from pydantic import Field, PlainSerializer, StringConstraints, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from campaign.contract.artifacts import Record
+from campaign.contract.fields import BASELINE
 from campaign.contract.verdictnames import CLASSES, VerdictClass
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
@@ -142,7 +143,7 @@ class IRJudgement(SealedRecord):
     control_matches: Optional[bool]
     files: dict[str, int]
     # absent before the control could stand in for a recording baseline
-    reference: str = "baseline"
+    reference: str = BASELINE
     sources: dict[str, Optional[str]] = Field(default={}, alias="from")   # cell -> the task its IR came from
     # absent unless the fingerprints differed only by unpaired specialisations (campaign.judging.irpairing)
     unpaired: tuple[str, ...] = ()
@@ -204,6 +205,15 @@ class Rounds(SealedRecord):
     stopped: Optional[str] = None
 
 
+class ChosenConfigs(SealedRecord):
+    """One autotune key whose winners differ between the sides (``tuning: per_side``,
+    `campaign.judging.choices`): per cell, each config it chose and the rounds that chose it."""
+
+    kernel: str
+    key: str
+    cells: dict[str, tuple[str, ...]]
+
+
 class WorkloadVerdict(SealedRecord):
     klass: VerdictClass = Field(alias="class")
     reason: str
@@ -224,6 +234,8 @@ class WorkloadVerdict(SealedRecord):
     cycles: Optional[RegimeTiming] = None          # the same pairs in cycles (time x the window's SM clock)
     # absent where no row was sampled to a noise target
     noise: dict[str, SideNoise] = {}
+    # absent where the sides chose alike (always, pinned): the keys whose chosen configs differ
+    chosen: tuple[ChosenConfigs, ...] = ()
 
 
 class Rule(SealedRecord):
@@ -232,6 +244,8 @@ class Rule(SealedRecord):
     strip_annotations: tuple[str, ...]
     interval: str
     significance: str
+    # absent from verdicts sealed before shapes were accounted for (`campaign.judging.shaperule`)
+    min_effect_pct: Optional[float] = None
 
 
 class PinnedSwitch(SealedRecord):

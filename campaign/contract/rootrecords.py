@@ -10,6 +10,7 @@ from typing import Literal, Optional
 
 from pydantic import model_validator
 
+from campaign.contract.fields import PINNED, TuningMode
 from campaign.contract.records import SealedRecord, Sha256
 
 
@@ -81,10 +82,14 @@ class TunerStore(SealedRecord):
 CALIBER_FIELDS = (
     "backend", "device_name", "device_uuid", "device_target", "driver", "runtime", "torch", "triton", "flag_gems",
     "timer", "bench_level", "shape_mode", "tuner_cache", "direct_repeat", "autotune_policy", "autotune_from",
+    "tuning",
 )
 # A caliber field's key in roots sealed before it was renamed: the device runtime's version was
 # "cuda" until a second vendor's runtime (hip, musa) was recorded under the same key.
 SEALED_AS = {"runtime": "cuda"}
+# A caliber field's value in roots sealed before it was recorded, where every such root had one value:
+# before per_side tuning existed, round 1's baseline recorded and every other cell replayed.
+ABSENT_MEANS = {"tuning": PINNED}
 
 
 class RunIdentity(SealedRecord):
@@ -114,6 +119,9 @@ class RunIdentity(SealedRecord):
     autotune_source: Optional[str]
     autotune_policy: str
     autotune_from: Optional[Sha256] = None      # absent before configs could be pinned across roots
+    # pinned, or per_side: every side tuned for itself (`campaign.contract.fields.TUNING_MODES`); absent
+    # before the mode existed, when every root was pinned (`ABSENT_MEANS`)
+    tuning: TuningMode = PINNED
     env: dict[str, str]
     pinned_env: dict[str, str]
     harness_digest: Optional[str]
@@ -124,6 +132,9 @@ class RunIdentity(SealedRecord):
     # absent before batches emptied FlagGems' tuner store between workloads
     tuner_store_at_start: Optional[TunerStore] = None
     inherited_env: dict[str, str] = {}
+    # on a backend that compiles offline, the device record FlagGems was answered from
+    # (`campaign.plugins.flaggems_offline`: "<target> sha256:<record digest>"); null elsewhere
+    offline_device: Optional[str] = None
 
     @model_validator(mode="before")
     @classmethod

@@ -49,10 +49,11 @@ import signal
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional, TypeVar
 
 from campaign.contract import faults, regular
 from campaign.contract.artifacts import MARKERS
+from campaign.contract.errors import WORKER_EXITS
 
 COLUMNS = ("task_id", "round", "workload", "cell", "rc", "rc_name", "elapsed_s", "rows_ok", "rows_failed",
            *MARKERS, "preflight_failed", "sm_clock_min_mhz", "sm_clock_median_mhz", "temp_max_c", "note")
@@ -65,10 +66,10 @@ INTERRUPTED = "interrupted"
 SKIPPED = "skipped"
 CARD_FAILED = "card_failed"
 _UNFINISHED = (INTERRUPTED, CARD_FAILED)
+T = TypeVar("T")
 _APPEND = threading.Lock()     # the cards' runners share status.tsv: one append at a time
 
-_WORKER_CODES = {0: "ok", 1: "tests_failed", 2: "pytest_interrupted", 3: "preflight_failed",
-                 4: "usage_error", 5: "no_tests_collected", faults.EXIT_WRITE_FAULT: "write_fault"}
+_WORKER_CODES = {int(code): name for code, (name, _) in WORKER_EXITS.items()}
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def append(path: Path, row: StatusRow) -> None:
             os.close(fd)
 
 
-def _opt(text: str, kind: type):
+def _opt(text: str, kind: Callable[[str], T]) -> Optional[T]:
     return kind(text) if text != "" else None
 
 

@@ -46,7 +46,7 @@ def _step(annotation: Any, part: Any) -> list[Any]:
     return out
 
 
-def keys_at(model: type[BaseModel], loc: tuple) -> Optional[set[str]]:
+def keys_at(model: type[BaseModel], loc: tuple[Any, ...]) -> Optional[set[str]]:
     """The keys a document validated as ``model`` may hold at ``loc``; None where the walk loses its way
     (a discriminated union's tag in the location, a custom type)."""
     current: list[Any] = [model]

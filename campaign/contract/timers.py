@@ -41,10 +41,11 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Literal, Optional, Sequence
+from typing import Any, Callable, Literal, Optional, Sequence
 
 from campaign.contract import clockreasons, faults
-from campaign.contract.artifacts import FALLBACK_MARKER, POISONED_MARKER  # noqa: F401 (the timing code names them here)
+from campaign.contract.artifacts import FALLBACK_MARKER as FALLBACK_MARKER  # re-exported: the timing code names them here
+from campaign.contract.artifacts import POISONED_MARKER as POISONED_MARKER
 
 # The manifest's timer kinds (`Timer.kind`), the one list, and whether each flushes L2 before
 # every timed call (in the caliber): do_bench clears L2 before every repetition; graph replay
@@ -88,7 +89,7 @@ class Noise:
     capped: bool
 
 
-def noise_target(timer) -> Optional[NoiseTarget]:
+def noise_target(timer: Any) -> Optional[NoiseTarget]:
     """The manifest timer's noise target, or None where it sets none."""
     if getattr(timer, "max_noise_pct", None) is None:
         return None
@@ -175,7 +176,8 @@ def summarize(values: Sequence[float], return_mode: str) -> float:
     """Reduce per-call times as triton.testing does for its return modes."""
     if not values:
         raise TimerRefused("no timings to summarize")
-    reducers = {"median": statistics.median, "mean": statistics.mean, "min": min, "max": max}
+    reducers: dict[str, Callable[[Sequence[float]], float]] = {"median": statistics.median, "mean": statistics.mean,
+                                                                "min": min, "max": max}
     if return_mode not in reducers:
         raise TimerRefused(f"return_mode {return_mode!r} is not one of {', '.join(reducers)}")
     return float(reducers[return_mode](values))

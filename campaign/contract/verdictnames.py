@@ -5,18 +5,35 @@ classifier and the screen write them, the report reads them: a name changed here
 """
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Final, Literal, get_args
 
 # The six classes, in the order a report counts them (`campaign.judging.classrules` says what each means)
 VerdictClass = Literal["G", "C", "B", "R", "F", "X"]
-CLASSES: tuple[str, ...] = get_args(VerdictClass)
-CLASS_NAMES = {"G": "gain", "C": "clean reduction", "B": "no measured change", "R": "regression",
-               "F": "failure", "X": "inconclusive"}
+CLASSES: tuple[VerdictClass, ...] = get_args(VerdictClass)
+# each letter by its name: a rule returns INCONCLUSIVE, never a bare "X" (`tests/structure/test_vocabulary.py`)
+GAIN: Final = "G"
+CLEAN_REDUCTION: Final = "C"
+NO_CHANGE: Final = "B"
+REGRESSION: Final = "R"
+FAILURE: Final = "F"
+INCONCLUSIVE: Final = "X"
+CLASS_NAMES: dict[VerdictClass, str] = {GAIN: "gain", CLEAN_REDUCTION: "clean reduction", NO_CHANGE: "no measured change",
+                                        REGRESSION: "regression", FAILURE: "failure", INCONCLUSIVE: "inconclusive"}
 
 # The screen's verdicts on round 1 (`campaign.judging.screening.verdict` says when each is given)
-IR_CHANGED, NO_IR_DIFF, NO_TRITON, NO_ROWS, TIMEOUT = "IR_CHANGED", "NO_IR_DIFF", "NO_TRITON", "NO_ROWS", "TIMEOUT"
-NO_COMPARABLE_IR = "NO_COMPARABLE_IR"
-MISSING = "MISSING"          # the classifier's screen column: round 1 lacks the baseline or the candidate
+ScreenVerdict = Literal["IR_CHANGED", "NO_IR_DIFF", "NO_TRITON", "NO_ROWS", "TIMEOUT", "NO_COMPARABLE_IR", "MISSING"]
+IR_CHANGED: Final = "IR_CHANGED"
+NO_IR_DIFF: Final = "NO_IR_DIFF"
+NO_TRITON: Final = "NO_TRITON"
+NO_ROWS: Final = "NO_ROWS"
+TIMEOUT: Final = "TIMEOUT"
+NO_COMPARABLE_IR: Final = "NO_COMPARABLE_IR"
+MISSING: Final = "MISSING"   # the classifier's screen column: round 1 lacks the baseline or the candidate
+
+# Why adaptive rounds skip a task (`campaign.running.rounds`): the marker its status row's note starts with
+SkipReason = Literal["SWITCH_NO_IR_DIFF", "NO_COMPARABLE_IR"]
+SWITCH_NO_IR_DIFF: Final = "SWITCH_NO_IR_DIFF"
+SKIP_REASONS: tuple[SkipReason, ...] = get_args(SkipReason)
 RANGED = (IR_CHANGED, NO_IR_DIFF)     # the verdicts whose timing range means something
 
 # What a workload's timing is (`campaign.contract.records.Timing.label`): a result where the IR changed;

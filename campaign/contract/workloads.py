@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
-from campaign.contract.fields import MAX_TIMEOUT_S, DType, FieldError, Model, Reason, Seconds, Target, WorkloadName
+from campaign.contract.fields import MAX_TIMEOUT_S, DType, FieldError, Model, NodeText, PathText, Reason, Seconds, Target, WorkloadName
 
 
 class Correctness(Model):
@@ -15,7 +15,7 @@ class Correctness(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={
         "oneOf": [{"required": ["node_ids"]}, {"required": ["k"]}]})
 
-    node_ids: Optional[tuple[str, ...]] = None
+    node_ids: Optional[tuple[NodeText, ...]] = None
     k: Optional[str] = None
 
     @model_validator(mode="after")
@@ -69,7 +69,7 @@ class Workload(Model):
     shapes: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
     # provider pytest: files the test reads besides code (absolute or relative to the manifest's folder),
     # digested at prepare with the file (`campaign.planning.ownfile`)
-    data: Optional[tuple[Annotated[str, StringConstraints(min_length=1)], ...]] = None
+    data: Optional[tuple[PathText, ...]] = None
     timeout_s: Optional[Seconds] = None
     # Seconds one screened round took (`campaign screen`): N rounds cost about N times it.
     # A round is at most three cells, each under the timeout cap.
@@ -79,7 +79,7 @@ class Workload(Model):
 
     @model_validator(mode="before")
     @classmethod
-    def _own_test_op(cls, data):
+    def _own_test_op(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("provider") == "pytest" and data.get("op") is None:
             stem = own_test_op(data.get("benchmark"))
             if stem is not None:
@@ -111,10 +111,10 @@ class Workload(Model):
     @model_validator(mode="after")
     def _narrowing_has_reason(self) -> "Workload":
         # a pytest file's correctness is its own tests: naming some of them narrows nothing
-        named = self.correctness is not None and self.provider != "pytest"
+        named = self.correctness if self.provider != "pytest" else None
         narrowed = [what for what, present in (
-            ("correctness node_ids", named and self.correctness.node_ids is not None),
-            ("correctness -k", named and self.correctness.k is not None),
+            ("correctness node_ids", named is not None and named.node_ids is not None),
+            ("correctness -k", named is not None and named.k is not None),
             ("a shape subset", self.shapes is not None),
         ) if present]
         if self.dtypes is not None and not self.dtypes:

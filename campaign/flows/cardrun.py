@@ -26,7 +26,7 @@ from campaign.planning import cardplan, partition
 from campaign.planning.cardplan import PARTITION_FILE, Card
 from campaign.running.cards import FAILED, CardLines, LocalCards, group_runner
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Outcome, RunSetup
-from campaign.running.telemetry import Sampler, make_source, visible_devices
+from campaign.running.telemetry import CardSource, Sampler, make_source, visible_devices
 from campaign.sealing import receipt
 
 
@@ -141,9 +141,9 @@ def run(setup: RunSetup, backend, devices: Optional[Sequence[int]], weights_from
               "marked card_failed", flush=True)
     samplers, work = [], []
     for card, workloads in groups:
-        sampler = Sampler(setup.root, lambda card=card: make_source(
+        sampler = Sampler(setup.root, lambda card=card: CardSource(make_source(
             backend.capabilities.telemetry, [card.visible] if card.visible is not None else None,
-            not backend.capabilities.executes), interval)
+            not backend.capabilities.executes), card.uuid), interval)
         if not sampler.start():
             print(f"card {card.index}: {sampler.reason} (recorded in telemetry.err; the campaign goes on)", flush=True)
         samplers.append(sampler)

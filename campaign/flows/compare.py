@@ -13,13 +13,13 @@ from typing import Collection, Sequence
 from campaign.contract import canonical
 from campaign.contract.artifacts import RECEIPT_FILE
 from campaign.contract.comparison import Comparison
-from campaign.contract.errors import Refused
+from campaign.contract.errors import COMPARE_REFUSED, Refused
 from campaign.flows.roots import root_mode
 from campaign.judging import evidence
 from campaign.reporting import comparison
 from campaign.sealing import verification
 
-PREFIX = "COMPARE_REFUSED"
+PREFIX = COMPARE_REFUSED
 
 
 def sealed_root(root: Path, allow_schema: Collection[int] = ()) -> comparison.SealedRoot:

@@ -20,6 +20,7 @@ from typing import Any
 from campaign import __version__
 from campaign.contract import canonical, faults, journal, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, first_free
+from campaign.contract.errors import PREPARE_REFUSED
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
 from campaign.contract.rootrecords import Prepare
@@ -112,7 +113,7 @@ def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJEC
     try:
         root = claim_root(runs_dir, name, now)
     except OSError as exc:     # a read-only or full runs dir: named, as a run's write faults are
-        raise faults.write_failed(exc, again, "PREPARE_REFUSED", "no root was made") from None
+        raise faults.write_failed(exc, again, PREPARE_REFUSED, "no root was made") from None
     try:
         with faults.naming(root):
             shutil.copyfile(checked.manifest_path, root / MANIFEST_FILE)
@@ -122,7 +123,7 @@ def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJEC
             journal.open_root(root, (MANIFEST_FILE, MATRIX_FILE))
     except OSError as exc:
         shutil.rmtree(root, ignore_errors=True)
-        raise faults.write_failed(exc, again, "PREPARE_REFUSED", "the root begun is removed") from None
+        raise faults.write_failed(exc, again, PREPARE_REFUSED, "the root begun is removed") from None
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise

@@ -21,7 +21,7 @@ from typing import Collection
 from campaign import __version__
 from campaign.contract import canonical, stripregex
 from campaign.contract.artifacts import RECEIPT_FILE, RESCORE_SUFFIX, SCHEMA_VERSION, first_free
-from campaign.contract.errors import EXIT_INPUT, EXIT_OK, InputError, Refused
+from campaign.contract.errors import EXIT_INPUT, EXIT_OK, SCREEN_REFUSED, InputError, Refused
 from campaign.contract.rootrecords import Rescore
 from campaign.flows import freeze, session
 from campaign.flows.roots import root_mode
@@ -30,7 +30,7 @@ from campaign.planning import harness
 from campaign.planning.matrix import expand
 from campaign.sealing import receipt, verification
 
-PREFIX = "SCREEN_REFUSED"
+PREFIX = SCREEN_REFUSED
 ORIGINAL_FILE = "screen.original.tsv"
 RESCORE_FILE = "rescore.json"
 RULE_FILES = ("campaign/judging/irevidence.py", "campaign/judging/screening.py")   # the rule a rescore applies

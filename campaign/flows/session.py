@@ -15,7 +15,7 @@ mean), but 3 when every cell failed preflight and 1 when a workload had no cell
 that ran (`campaign.judging.runhealth`: sealed all the same, the last line says why; a
 screen's table says it per workload instead).
 A seal stopped by a crash (run.lock left beside receipt.json) is completed here again, under the lock it takes over (`receipt.complete`).
-A manifest naming several cards runs one serial runner per card (`campaign.flows.cardrun`);
+A manifest naming several cards runs one runner per card (`campaign.flows.cardrun`);
 a card failing its check or dying stops the root unsealed with ``RUN_FAILED check=card``
 (exit 3), its unfinished tasks marked for `campaign run --devices` to resume elsewhere.
 """
@@ -38,7 +38,7 @@ from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
 from campaign.contract import faults
 from campaign.contract.artifacts import PREPARE_FILE
-from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PREFLIGHT, CampaignError, InputError, Refused
+from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PREFLIGHT, RUN_FAILED, RUN_REFUSED, CampaignError, InputError, Refused
 from campaign.contract.manifest import Manifest, Sources
 from campaign.contract.rootrecords import Prepare
 from campaign.contract.runroot import RunRoot
@@ -56,7 +56,7 @@ from campaign.running.runner import CANARY_FAILED, COMPLETED, Runner, RunSetup
 from campaign.running.telemetry import INTERVAL_S, Sampler, make_source, visible_devices
 from campaign.sealing import receipt, verification
 
-PREFIX = "RUN_REFUSED"
+PREFIX = RUN_REFUSED
 
 
 @dataclass(frozen=True)
@@ -230,10 +230,10 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
             sampler.stop()
             shutil.rmtree(scratch, ignore_errors=True)
         if outcome.state == CANARY_FAILED:
-            raise CampaignError(f"RUN_FAILED check=canary: {outcome.detail}; the campaign stopped before the "
+            raise CampaignError(f"{RUN_FAILED} check=canary: {outcome.detail}; the campaign stopped before the "
                                 "rest was measured (the root stays unsealed; fix the cause and prepare anew)")
         if outcome.state == cardrun.CARD_FAILED:
-            raise CampaignError(f"RUN_FAILED check=card: {outcome.detail} (the root stays unsealed)", EXIT_PREFLIGHT)
+            raise CampaignError(f"{RUN_FAILED} check=card: {outcome.detail} (the root stays unsealed)", EXIT_PREFLIGHT)
         if outcome.state != COMPLETED:
             hint = _resume_hint(root, prepare.mode, execution)
             print(f"RUN_INTERRUPTED: {outcome.detail}; {hint}", file=sys.stderr)

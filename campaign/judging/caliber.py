@@ -14,7 +14,7 @@ them back through here. ``run_identity.json`` (one per cell) is a flat object::
                "max_noise_pct": 0.5, "min_samples": 10, "timeout_s": 15.0},
      "bench_level": "core", "shape_mode": "project", "tuner_cache": "isolated",
      "direct_repeat": 1, "autotune_policy": "measured", "autotune_from": null,
-     "autotune_mode": "record", "autotune_source": null}
+     "autotune_mode": "record", "autotune_source": null, "tuning": "pinned"}
 
 ``runtime`` (the device runtime's version) is ``cuda`` in roots sealed before a second vendor's
 runtime was recorded (`campaign.contract.rootrecords.SEALED_AS`); it is read under its new name, so
@@ -28,6 +28,11 @@ it existed have no such key; their tables leave the row out rather than show it 
 The noise target (``timer.max_noise_pct``, ``min_samples``, ``timeout_s``; null where none) is
 caliber: a row sampled until its spread is 0.5 % is a different number from ten fixed replays.
 Roots sealed before it existed have none of the three keys; their tables leave the rows out.
+
+``tuning`` is ``per_side`` where every timed cell tuned for itself (`campaign.contract.fields.TUNING_MODES`)
+and ``pinned`` where round 1's baseline recorded and the other cells replayed; a root sealed before the
+mode existed was pinned and is read so (`campaign.contract.rootrecords.ABSENT_MEANS`). A cell of one
+beside a cell of the other is a finding (exit 4): their numbers answer different questions.
 
 ``autotune_mode``/``autotune_source`` are not caliber fields: they legitimately
 differ between cells and are judged on their own. Record pinning replays is the
@@ -56,7 +61,7 @@ from campaign.contract import canonical
 from campaign.contract.artifacts import IDENTITY_FILE, cell_dir_name
 from campaign.contract.errors import EXIT_CALIBER, CampaignError
 from campaign.contract.plans import Task
-from campaign.contract.rootrecords import CALIBER_FIELDS, SEALED_AS
+from campaign.contract.rootrecords import ABSENT_MEANS, CALIBER_FIELDS, SEALED_AS
 
 # Fields added after roots were sealed without them: absent from every cell, the table omits them.
 TIMER_FIELDS = ("kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush",
@@ -83,7 +88,7 @@ def flatten(identity: Mapping) -> dict[str, object]:
             for sub in TIMER_FIELDS:
                 out[f"timer.{sub}"] = timer.get(sub, MISSING)
         else:
-            out[name] = identity.get(name, identity.get(SEALED_AS.get(name), MISSING))
+            out[name] = identity.get(name, identity.get(SEALED_AS.get(name), ABSENT_MEANS.get(name, MISSING)))
     return out
 
 
@@ -181,11 +186,13 @@ def _count(found: dict, key: tuple[str, str, str], tasks: tuple[str, str]) -> No
 
 
 def _autotune(tasks: list[Task], identities: Mapping[str, Optional[Mapping]]) -> list[Finding]:
-    """Record pinning replays is normal; two recorders or a replay of the wrong source is refused."""
+    """Record pinning replays is normal; two recorders or a replay of the wrong source is refused. Where
+    the matrix planned every cell to record (``tuning: per_side``), the recorders are the plan, not the trap."""
     findings = []
     # a screen's untimed IR pass records each side's first config on purpose: it tunes nothing
     recorders = [t.id for t in tasks if t.timed and (identities.get(t.id) or {}).get("autotune_mode") == "record"]
-    if len(recorders) > 1:
+    unplanned = [t.id for t in tasks if t.id in recorders and t.autotune.mode != "record"]
+    if len(recorders) > 1 and unplanned:
         findings.append(Finding("autotune_mode", "record", "record", (recorders[0], recorders[1]), len(recorders) - 1,
                                 "both sides tuned on their own, so configs and IR differ "
                                 "for reasons unrelated to the switch"))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from campaign.contract.artifacts import SCHEMA_VERSION
+from campaign.contract.fields import CANDIDATE, PER_SIDE
 from campaign.contract.records import (
     Environment,
     IRJudgement,
@@ -33,8 +34,8 @@ from campaign.contract.records import (
     Verdicts,
     WorkloadVerdict,
 )
-from campaign.contract.verdictnames import CLASSES, NOISE_FLOOR, RESULT, TIMING_MOVED
-from campaign.judging import direction, significance, stats, stopping
+from campaign.contract.verdictnames import CLASSES, NO_CHANGE, NOISE_FLOOR, RESULT, TIMING_MOVED
+from campaign.judging import choices, direction, shaperule, significance, stats, stopping
 from campaign.judging.classrules import decide, topology_class
 from campaign.judging.evidence import RootEvidence, TaskEvidence, load_root
 from campaign.judging.workload import WorkloadFacts, screen_verdict
@@ -60,15 +61,16 @@ def holm_pass(workloads: Mapping[str, WorkloadVerdict], claims: Mapping[str, Opt
 def _untimed_class(w: WorkloadVerdict) -> str:
     """The class a workload takes when its timing claim is taken back: identical code B; else what its
     topology gives with the timing neutral (`campaign.judging.classrules.topology_class`)."""
-    ref, cand = w.topology.cells.get(w.ir.reference), w.topology.cells.get("candidate")
+    ref, cand = w.topology.cells.get(w.ir.reference), w.topology.cells.get(CANDIDATE)
     if not w.ir.changed or not ref or not cand:
-        return "B"
+        return NO_CHANGE
     return topology_class((ref.scoped, cand.scoped))
 
 
-def timing_label(identical: bool, p: RegimeTiming) -> str:
+def timing_label(identical: bool, p: RegimeTiming, min_effect: float = 0.0) -> str:
     """What a workload's timing is: a result (IR changed); with the IR unchanged, the noise floor
-    unless every round moved beyond the A/A floor, which is said, established or not."""
+    unless every round moved beyond the A/A floor, which is said, established or not, or its shapes
+    moved in opposite directions (`campaign.judging.shaperule`)."""
     if not identical:
         return RESULT
     if p.verdict != direction.NEUTRAL:
@@ -76,13 +78,15 @@ def timing_label(identical: bool, p: RegimeTiming) -> str:
     if direction.moved([d for _, _, d in p.rounds], p.interval, p.floor) != direction.NEUTRAL:
         n = len(p.rounds)
         return f"{TIMING_MOVED} (not established: {n} round{'s' if n != 1 else ''})"
+    if shaperule.disagree(p, min_effect):
+        return f"{TIMING_MOVED} (shapes disagree)"
     return NOISE_FLOOR
 
 
-def labelled(t: Timing, identical: bool) -> Timing:
+def labelled(t: Timing, identical: bool, min_effect: float = 0.0) -> Timing:
     """The timing as a verdict states it: labelled (`timing_label`); identical code that did not move
     is never read as faster or slower, in either order."""
-    label = timing_label(identical, t.primary)
+    label = timing_label(identical, t.primary, min_effect)
     if label != NOISE_FLOOR:
         return t.model_copy(update={"label": label})
     floor = {o: "noise floor" for o in t.primary.order_verdicts}
@@ -92,7 +96,8 @@ def labelled(t: Timing, identical: bool) -> Timing:
 def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) -> WorkloadVerdict:
     w = WorkloadFacts(name, tasks, ev)
     klass, reason, on_timing = decide(w)
-    reason += noise_note(w.noise, ev.manifest.timer)
+    chosen = choices.differing(w.by_cell) if ev.manifest.defaults.tuning == PER_SIDE else ()
+    reason += noise_note(w.noise, ev.manifest.timer) + choices.note(chosen, w.ir_changed(), klass)
     rounds = sorted({t.task.round for t in w.tasks})
     return WorkloadVerdict(
         **{"class": klass}, reason=reason, screen=screen_verdict(w), rests_on_timing=on_timing, ir=_ir(w),
@@ -102,11 +107,12 @@ def classify_workload(name: str, tasks: list[TaskEvidence], ev: RootEvidence) ->
         rounds=Rounds(planned=tuple(rounds), done=tuple(sorted({t.task.round for t in w.done})),
                       skipped=tuple(t.task.id for t in w.tasks if t.state == "skipped"),
                       missing=tuple(t.task.id for t in w.tasks if t.state == "missing"), **_stopped(w)),
-        timing=labelled(w.timing, w.ir_changed() is False) if w.timing and w.timing.primary else None,
+        timing=(labelled(w.timing, w.ir_changed() is False, shaperule.min_effect(ev.manifest))
+                if w.timing and w.timing.primary else None),
         caliber=tuple(ev.caliber.workloads.get(name, ())),
         # the same pairs in cycles (time x the window's SM clock): the gap confirmed under the clock
         cycles=w.cycles.primary if w.cycles and w.cycles.primary else None,
-        **({"noise": w.noise} if w.noise else {}))
+        **({"noise": w.noise} if w.noise else {}), **({"chosen": chosen} if chosen else {}))
 
 
 def noise_note(noise: Mapping[str, SideNoise], timer) -> str:
@@ -177,7 +183,7 @@ def classify(ev: RootEvidence) -> Verdicts:
         rule=Rule(measured_launch_floor=ev.floor, ir_stage=switch.ir_stage,
                   strip_annotations=tuple(switch.strip_annotations),
                   interval="1 round: none; 2-4 rounds: range of per-round deltas; >=5: 95% t-interval of log ratios",
-                  significance=significance.RULE),
+                  significance=significance.RULE, min_effect_pct=ev.manifest.min_effect_pct),
         harness_drift=tuple(ev.harness_drift), environment=_environment(ev),
         caliber=ev.caliber.as_dict(ev.caliber_released),
         counts={k: sum(1 for v in workloads.values() if v.klass == k) for k in CLASSES}, workloads=workloads)

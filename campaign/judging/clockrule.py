@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.contract.records import Timing
+from campaign.contract.verdictnames import INCONCLUSIVE
 from campaign.judging import direction
 
 
@@ -23,14 +24,14 @@ def clock_check(klass: str, reason: str, t: Timing, cycles: Optional[Timing],
     at = f"clock facts while timed: {'; '.join(capped)}"
     time_text = f"time {direction.pct(timing.point, True)} ({timing.verdict})"
     if cyc is None or cyc.point is None:
-        return "X", (f"would be {klass} ({reason}), but {at}, and the clock of the timed rows is unknown, so the gap "
-                     f"cannot be checked in cycles"), False
+        return INCONCLUSIVE, (f"would be {klass} ({reason}), but {at}, and the clock of the timed rows is unknown, so the gap "
+                              f"cannot be checked in cycles"), False
     cycles_text = f"cycles {direction.pct(cyc.point, True)} ({cyc.verdict}: {cyc.reason})"
     sides = ", ".join(side.split(" ", 1)[0] for side in capped)
     if cyc.leaning != timing.verdict:
-        return "X", f"the clock difference explains the gap: {time_text}, {cycles_text}; {at}", False
+        return INCONCLUSIVE, f"the clock difference explains the gap: {time_text}, {cycles_text}; {at}", False
     if cyc.verdict != timing.verdict:
-        return "X", (f"the gap is not established in cycles (it leans {cyc.leaning}, short of the rule): {time_text}, "
-                     f"{cycles_text}; {at}"), False
+        return INCONCLUSIVE, (f"the gap is not established in cycles (it leans {cyc.leaning}, short of the rule): {time_text}, "
+                              f"{cycles_text}; {at}"), False
     return klass, (f"{reason}; cycles {direction.pct(cyc.point, True)} {cyc.verdict} too, beyond their own "
                    f"{direction.pct(cyc.floor)} A/A floor (power cap or low clock on {sides})"), True

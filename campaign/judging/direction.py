@@ -41,8 +41,9 @@ The workload aggregate is, per round, the geometric mean of the ratios over the
 shapes paired in every round; its floor is `aa_floor` of the same aggregate's A/A.
 A workload direction follows `campaign.judging.significance`: at least two rounds in each
 run order, the interval beyond the floor overall and in each order, a pooled t-test
-at 0.1 %, and more shapes resolved in that direction than against it (a geomean of
-shapes that flip sign is not a finding). `leaning` keeps what the interval alone said.
+at 0.1 %, and at least one shape resolved in that direction and none against it (a geomean of
+shapes that flip sign is not a finding, nor one that hides a shape moved the other way).
+`leaning` keeps what the interval alone said.
 """
 from __future__ import annotations
 
@@ -190,8 +191,9 @@ def direction(leaning: str, reason: str, order_verdicts: dict[str, str], counts:
     if p is None or p >= significance.WORKLOAD_ALPHA:
         return NEUTRAL, f"{reason}; pooled t-test p = {_p(p)} >= {_p(significance.WORKLOAD_ALPHA)}"
     opposite = SLOWER if leaning == FASTER else FASTER
-    if shape_counts[leaning] <= shape_counts[opposite]:
-        # An aggregate is not a finding when no shape carries it (topk: shapes flipping sign).
+    if shape_counts[opposite] or not shape_counts[leaning]:
+        # An aggregate is not a finding when no shape carries it (topk: shapes flipping sign), nor when a
+        # shape moved against it: a geomean would hide that shape (`campaign.judging.shaperule`)
         return NEUTRAL, (f"{reason}, but {shape_counts[leaning]} shape(s) resolved {leaning} against "
                          f"{shape_counts[opposite]} {opposite} ({shape_counts['sign_flipping']} sign-flipping)")
     return leaning, f"{reason}, in both orders; pooled t-test p = {_p(p)}"

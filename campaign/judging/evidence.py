@@ -33,7 +33,8 @@ from campaign.contract.artifacts import (
     TELEMETRY_FILE,
     cell_dir_name,
 )
-from campaign.contract.cellfiles import AutotuneFile, CellResult, Outcomes, Row, Rows
+from campaign.contract.cellfiles import AutotuneEntry, AutotuneFile, CellResult, Outcomes, Row, Rows
+from campaign.contract.fields import PER_SIDE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix, Task
 from campaign.contract.platforms import IR_STAGES
@@ -54,7 +55,10 @@ class TaskEvidence:
     rows: Optional[tuple[Row, ...]]              # None: not read (caliber refused) or absent
     fallbacks: int                               # AUTOTUNE_REPLAY_FALLBACK, from result or autotune.json
     problems: tuple[str, ...]                    # files present but unreadable
-    tuned: bool = False                          # benchmarked autotune configs: ir/ holds every config's variants
+    # benchmarked autotune configs while the cells it is compared with replay (pinned): its ir/ holds every
+    # config's variants, its timings come after tuning. Never under per_side, where every timed cell tunes
+    # over the same configs, so none stands apart (`apart`).
+    tuned: bool = False
     ir_variants: tuple[irevidence.VariantDigest, ...] = ()   # the IR stage's variants, with signatures
     identity: Optional[dict] = None              # run_identity.json as the cell wrote it
     throttle: Optional[throttle.TaskThrottle] = None   # timed rows vs telemetry; None: no telemetry.tsv or no rows
@@ -62,6 +66,7 @@ class TaskEvidence:
     coverage: Optional[str] = None               # an untimed cell's IR: which configs (`irevidence.untimed_coverage`)
     # where the cell ran no row or left no IR: its logs' last error line (`log_error`); None elsewhere
     error_line: Optional[errorlines.LogLine] = None
+    chosen: tuple[AutotuneEntry, ...] = ()       # the configs its benchmark session recorded (per_side: its own winners)
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -127,22 +132,31 @@ def caliber_of(root: Path, tasks: Iterable[Task]) -> tuple[caliber.CaliberCheck,
     return caliber.compare(tasks, identities, preflight), identities
 
 
-def _autotune(cell: Path, problems: list[str]) -> tuple[Optional[AutotuneFile], bool]:
-    """autotune.json and whether the cell benchmarked configs; an unreadable one counts as
-    tuned: a cell that may hold every config's variants is never compared."""
+def apart(autotune: Optional[AutotuneFile], tuning: str) -> bool:
+    """Whether a cell stands apart from the cells it is compared with: it benchmarked configs
+    (`irevidence.holds_tuning_variants`) while they replay. Under per_side every timed cell tunes over
+    the same configs, so each holds every config's variants and is timed after tuning: none stands
+    apart, and a winner one side chose and the other did not is no code change (each side's winners
+    are named in the report, `campaign.judging.choices`)."""
+    return irevidence.holds_tuning_variants(autotune) and tuning != PER_SIDE
+
+
+def _autotune(cell: Path, problems: list[str], tuning: str) -> tuple[Optional[AutotuneFile], bool]:
+    """autotune.json and whether the cell stands `apart`; an unreadable one counts as apart: a
+    cell that may hold every config's variants is never compared."""
     before = len(problems)
     autotune = read_model(cell / AUTOTUNE_FILE, AutotuneFile, problems)
-    return autotune, irevidence.holds_tuning_variants(autotune) or len(problems) > before
+    return autotune, apart(autotune, tuning) or len(problems) > before
 
 
-def cell_tuned(root: Path, task: Task) -> bool:
-    """Whether ``task``'s cell benchmarked autotune configs (`irevidence.holds_tuning_variants`)."""
-    return _autotune(Path(root) / cell_dir_name(task.id), [])[1]
+def cell_tuned(root: Path, task: Task, manifest: Manifest) -> bool:
+    """Whether ``task``'s cell stands `apart` (benchmarked configs where the others replay)."""
+    return _autotune(Path(root) / cell_dir_name(task.id), [], manifest.defaults.tuning)[1]
 
 
 def cell_coverage(root: Path, task: Task) -> Optional[str]:
     """Which autotune configs an untimed cell's IR holds (`irevidence.untimed_coverage`)."""
-    return irevidence.untimed_coverage(_autotune(Path(root) / cell_dir_name(task.id), [])[0])
+    return irevidence.untimed_coverage(read_model(Path(root) / cell_dir_name(task.id) / AUTOTUNE_FILE, AutotuneFile, []))
 
 
 def cell_ir(root: Path, task: Task, manifest: Manifest, extra_strip: tuple[str, ...] = ()) -> irevidence.CellIR:
@@ -230,14 +244,15 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
         topology = None
     outcomes = read_model(cell / OUTCOMES_FILE, Outcomes, problems)
     rows_file = read_model(cell / ROWS_FILE, Rows, problems) if read_rows else None
-    autotune, tuned = _autotune(cell, problems)
+    autotune, tuned = _autotune(cell, problems, manifest.defaults.tuning)
     fallbacks = max(result.markers.get(REPLAY_FALLBACK_MARKER, 0) if result else 0,
                     len(autotune.fallbacks) if autotune else 0)
     ran_nothing = result is None or not ir.variants or not result.rows.ok + result.rows.compiled
     return TaskEvidence(task, state, result, rc_name, ir.fingerprint, len(ir.variants), topology,
                         outcomes, rows_file.rows if rows_file else None, fallbacks, tuple(problems), tuned,
                         ir.variants, identity, row=row, coverage=irevidence.untimed_coverage(autotune),
-                        error_line=log_error(cell) if ran_nothing else None)
+                        error_line=log_error(cell) if ran_nothing else None,
+                        chosen=autotune.entries if autotune else ())
 
 
 def load_rounds(root: Path, manifest: Manifest, matrix: Matrix, workload: str, before: int,
@@ -270,6 +285,7 @@ def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: b
     samples = telemetryfile.read_samples(root / TELEMETRY_FILE)
     worker_clocks = any(r.clock is not None for t in tasks.values() for r in (t.rows or ()))
     if samples is not None or worker_clocks:
-        judged = throttle.judge(samples or [], {task_id: t.rows for task_id, t in tasks.items()})
+        judged = throttle.judge(samples or [], {task_id: t.rows for task_id, t in tasks.items()},
+                                cards={task_id: t.row.device for task_id, t in tasks.items() if t.row is not None})
         tasks = {task_id: replace(t, throttle=judged.get(task_id)) for task_id, t in tasks.items()}
     return RootEvidence(manifest, matrix, floor, tasks, check, allow_caliber_mismatch, tuple(harness_drift))

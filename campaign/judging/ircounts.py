@@ -44,10 +44,10 @@ _BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "i1": 1, "i8": 8, "i16": 1
          "f8E4M3FN": 8, "f8E5M2": 8}
 
 
-def dot_forms(ttgir: str) -> Counter:
+def dot_forms(ttgir: str) -> Counter[str]:
     """The MMA form of every dot of a TTGIR text."""
     layouts = {m.group(1): (m.group(3), m.group(4)) for m in _ALIAS.finditer(ttgir)}
-    forms: Counter = Counter()
+    forms: Counter[str] = Counter()
     forms[WGMMA] += len(_WARP_GROUP_DOT.findall(ttgir))
     for m in _DOT.finditer(ttgir):
         kind, body = layouts.get(m.group(1), ("", ""))
@@ -81,7 +81,7 @@ def ttgir_counts(text: str) -> dict[str, object]:
 
 
 def ptx_counts(text: str) -> dict[str, object]:
-    widths: Counter = Counter()
+    widths: Counter[str] = Counter()
     for op, _, vec, bits in _PTX_GLOBAL.findall(text):
         widths[f"{op}.global {int(vec or 1) * int(bits)}-bit"] += 1
     for size in _CP_ASYNC.findall(text):
@@ -89,7 +89,7 @@ def ptx_counts(text: str) -> dict[str, object]:
     return {"global loads/stores by width": ", ".join(f"{k} x{n}" for k, n in sorted(widths.items())) or "none"}
 
 
-def opcode_mix(sass: str) -> Counter:
+def opcode_mix(sass: str) -> Counter[str]:
     return Counter(_SASS_OP.findall(sass))
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.contract.cellfiles import AutotuneFile
-from campaign.judging import evidence
+from campaign.judging import choices, evidence
 from campaign.judging.irdiff import Pair, pair_variants
 from campaign.judging.workload import WorkloadFacts
 
@@ -45,12 +45,7 @@ class WorkloadDiff:
 
 
 def config_line(entry) -> str:
-    config = entry.config
-    kwargs = " ".join(f"{k}={v}" for k, v in sorted(config.kwargs.items()))
-    extra = " ".join(f"{k}={v}" for k, v in (("num_warps", config.num_warps), ("num_stages", config.num_stages),
-                                                ("num_ctas", config.num_ctas), ("maxnreg", config.maxnreg))
-                     if v is not None)
-    return f"{entry.kernel} {entry.key}: {kwargs} {extra}".rstrip()
+    return f"{entry.kernel} {entry.key}: {choices.config_text(entry.config)}".rstrip()
 
 
 def config_lines(files: dict[str, Optional[AutotuneFile]]) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ from typing import Iterable, Mapping, Optional
 
 from campaign.contract.artifacts import INDEX_COLUMNS, INDEX_FILE
 from campaign.contract.cellfiles import AutotuneFile
+from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL
 from campaign.judging import irpairing
 from campaign.judging.irnormalize import normalize  # noqa: F401 (the fingerprint's text; read here by evidence and the screen)
 from campaign.judging.irpairing import CellIR, VariantDigest
@@ -176,8 +177,8 @@ def comparable_pair(baseline_tuned: bool, cells: Iterable[str]) -> Optional[tupl
     which replays like the candidate and differs from it only by the switch. None: no
     comparable pair (a tuning baseline and no control)."""
     if not baseline_tuned:
-        return ("baseline", "candidate")
-    return ("control", "candidate") if "control" in cells else None
+        return (BASELINE, CANDIDATE)
+    return (CONTROL, CANDIDATE) if CONTROL in cells else None
 
 
 EQUAL, DIFFER, NOT_COMPARABLE = "equal", "differ", "not_comparable"

@@ -44,7 +44,7 @@ class CellIR:
     variants: tuple[VariantDigest, ...] = ()
 
 
-def _entry(stage: str, kernel: str) -> Optional[re.Pattern]:
+def _entry(stage: str, kernel: str) -> Optional[re.Pattern[str]]:
     name = re.escape(kernel)
     if stage in ("ttir", "ttgir"):
         return re.compile(rf"tt\.func\s+public\s+@{name}\(")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from campaign.contract.errors import EXIT_OK, EXIT_PREFLIGHT, EXIT_REFUSED
+from campaign.contract.errors import EXIT_OK, EXIT_PREFLIGHT, EXIT_REFUSED, RUN_FAILED
 from campaign.contract.status import SKIPPED, StatusRow
 
 
@@ -39,9 +39,9 @@ def health(rows: Mapping[str, StatusRow], root: Path) -> RunHealth:
     first = by_workload[dead[0]][0]
     if all(row.preflight_failed for row in ran):
         checks = sorted({row.preflight_failed for row in ran})
-        return RunHealth(EXIT_PREFLIGHT, f"RUN_FAILED check=preflight: every cell failed preflight ({len(ran)} cells; "
+        return RunHealth(EXIT_PREFLIGHT, f"{RUN_FAILED} check=preflight: every cell failed preflight ({len(ran)} cells; "
                          f"check {', '.join(checks)}; first {_detail(first)}): nothing was measured; the root is "
                          f"sealed with the evidence, `campaign report {root}` and each cell's run.log say why")
-    return RunHealth(EXIT_REFUSED, f"RUN_FAILED check=cells: {len(dead)} of {len(by_workload)} workload(s) had no "
+    return RunHealth(EXIT_REFUSED, f"{RUN_FAILED} check=cells: {len(dead)} of {len(by_workload)} workload(s) had no "
                      f"cell that ran ({', '.join(dead[:5])}{' …' if len(dead) > 5 else ''}; first "
                      f"{_detail(first)}); the root is sealed with the evidence, `campaign report {root}` says why")

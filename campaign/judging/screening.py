@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from campaign.contract import errorlines
+from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL
 from campaign.contract.platforms import platform
 from campaign.contract.verdictnames import IR_CHANGED, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
 from campaign.judging import irevidence, stats
@@ -141,7 +142,7 @@ def verdict(f: Facts) -> Verdict:
         return Verdict(NO_TRITON, "; ".join(notes + [
             f"rows but no *.{f.ir_stage} in any cell: nothing reached the Triton compiler (the operator ran through "
             "aten or a vendor library); not a warm cache, each cell had its own TRITON_CACHE_DIR"]))
-    base = sides["baseline"]
+    base = sides[BASELINE]
     change = irevidence.ir_change(base.tuning_variants, sides,
                                   {c: irevidence.CellIR(s.fingerprint, s.variants) for c, s in sides.items()})
     pair = change.pair
@@ -151,9 +152,9 @@ def verdict(f: Facts) -> Verdict:
             "replaying cell, and there is no control: add a control cell to the manifest and screen again"]))
     if base.tuning_variants:
         notes.append("baseline benchmarked autotune configs: the candidate is compared with the control")
-    elif "control" in sides and sides["control"].fingerprint is not None and base.fingerprint and irevidence.same_code(
+    elif CONTROL in sides and sides[CONTROL].fingerprint is not None and base.fingerprint and irevidence.same_code(
             irevidence.CellIR(base.fingerprint, base.variants),
-            irevidence.CellIR(sides["control"].fingerprint, sides["control"].variants), ("baseline", "control")) is None:
+            irevidence.CellIR(sides[CONTROL].fingerprint, sides[CONTROL].variants), (BASELINE, CONTROL)) is None:
         notes.append("control IR differs from baseline: the switch leaks into its off state")
     if change.missing:
         return Verdict(NO_COMPARABLE_IR, "; ".join(notes + [
@@ -204,7 +205,7 @@ def _span(deltas: list[float]) -> str:
 
 
 def _aa(f: Facts, regime: str) -> tuple[str, str]:
-    base, ctrl = f.sides["baseline"], f.sides.get("control")
+    base, ctrl = f.sides[BASELINE], f.sides.get(CONTROL)
     if ctrl is None:
         return "", ""
     if not (base.timed and ctrl.timed):
@@ -220,17 +221,17 @@ def _aa(f: Facts, regime: str) -> tuple[str, str]:
 
 def shape_range(f: Facts, v: Verdict) -> Range:
     """candidate/baseline - 1 (candidate/control - 1 when the baseline tuned) over one regime's shapes, min…max."""
-    base = f.sides["baseline"]
-    if v.name == NO_COMPARABLE_IR and base.tuning_variants and "control" not in f.sides:
+    base = f.sides[BASELINE]
+    if v.name == NO_COMPARABLE_IR and base.tuning_variants and CONTROL not in f.sides:
         return Range(label=f"{NOT_COMPARABLE}: not printed; there is no control to time the candidate against")
     if v.name not in (IR_CHANGED, NO_IR_DIFF):
         return Range()
-    vs = "control" if base.tuning_variants else "baseline"
-    ref, cand = f.sides.get(vs), f.sides["candidate"]
+    vs = CONTROL if base.tuning_variants else BASELINE
+    ref, cand = f.sides.get(vs), f.sides[CANDIDATE]
     if not platform(f.backend).executes:
         return Range(label=f"not timed: {f.backend} compiles only, no range")
     if ref is None or not (ref.timed and cand.timed):
-        missing = "" if vs == "baseline" else f"; {NOT_COMPARABLE}: not printed"
+        missing = "" if vs == BASELINE else f"; {NOT_COMPARABLE}: not printed"
         return Range(label=f"not timed: a side ran untimed, no range{missing}")
     if f.caliber_findings:
         return Range(label="no range: the cells differ in caliber (see note)")
@@ -243,7 +244,7 @@ def shape_range(f: Facts, v: Verdict) -> Range:
     others = {r: len(d) for r, d in sorted(by_regime.items()) if r != regime}
     left = [f"{n} {r}" for r, n in others.items()] + ([f"{mixed} timed differently on the two sides"] if mixed else [])
     what = f"candidate/{vs}-1 over {len(deltas)} {regime} shapes"
-    if vs == "control":
+    if vs == CONTROL:
         what += " (baseline tuned: both sides replay)"
     label = (f"noise floor of one measurement (IR unchanged), {what}" if v.name == NO_IR_DIFF
              else f"{what}, one measurement")

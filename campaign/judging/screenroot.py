@@ -13,12 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import status, yamlio
+from campaign.contract import status, verdictnames, yamlio
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix
+from campaign.contract.platforms import card_backend, platform
 from campaign.contract.runroot import RunRoot
 from campaign.judging import evidence, irevidence, screening, screentable, stats
 from campaign.judging.evidence import TaskEvidence
+from campaign.judging.irpairing import CellIR
 
 SCREEN_FILE = "screen.tsv"
 
@@ -71,7 +73,7 @@ def gather(root: Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Fact
                                    identity=identities.get(t.id), extra_strip=extra_strip) for t in own]
         change = None
         if ir_pass and not only:
-            prints = {t.cell: evidence.cell_ir(root, t, manifest, extra_strip) for t in ir_pass}
+            prints: dict[str, Optional[CellIR]] = {t.cell: evidence.cell_ir(root, t, manifest, extra_strip) for t in ir_pass}
             change = irevidence.ir_change(False, tuple(prints), prints).state
         coverages = ([t.coverage for t in read] if only else [evidence.cell_coverage(root, t) for t in ir_pass])
         coverage = irevidence.weakest_coverage(coverages) if ir_pass else None
@@ -93,7 +95,7 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Opti
     ``autotune_from`` (``defaults.autotune_from``: the sealed screen root) where given; None when
     there are none."""
     data, _ = yamlio.load(RunRoot.of(root).manifest_file)     # the manifest's own YAML, narrowed and re-emitted
-    weights = {r["workload"]: r["weight_s"] for r in rows if r["verdict"] == screening.IR_CHANGED}
+    weights = {r["workload"]: r["weight_s"] for r in rows if r["verdict"] == verdictnames.IR_CHANGED}
     workloads = []
     for workload in data["workloads"]:
         if workload["name"] in weights:
@@ -102,6 +104,7 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Opti
     if not workloads:
         return None
     data["workloads"] = workloads
+    offline = _to_the_card(data)
     if autotune_from is not None:
         data["defaults"] = {**(data.get("defaults") or {}), "autotune_from": dict(autotune_from)}
     Manifest.model_validate(data)  # what is written must be a manifest
@@ -109,4 +112,20 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Opti
               if autotune_from is not None else "")
     return yamlio.dump(data, (
         f"Emitted by `campaign screen` from {Path(root).name}: its {len(workloads)} IR_CHANGED workload(s).\n"
-        "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it." + pinned))
+        "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it." + pinned + offline))
+
+
+def _to_the_card(data: dict) -> str:
+    """An offline screen's changed workloads are timed on the card it compiled for: the device's backend
+    becomes the one that runs its target, and the timer (a cpu manifest's is event: it times nothing)
+    the card's default, graph replay. Returns the header's line saying so; '' for a card's own screen."""
+    device = data["device"]
+    if platform(device["backend"]).executes:
+        return ""
+    backend = card_backend(device["target"])
+    if backend is None:
+        raise ValueError(f"no backend runs {device['target']} on a card: its changed workloads cannot be timed")
+    data["device"] = {**device, "backend": backend}
+    data["timer"] = {"kind": "graph"}
+    return (f"\nScreened offline ({device['backend']} backend): timed here on the {backend} card it compiled for "
+            f"({device.get('name') or device['target']}), timer graph replay at its defaults.")

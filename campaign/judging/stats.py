@@ -31,6 +31,7 @@ from typing import Iterable, Mapping, Optional
 
 from campaign.contract.artifacts import FALLBACK_MARKER
 from campaign.contract.cellfiles import Row
+from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL
 from campaign.contract.plans import Stopping
 from campaign.contract.records import Key, RegimeTiming, ShapeCounts, ShapeTiming, Timing
 from campaign.contract.verdictnames import RESULT
@@ -108,13 +109,13 @@ def _shape(key: Key, regime: str, paired: Paired, has_control: bool, references:
     rounds = sorted(paired)
     ratios = [paired[r][1] / paired[r][0] for r in rounds]
     aa = [(r, paired[r][2] / paired[r][0] - 1) for r in rounds if paired[r][2] is not None]
-    floor = aa_floor([d for _, d in aa], sum(references.get(r, "baseline") == "baseline" for r in rounds), has_control)
+    floor = aa_floor([d for _, d in aa], sum(references.get(r, BASELINE) == BASELINE for r in rounds), has_control)
     iv = interval(ratios)
     verdict, reason = judge(iv, floor, has_control, floor_note(len(aa)))
     deltas = tuple((r, x - 1) for r, x in zip(rounds, ratios))
-    spread = {"baseline": _spread([paired[r][0] for r in rounds]), "candidate": _spread([paired[r][1] for r in rounds])}
+    spread = {BASELINE: _spread([paired[r][0] for r in rounds]), CANDIDATE: _spread([paired[r][1] for r in rounds])}
     if has_control:
-        spread["control"] = _spread([paired[r][2] for r in rounds if paired[r][2] is not None])
+        spread[CONTROL] = _spread([paired[r][2] for r in rounds if paired[r][2] is not None])
     return ShapeTiming(key=key_name(key), regime=regime, deltas=deltas, aa=tuple(aa), point=geomean(ratios) - 1,
                        interval=iv, floor=floor, side_spread=spread,
                        delta_spread=(max(ratios) - min(ratios)) if len(ratios) > 1 else None,
@@ -148,7 +149,7 @@ def _regime(regime: str, paired: Mapping[Key, Paired], orders: Mapping[int, str]
         return RegimeTiming(**fixed, rounds=(), point=None, interval=None, floor=None, by_order={}, order_verdicts={},
                             verdict=NEUTRAL, reason="no shape paired in every round", p_value=None, df=None,
                             rounds_per_order={}, leaning=NEUTRAL, shape_floor_max=None, resolvable=None)
-    floor = aa_floor(aa_round, sum(references.get(r, "baseline") == "baseline" for r, _, _ in per_round), has_control)
+    floor = aa_floor(aa_round, sum(references.get(r, BASELINE) == BASELINE for r, _, _ in per_round), has_control)
     iv = interval([x for _, _, x in per_round])
     leaning, reason = judge(iv, floor, has_control, floor_note(len(aa_round)))
     nominal, df = significance.pooled_t([math.log(x) for _, _, x in per_round], [math.log1p(a) for a in aa_round])
@@ -177,8 +178,8 @@ def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: 
            has_control: bool, references: Optional[Mapping[int, str]] = None,
            stops: Optional[Stopping] = None) -> Timing:
     """``per_round``: round -> cell name -> samples. ``orders``: round -> BASELINE_FIRST/CANDIDATE_FIRST.
-    ``references``: round -> the cell the candidate is compared with ("baseline" unless named;
-    "control" where the round's baseline benchmarked autotune configs, so its timings are not
+    ``references``: round -> the cell the candidate is compared with (`BASELINE` unless named;
+    `CONTROL` where the round's baseline benchmarked autotune configs, so its timings are not
     comparable with replaying cells). A round taken against the control has no A/A. ``stops``: the
     matrix's adaptive rounds, whose look at this many rounds spends its share of the level
     (`campaign.judging.stopping.share`); None: fixed rounds, the whole level."""
@@ -189,9 +190,9 @@ def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: 
     candidate_missing: set = set()
     for r in sorted(per_round):
         cells = per_round[r]
-        ref = references.get(r, "baseline")
-        base, cand = cells.get(ref, {}), cells.get("candidate", {})
-        ctrl = cells.get("control", {}) if ref == "baseline" else {}
+        ref = references.get(r, BASELINE)
+        base, cand = cells.get(ref, {}), cells.get(CANDIDATE, {})
+        ctrl = cells.get(CONTROL, {}) if ref == BASELINE else {}
         timed_keys |= set(base) | set(cand)
         unpaired += len(set(base) ^ set(cand))
         candidate_missing |= set(base) - set(cand)
@@ -215,7 +216,7 @@ def timing(per_round: Mapping[int, Mapping[str, Mapping[Key, Sample]]], orders: 
                   mixed_pairs=mixed, unpaired=unpaired, rounds=tuple(sorted(per_round)),
                   orders={str(r): o for r, o in sorted(orders.items())},
                   label=RESULT,     # the classifier relabels identical code's timing (`classify.timing_label`)
-                  references={str(r): ref for r, ref in sorted(references.items()) if ref != "baseline"},
+                  references={str(r): ref for r, ref in sorted(references.items()) if ref != BASELINE},
                   coverage=len(covered) / len(timed_keys) if timed_keys else None,
                   timed_keys=frozenset(timed_keys), covered_keys=covered, candidate_missing=frozenset(candidate_missing))
 

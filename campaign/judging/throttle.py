@@ -20,8 +20,11 @@ its window (start <= t <= end). Each timed row is:
   window at all). Counted, never assumed fine; its cycles are unknown;
 - ``ok``: otherwise.
 
-Where the visibility variable pinned no device, every sampled device counts: the
-harness cannot tell which one a cell ran on.
+A row's samples are its own card's: on several cards each card's sampler names its samples with
+the card's uuid (`campaign.running.telemetry.CardSource`), the name its status rows carry, so one
+card's thermal slowdown never judges another card's rows. Where a cell's card is not named among
+the samples (one card, whose rows name none; a root sampled before the samples were named by
+card), every sampled device counts: the harness cannot tell which one a cell ran on.
 """
 from __future__ import annotations
 
@@ -93,13 +96,13 @@ def _informs(sample: Sample) -> bool:
     return sample.sm_clock_mhz is not None or sample.throttle_reasons != ""
 
 
-def _inside(samples: Sequence[Sample], times: Sequence[float], row: Row) -> list[int]:
-    """Indices of the informative samples inside the row's window."""
+def _inside(samples: Sequence[Sample], times: Sequence[float], row: Row, device: Optional[str]) -> list[int]:
+    """Indices of the informative samples inside the row's window, of ``device`` alone where named."""
     if row.window_start_unix is None or row.window_end_unix is None:
         return []
     lo = bisect.bisect_left(times, row.window_start_unix)
     hi = bisect.bisect_right(times, row.window_end_unix)
-    return [i for i in range(lo, hi) if _informs(samples[i])]
+    return [i for i in range(lo, hi) if _informs(samples[i]) and device in (None, samples[i].device)]
 
 
 def _low(clock: Optional[float], ref: Optional[float], fraction: float) -> set[str]:
@@ -139,15 +142,19 @@ def _worker_read(row: Row) -> bool:
 
 
 def judge(samples: Iterable[Sample], rows_by_task: Mapping[str, Optional[Sequence[Row]]],
-          fraction: float = CLOCK_FRACTION) -> dict[str, TaskThrottle]:
+          fraction: float = CLOCK_FRACTION, cards: Optional[Mapping[str, Optional[str]]] = None) -> dict[str, TaskThrottle]:
     """Every task's timed rows judged against the worker's reads or the run's samples; a task
-    without rows is left out."""
+    without rows is left out. ``cards``: task -> the card it ran on (its status row's device), whose
+    samples alone judge its rows where the samples name that card (see the module docstring)."""
     ordered = sorted(samples, key=lambda s: s.t)
     times = [s.t for s in ordered]
+    named = {s.device for s in ordered}
+    own = {task_id: card for task_id, card in (cards or {}).items() if card in named}
     timed: dict[str, list[tuple[RowKey, Row]]] = {
         task_id: [(key, row) for key, row in stats.keyed(rows) if is_timed(row)]
         for task_id, rows in rows_by_task.items() if rows is not None}
-    inside = {task_id: {key: ([] if _worker_read(row) else _inside(ordered, times, row)) for key, row in pairs}
+    inside = {task_id: {key: ([] if _worker_read(row) else _inside(ordered, times, row, own.get(task_id)))
+                        for key, row in pairs}
               for task_id, pairs in timed.items()}
     in_window = sorted({i for per_key in inside.values() for indices in per_key.values() for i in indices})
     per_device: dict[str, list[float]] = {}

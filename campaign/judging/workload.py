@@ -17,6 +17,7 @@ from typing import Optional
 
 from campaign.contract import clockreasons, verdictnames
 from campaign.contract.cellfiles import Outcomes
+from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL
 from campaign.contract.plans import IR_ROUND, Targets
 from campaign.contract.records import SideNoise
 from campaign.judging import direction, irevidence, screening, screenroot, stats, throttle
@@ -116,7 +117,7 @@ def screen_verdict(w: "WorkloadFacts") -> str:
         sides[cell] = screenroot.side(t)
     if not sides and w.ir_pass:          # round 1 skipped: the IR pass decided, as screen.tsv says
         sides = {t.task.cell: screenroot.side(t) for t in w.ir_pass if t.state != "skipped"}
-    if "baseline" not in sides or "candidate" not in sides:
+    if BASELINE not in sides or CANDIDATE not in sides:
         return verdictnames.MISSING
     first = w.tasks[0].task
     facts = screening.Facts(workload=w.name, op=first.op, backend=w.ev.matrix.backend,
@@ -177,10 +178,10 @@ class WorkloadFacts:
         # control stands in for it: it replays like the candidate and differs from it only by the
         # switch. Whether the control itself leaks is then checked against the recording cell:
         # each control variant must be among the variants the recording cell compiled.
-        self.ir_ref = "baseline"
-        if "baseline" in self.tuned_only and self.ir_task.get("control") is not None:
-            self.ir_ref = "control"
-            self.tuned_only = [c for c in self.tuned_only if c != "baseline"]
+        self.ir_ref = BASELINE
+        if BASELINE in self.tuned_only and self.ir_task.get(CONTROL) is not None:
+            self.ir_ref = CONTROL
+            self.tuned_only = [c for c in self.tuned_only if c != BASELINE]
         self.correct = {c: _correctness(ts) for c, ts in self.by_cell.items()}
         self.failing_nodes = {c: failing_nodes(ts) for c, ts in self.by_cell.items()}
         self.markers = {c: _cell_summary(ts) for c, ts in self.by_cell.items()}
@@ -209,9 +210,9 @@ class WorkloadFacts:
         for t in self.done:
             for key, state in stats.row_states(t.rows or ()).items():
                 states[t.task.cell].setdefault(key, set()).add(state)
-        base = states.get("baseline", {})
-        out = {"baseline": sorted((k for k, s in base.items() if "failed" in s), key=repr)}
-        for cell in ("candidate", "control"):
+        base = states.get(BASELINE, {})
+        out = {BASELINE: sorted((k for k, s in base.items() if "failed" in s), key=repr)}
+        for cell in (CANDIDATE, CONTROL):
             if cell in states:
                 out[cell] = sorted((k for k, s in states[cell].items() if "failed" in s and "ok" in base.get(k, ())),
                                    key=repr)
@@ -226,26 +227,26 @@ class WorkloadFacts:
             if t.rows is None:
                 return None
             per_round.setdefault(t.task.round, {})[t.task.cell] = samples(t)
-            if t.task.cell == "baseline" and t.tuned and "control" in self.cells:
+            if t.task.cell == BASELINE and t.tuned and CONTROL in self.cells:
                 # its timings come from a process that benchmarked configs first: compare the
                 # candidate with the control there, both replaying (measured on the H200: mm's
                 # identical control read -11.4 % against the recording baseline)
-                references[t.task.round] = "control"
+                references[t.task.round] = CONTROL
         for r, cells in per_round.items():
             ids = {t.task.cell: t.task.order for t in self.tasks if t.task.round == r}
-            ref = references.get(r, "baseline")
-            if ref in cells and "candidate" in cells:
-                orders[r] = direction.BASELINE_FIRST if ids["baseline"] < ids["candidate"] else direction.CANDIDATE_FIRST
+            ref = references.get(r, BASELINE)
+            if ref in cells and CANDIDATE in cells:
+                orders[r] = direction.BASELINE_FIRST if ids[BASELINE] < ids[CANDIDATE] else direction.CANDIDATE_FIRST
         per_round = {r: c for r, c in per_round.items() if r in orders}
         if not per_round:
             return None
-        return stats.timing(per_round, orders, "control" in self.cells,
+        return stats.timing(per_round, orders, CONTROL in self.cells,
                             {r: c for r, c in references.items() if r in per_round}, self.ev.matrix.stopping)
 
     def ir_decision(self) -> irevidence.IrChange:
         """`irevidence.ir_change` over the first comparable cells: the baseline counts as tuned
         when it only recorded (the control then stands in, or nothing does)."""
-        baseline_tuned = self.ir_ref == "control" or "baseline" in self.tuned_only
+        baseline_tuned = self.ir_ref == CONTROL or BASELINE in self.tuned_only
         return irevidence.ir_change(baseline_tuned, self.cells, {c: t.ir if t else None for c, t in self.ir_task.items()})
 
     def ir_changed(self) -> Optional[bool]:
@@ -255,13 +256,13 @@ class WorkloadFacts:
         return self.topo.get(self.ir_ref)
 
     def control_matches(self) -> Optional[bool]:
-        if "control" not in self.cells or self.ir_task.get("control") is None:
+        if CONTROL not in self.cells or self.ir_task.get(CONTROL) is None:
             return None
-        if self.ir_ref == "control":
-            recorded = {v for t in self.by_cell["baseline"] for v in t.variants}
-            return True if set(self.ir_task["control"].variants) <= recorded else None
-        if self.fp.get("baseline") is None or self.fp.get("control") is None:
+        if self.ir_ref == CONTROL:
+            recorded = {v for t in self.by_cell[BASELINE] for v in t.variants}
+            return True if set(self.ir_task[CONTROL].variants) <= recorded else None
+        if self.fp.get(BASELINE) is None or self.fp.get(CONTROL) is None:
             return None
         # the same rule as the switch's change: an unpaired specialisation is not a leak
-        return irevidence.same_code(self.ir_task["baseline"].ir, self.ir_task["control"].ir,
-                                    ("baseline", "control")) is not None
+        return irevidence.same_code(self.ir_task[BASELINE].ir, self.ir_task[CONTROL].ir,
+                                    (BASELINE, CONTROL)) is not None

@@ -8,7 +8,10 @@ candidate, even rounds the reverse, cancelling one-directional drift. Round 1's
 baseline records the autotune configs; every other task replays that recording,
 so only the switch and noise remain between cells. With ``defaults.autotune_from``
 no task records: every one replays the recording copied from that sealed root
-(`campaign.planning.pinning`).
+(`campaign.planning.pinning`). With ``defaults.tuning: per_side`` every timed task
+records: each side tunes for itself in every round, in its own tuner store, and
+nothing replays (the winner a side picks is then part of what is measured, and a
+round's re-tuning part of the spread the rounds see).
 
 A screen's matrix (``ir_pass``) puts an IR round, round 0, before round 1 (canaries
 still first, all their rounds): baseline then candidate, untimed (``Task.timed``
@@ -30,6 +33,7 @@ from __future__ import annotations
 from typing import Optional
 
 from campaign.contract.artifacts import task_id
+from campaign.contract.fields import BASELINE, CANDIDATE, PER_SIDE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Autotune, CellTerms, Matrix, Stopping, Targets, Task
 from campaign.contract.platforms import platform
@@ -47,7 +51,8 @@ def cell_terms(manifest: Manifest) -> CellTerms:
     return CellTerms(device=manifest.device, triton=sources.triton, torch=sources.torch, flag_gems=sources.flag_gems,
                      timer=manifest.timer, bench_level=defaults.bench_level, shape_mode=defaults.shape_mode,
                      ir_stage=manifest.switch.ir_stage,
-                     autotune_from=defaults.autotune_from.receipt_sha256 if defaults.autotune_from else None)
+                     autotune_from=defaults.autotune_from.receipt_sha256 if defaults.autotune_from else None,
+                     tuning=defaults.tuning)
 
 
 def correctness_dtypes(workload: Workload, targets: Targets) -> Optional[tuple[str, ...]]:
@@ -59,7 +64,7 @@ def correctness_dtypes(workload: Workload, targets: Targets) -> Optional[tuple[s
     return tuple(workload.dtypes)
 
 
-IR_CELLS = ("baseline", "candidate")
+IR_CELLS = (BASELINE, CANDIDATE)
 
 
 def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = False,
@@ -79,7 +84,7 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = Fa
             continue
         for cell in cell_order(cells, round_number, manifest.rounds.alternate_order):
             pinned = manifest.defaults.autotune_from is not None
-            records = round_number == 1 and cell == "baseline" and not pinned
+            records = (round_number == 1 and cell == BASELINE and not pinned) or manifest.defaults.tuning == PER_SIDE
             tasks.append(Task(
                 id=task_id(workload.name, round_number, cell),
                 order=len(tasks),
@@ -93,7 +98,7 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = Fa
                 autotune=Autotune(
                     mode="record" if records else "replay",
                     source=None if records else (pinned_source(workload.name) if pinned
-                                                 else task_id(workload.name, 1, "baseline")),
+                                                 else task_id(workload.name, 1, BASELINE)),
                     policy=policy,
                 ),
                 timeout_s=manifest.timeout_for(workload),

@@ -33,7 +33,11 @@ PYPROJECT_TABLE = re.compile(r"^\s*\[\s*tool\.pytest(\.ini_options)?\s*\]", re.M
 def locate(manifest_path: Path, file_part: str) -> Path:
     """The file ``file_part`` names: as written when absolute, else relative to the manifest's folder."""
     given = Path(file_part).expanduser()
-    return (given if given.is_absolute() else Path(manifest_path).resolve().parent / given).resolve()
+    joined = given if given.is_absolute() else Path(manifest_path).resolve().parent / given
+    try:
+        return joined.resolve()
+    except (OSError, RuntimeError):    # a loop of links (RuntimeError before 3.13), a name too long:
+        return joined                  # named by whoever reads it (`campaign.contract.regular.not_regular`)
 
 
 def absolute(manifest_path: Path, target: str) -> str:

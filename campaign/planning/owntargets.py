@@ -8,16 +8,35 @@ file or another under the same rootdir, written as the benchmark is (absolute, `
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from campaign.contract import regular
 from campaign.contract.plans import Targets
 from campaign.contract.workloads import Workload, own_path
 from campaign.planning import ownfile, ownrules, targets
 
 NOT_DIGESTED = ("imports not digested (installed packages, or code prepare cannot see; torch's and triton's "
                 "versions are in each cell's run identity)")
+
+
+# The kernel's views of the machine: a file there is the reader's own state (/proc/self/environ is
+# the cell's environment) or a device, never the same bytes at prepare and in each cell.
+PSEUDO = ("/proc", "/sys", "/dev")
+
+
+def file_problem(path: Path) -> Optional[str]:
+    """Why ``path`` cannot be a file a cell reads (no such file, a loop of links, a FIFO, under /proc), or None."""
+    why = regular.not_regular(path)
+    if why is not None:
+        return why
+    for seen in (str(path), os.path.realpath(path)):
+        top = next((top for top in PSEUDO if seen == top or seen.startswith(top + "/")), None)
+        if top is not None:
+            return f"is under {top}: the kernel's view of a process or device, not a file a digest can hold"
+    return None
 
 
 @dataclass
@@ -37,8 +56,8 @@ def _node(manifest_path: Path, root: Path, node: str, own: Own, check: str, loc:
         return None
     node = ownfile.absolute(manifest_path, node)
     file = Path(node.partition("::")[0])
-    if not file.is_file():
-        own.problems.append((check, loc, f"{file}: no such file"))
+    if (why := file_problem(file)) is not None:
+        own.problems.append((check, loc, f"{file}: {why}"))
         return None
     if ownfile.rootdir(file) != root:
         own.problems.append((check, loc, f"{file}: pytest's rootdir for it is {ownfile.rootdir(file)}, not the "
@@ -57,8 +76,8 @@ def resolve(workload: Workload, manifest_path: Path, compile_only: bool) -> Own:
     """The workload's absolute targets, rootdir and data files, or why not (each problem located)."""
     own = Own()
     file = ownfile.locate(manifest_path, workload.benchmark.partition("::")[0])
-    if not file.is_file():
-        own.problems.append(("benchmark_target", ("benchmark",), f"{file}: no such file (a path starting with ./ "
+    if (why := file_problem(file)) is not None:
+        own.problems.append(("benchmark_target", ("benchmark",), f"{file}: {why} (a path starting with ./ "
                                                                  f"or ../ is read from the manifest's folder)"))
         return own
     root = ownfile.rootdir(file)
@@ -69,8 +88,8 @@ def resolve(workload: Workload, manifest_path: Path, compile_only: bool) -> Own:
     data = []
     for n, name in enumerate(workload.data or ()):
         path = ownfile.locate(manifest_path, name)
-        if not path.is_file():
-            own.problems.append(("data", ("data", n), f"{path}: no such file (data paths are read from the "
+        if (why := file_problem(path)) is not None:
+            own.problems.append(("data", ("data", n), f"{path}: {why} (data paths are read from the "
                                                       f"manifest's folder unless absolute)"))
         data.append(str(path))
     if benchmark is None or None in nodes:

@@ -27,7 +27,7 @@ from typing import Optional
 
 from campaign.contract import yamlio
 from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, cell_dir
-from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, CampaignError, InputError
+from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, PREPARE_REFUSED, CampaignError, InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix
 from campaign.contract.runroot import RunRoot
@@ -68,7 +68,7 @@ class _Refusal:
         loc = LOC + (key,)
         line, col = yamlio.position(self.document, loc)
         where = " -> ".join(loc)
-        return CampaignError(f"PREPARE_REFUSED check={CHECK}: {self.manifest_path}:{line}:{col}: {where}: {detail}",
+        return CampaignError(f"{PREPARE_REFUSED} check={CHECK}: {self.manifest_path}:{line}:{col}: {where}: {detail}",
                              exit_code)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from campaign.contract import platforms, regular
-from campaign.contract.errors import EXIT_INPUT, CampaignError, InputError
+from campaign.contract.errors import EXIT_INPUT, PREPARE_REFUSED, CampaignError, InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
 from campaign.contract.suggest import did_you_mean
@@ -40,7 +40,7 @@ class _Problems:
     def add(self, check: str, loc: tuple, detail: str) -> None:
         line, col = position(self.document, loc)
         path = " -> ".join(str(p) for p in loc)
-        self.lines.append(f"PREPARE_REFUSED check={check}: {self.where}:{line}:{col}: {path}: {detail}")
+        self.lines.append(f"{PREPARE_REFUSED} check={check}: {self.where}:{line}:{col}: {path}: {detail}")
 
 
 def _own_test(workload: Workload, project_root: Path, problems: _Problems, loc: tuple,

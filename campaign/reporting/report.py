@@ -82,7 +82,9 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optio
     rule, cal, env = verdicts.rule, verdicts.caliber, verdicts.environment
     out = [f"# Campaign `{verdicts.campaign}`: `{verdicts.switch}` on {verdicts.backend}", "",
            f"Cells: {', '.join(verdicts.cells)}. Launch floor {rule.measured_launch_floor}, IR stage "
-           f"{rule.ir_stage}. Intervals: {rule.interval}. Timing rule: {rule.significance}.", ""]
+           f"{rule.ir_stage}. Intervals: {rule.interval}. Timing rule: {rule.significance}."
+           + (f" Smallest effect worth a claim (min_effect_pct): {rule.min_effect_pct:g}%."
+              if rule.min_effect_pct is not None else ""), ""]
     if env is not None and env.switch_overrides_pin is not None:
         pin = env.switch_overrides_pin
         out += [f"The switch `{pin.name}` is a variable the harness pins (to {', '.join(pin.pinned)} in "

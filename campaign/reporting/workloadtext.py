@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 from campaign.contract.errorlines import LogLine, by_cells
-from campaign.contract.fields import stages_below
+from campaign.contract.fields import BASELINE, CANDIDATE, stages_below
 from campaign.contract.plans import IR_ROUND
 from campaign.contract.records import Interval, RegimeTiming, WorkloadVerdict
 from campaign.contract.verdictnames import CLASS_NAMES, RANGED, TIMING_MOVED
@@ -35,7 +35,7 @@ def interval_text(iv: Optional[Interval]) -> str:
 
 def _topology(w: WorkloadVerdict, scoped: bool) -> str:
     cells = w.topology.cells
-    b, c = cells.get(w.ir.reference), cells.get("candidate")
+    b, c = cells.get(w.ir.reference), cells.get(CANDIDATE)
     if not (b and c):
         return "n/a"
     return f"{b.scoped} → {c.scoped}" if scoped else f"{b.unscoped} → {c.unscoped}"
@@ -135,8 +135,8 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str
         below = stages_below(w.ir.stage, backend)
         where = (f"set the IR stage to {' or '.join(below)}" if below
                  else "no stage is lower: it acts outside the compiler's output")
-        way = (how if p.verdict != NEUTRAL else
-               f"leaning {moved([d for _, _, d in p.rounds], p.interval, p.floor)} ({how})")
+        lean = moved([d for _, _, d in p.rounds], p.interval, p.floor)
+        way = how if p.verdict != NEUTRAL or lean == NEUTRAL else f"leaning {lean} ({how})"
         out.append(f"- the IR is unchanged at {w.ir.stage} but the timing moved {pct(p.point)} beyond the "
                    f"±{pct(p.floor, False)} A/A floor, {way}: not the noise floor. The switch acts below "
                    f"{w.ir.stage}: {where}")
@@ -145,10 +145,8 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str
                    "not comparable): " + ", ".join(f"round {r}" for r in t.references))
     if t.coverage is not None and t.coverage < 1:
         out.append(f"- coverage: {pct(t.coverage, False)} of the timed shapes paired in every round")
-    k = p.counts
-    out.append(f"- shapes: {k.faster} faster, {k.slower} slower, {k.neutral} neutral, "
-               f"{k.sign_flipping} sign-flipping" + (f" ({', '.join(p.sign_flips)})" if p.sign_flips else ""))
-    spreads = [s.side_spread.get("baseline") for s in p.shapes if s.side_spread.get("baseline") is not None]
+    out += shape_lines(p)
+    spreads = [s.side_spread.get(BASELINE) for s in p.shapes if s.side_spread.get(BASELINE) is not None]
     deltas = [s.delta_spread for s in p.shapes if s.delta_spread is not None]
     if spreads:
         out.append(f"- dispersion: baseline side spread up to {pct(max(spreads), False)} (machine noise); "
@@ -159,6 +157,16 @@ def _timing_lines(w: WorkloadVerdict, p: RegimeTiming, backend: str) -> list[str
     if t.mixed_pairs:
         out.append(f"- {t.mixed_pairs} pair(s) dropped: the two sides were timed differently")
     return out
+
+
+def shape_lines(p: RegimeTiming) -> list[str]:
+    """The shapes' counts, then each shape that moved (resolved by its own interval and floor) with its
+    delta and interval; the sign-flipping ones (noise) only named after them."""
+    k = p.counts
+    out = [f"- shapes: {k.faster} faster, {k.slower} slower, {k.neutral} neutral, "
+           f"{k.sign_flipping} sign-flipping" + (f" ({', '.join(p.sign_flips)})" if p.sign_flips else "")]
+    return out + [f"- shape moved: {s.key} {s.verdict} {pct(s.point)}, {interval_text(s.interval)}, beyond its "
+                  f"±{pct(s.floor, False)} A/A floor" for s in p.shapes if s.verdict in (FASTER, SLOWER)]
 
 
 def _resolvable_text(p: RegimeTiming) -> str:
@@ -223,7 +231,7 @@ def details(name: str, w: WorkloadVerdict, backend: str, logs: Optional[Mapping[
         out.append(f"- timing: no range printed ({w.screen}" + ("" if w.timing else ", nothing timed") + ")")
     else:
         out += _timing_lines(w, p, backend)
-    out += _clock_lines(w)
+    out += _clock_lines(w) + chosen_lines(w)
     out.append(f"- markers: {_markers(w)}")
     out += _rounds_lines(w, by_ir_pass)
     out.append("")
@@ -236,7 +244,7 @@ def _ir_line(w: WorkloadVerdict, by_ir_pass: list[str]) -> str:
     fps = {c: (fp[:12] if fp else "none") for c, fp in ir.fingerprints.items()}
     control = {True: "control IR equals baseline", False: "control IR DIFFERS from baseline (leak)",
                None: "control not compared"}[ir.control_matches]
-    if ir.reference != "baseline":
+    if ir.reference != BASELINE:
         control = ("the baseline only recorded (its ir/ holds every config tried): the control stands in for it"
                    + ("; every control variant is among the recording cell's" if ir.control_matches else ""))
     if by_ir_pass:
@@ -244,6 +252,15 @@ def _ir_line(w: WorkloadVerdict, by_ir_pass: list[str]) -> str:
                     "config, untimed, no correctness): round 1 was not timed")
     unpaired = f"; {EXCEPTION}: {'; '.join(ir.unpaired)}" if ir.unpaired else ""
     return f"- IR ({ir.stage}): " + ", ".join(f"{c} {fp}" for c, fp in fps.items()) + f"{unpaired}; {control}"
+
+
+def chosen_lines(w: WorkloadVerdict) -> list[str]:
+    """Under per_side tuning, each key whose winners differ between the sides: the config each side chose."""
+    if not w.chosen:
+        return []
+    return [f"- autotune, each side tuned for itself: {len(w.chosen)} key(s) chose differently"] + [
+        f"  - {c.kernel} {c.key}: " + "; ".join(f"{cell} {' / '.join(shown) or 'none'}" for cell, shown in c.cells.items())
+        for c in w.chosen]
 
 
 def _clock_lines(w: WorkloadVerdict) -> list[str]:

@@ -1,4 +1,4 @@
-"""Several cards of one host: one serial runner per card, one root.
+"""Several cards of one host: one runner per card, one root.
 
 A manifest's ``device`` may name several cards of one model (``count``, ``indices`` or
 ``uuids``); ``campaign run --devices 0,1`` narrows them (`campaign.planning.cardplan`).

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from campaign.contract.cellenv_rules import GEMS_VENDOR, PINNED
+from campaign.contract.cellenv_rules import PINNED
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import CellPlan
-from campaign.contract.platforms import visibility_variables
+from campaign.contract.platforms import gems_vendor, visibility_variables
 
 # Where tools, libraries and the interpreter's own packages are found. Tool paths
 # (ptxas, cuobjdump, nvdisasm) select binaries, not behaviour; CUDA_DEVICE_ORDER
@@ -42,7 +42,7 @@ def pinned_env(manifest: Manifest) -> dict[str, str]:
     FlagTree switch reaches a cell only through the manifest's switch cells.
     """
     pinned = dict(PINNED)
-    vendor = GEMS_VENDOR.get(manifest.device.backend)
+    vendor = gems_vendor(manifest.device.backend, manifest.device.target)
     if vendor is not None:
         pinned["GEMS_VENDOR"] = vendor
     return pinned

@@ -31,7 +31,7 @@ from typing import Callable, Optional
 
 from campaign.contract import canonical, regular
 from campaign.contract.artifacts import LOCK_FILE
-from campaign.contract.errors import Refused
+from campaign.contract.errors import RUN_REFUSED, Refused
 from campaign.running.cellproc import end_group
 
 
@@ -136,13 +136,13 @@ class RunLock:
             return
         other = _read(self.path)
         if other is None:
-            raise Refused("RUN_REFUSED", "lock", f"{self.path} exists and cannot be read{_kind(self.path)}; "
+            raise Refused(RUN_REFUSED, "lock", f"{self.path} exists and cannot be read{_kind(self.path)}; "
                           "if no run is active, inspect and remove it by hand")
         if other.host != self.holder.host:
-            raise Refused("RUN_REFUSED", "lock", f"{self.path}: held by {other.describe()}; "
+            raise Refused(RUN_REFUSED, "lock", f"{self.path}: held by {other.describe()}; "
                           "a lock from another host cannot be judged stale from here")
         if pid_alive(other.pid):
-            raise Refused("RUN_REFUSED", "lock", f"another run holds this root: {other.describe()}")
+            raise Refused(RUN_REFUSED, "lock", f"another run holds this root: {other.describe()}")
         self._take_over(other)
 
     def _take_over(self, stale: Holder) -> None:
@@ -158,7 +158,7 @@ class RunLock:
         try:
             os.rename(self.path, aside)
         except FileNotFoundError:
-            raise Refused("RUN_REFUSED", "lock", "another run took over the stale lock first") from None
+            raise Refused(RUN_REFUSED, "lock", "another run took over the stale lock first") from None
         moved = _read(aside)
         if moved != stale:
             try:
@@ -167,10 +167,10 @@ class RunLock:
                 pass
             finally:
                 aside.unlink()
-            raise Refused("RUN_REFUSED", "lock", "another run took over the stale lock first")
+            raise Refused(RUN_REFUSED, "lock", "another run took over the stale lock first")
         aside.unlink()
         if not self._create():
-            raise Refused("RUN_REFUSED", "lock", "another run took over the stale lock first")
+            raise Refused(RUN_REFUSED, "lock", "another run took over the stale lock first")
 
     def running(self, task_id: Optional[str], pgid: Optional[int], card: Optional[int] = None,
                 lane: Optional[int] = None) -> None:

@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Callable, Optional, TextIO
 
+from campaign.contract.errors import PREFLIGHT_FAILED
 from campaign.contract.plans import Task
 from campaign.contract.status import SKIPPED, StatusRow
 
@@ -25,7 +26,7 @@ def end_line(row: StatusRow) -> str:
     if row.markers and any(row.markers.values()):
         parts.append(" ".join(f"{name}={count}" for name, count in row.markers.items() if count))
     if row.preflight_failed:
-        parts.append(f"PREFLIGHT_FAILED check={row.preflight_failed}")
+        parts.append(f"{PREFLIGHT_FAILED} check={row.preflight_failed}")
     if row.note:
         parts.append(row.note)
     return f"{row.task_id}: " + " | ".join(parts)

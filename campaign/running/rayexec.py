@@ -49,7 +49,7 @@ from campaign.contract.artifacts import (
     cell_dir,
     set_aside,
 )
-from campaign.contract.errors import CampaignError, Refused
+from campaign.contract.errors import RUN_FAILED, RUN_REFUSED, CampaignError, Refused
 from campaign.contract.status import StatusRow
 from campaign.contract.telemetryfile import COLUMNS
 from campaign.planning.pinning import PINNED_DIR
@@ -57,7 +57,7 @@ from campaign.running import raynode, raywatch
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Events, Outcome, RunSetup
 from campaign.running.telemetry import ERR_FILE
 
-PREFIX = "RUN_REFUSED"
+PREFIX = RUN_REFUSED
 POLL_S = 0.5
 # Root files a node never needs: the head's own bookkeeping (rows are sent per workload).
 _HEAD_ONLY = (STATUS_FILE, TELEMETRY_FILE, ERR_FILE, LOCK_FILE, RECEIPT_FILE)
@@ -135,7 +135,7 @@ class RayExecutor:
                 break
         if self.lost:
             left = [w for w in todo if w not in self.submitted]
-            raise CampaignError(f"RUN_FAILED check=lost: {len(self.lost)} workload(s) lost on Ray: "
+            raise CampaignError(f"{RUN_FAILED} check=lost: {len(self.lost)} workload(s) lost on Ray: "
                                 + "; ".join(self.lost) + "; their rows say so (card_failed, 'lost: ...')"
                                 + (f"; not started: {', '.join(left)}" if left else "")
                                 + f"; `campaign run {self.setup.root}` (with or without --ray) runs them again")

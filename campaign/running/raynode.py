@@ -33,7 +33,7 @@ from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
 from campaign.contract import status
 from campaign.contract.artifacts import CELLS_DIR, INTERRUPTED_SUFFIX, first_free
-from campaign.contract.errors import Refused
+from campaign.contract.errors import RUN_REFUSED, Refused
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
 from campaign.contract.rootrecords import Prepare
@@ -45,7 +45,7 @@ from campaign.running.cards import run_group
 from campaign.running.cellenv import pinned_env
 from campaign.running.telemetry import Sampler, make_source, visible_devices
 
-PREFIX = "RUN_REFUSED"
+PREFIX = RUN_REFUSED
 
 
 def pack(base: Path, names: Iterable[str]) -> bytes:

@@ -20,13 +20,15 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from campaign.contract import status
+from campaign.contract.fields import BASELINE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix, Task
 from campaign.contract.status import StatusRow
+from campaign.contract.verdictnames import NO_COMPARABLE_IR, SWITCH_NO_IR_DIFF, SkipReason
 from campaign.judging import evidence, irevidence, stopping
 from campaign.judging.workload import WorkloadFacts
 
-Skip = Optional[tuple[str, str]]         # (marker, why) when a round is not worth running; None: run it
+Skip = Optional[tuple[SkipReason, str]]  # (marker, why) when a round is not worth running; None: run it
 
 
 class Rounds:
@@ -83,7 +85,7 @@ class Rounds:
         # the deciding round's cells read through evidence and judged by irevidence.ir_change, as
         # the screen and the classifier judge them
         first = {t.cell: t for t in self.matrix.tasks if t.workload == workload and t.round == decided_by}
-        tuned = evidence.cell_tuned(self.root, first["baseline"])
+        tuned = evidence.cell_tuned(self.root, first[BASELINE], self.manifest)
         cells = irevidence.comparable_pair(tuned, self.matrix.cells)
         name = "the IR pass (round 0)" if decided_by == IR_ROUND else f"round {decided_by}"
         if cells is None:
@@ -99,10 +101,10 @@ class Rounds:
         stage = self.manifest.switch.ir_stage
         untimed = "; not timed: IR unchanged" if decided_by == IR_ROUND else ""
         if change.missing:
-            return ("NO_COMPARABLE_IR", f"{name} {' and '.join(change.missing)} has no *.{stage} file: "
+            return (NO_COMPARABLE_IR, f"{name} {' and '.join(change.missing)} has no *.{stage} file: "
                     "no comparable IR (this does not mean the switch is inert)")
         if change.state == irevidence.EQUAL:
-            return ("SWITCH_NO_IR_DIFF", f"{name} {cells[0]} and {cells[1]} {stage} fingerprints are "
+            return (SWITCH_NO_IR_DIFF, f"{name} {cells[0]} and {cells[1]} {stage} fingerprints are "
                     f"{change.equal_text}: the switch changed no generated code{untimed}")
         return None
 

@@ -1,4 +1,5 @@
-"""The run loop: a prepared matrix, one worker subprocess per task, in order, serially.
+"""The run loop of one card: a prepared matrix; timed cells one worker at a time, in order; a screen's
+untimed IR-pass cells in parallel lanes (`_lanes`).
 
 Protocol per task: write the cell's task.json (`CellPlan`), start the worker on
 ``task.json result.json`` (`campaign.running.workerlaunch`: digested code only) in its own session (so the

@@ -16,6 +16,7 @@ it back, is `campaign.contract.telemetryfile`.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import threading
 import time
 from datetime import datetime, timezone
@@ -68,6 +69,18 @@ def timing_windows(cell_dir: Path) -> list[tuple[float, float]]:
 
 SOURCES: dict[str, Callable[[Optional[list[str]]], Source]] = {
     "nvml": NvmlSource, "mthreads-gmi": GmiSource, "amdsmi": AmdSmiSource}
+
+
+class CardSource:
+    """One card's telemetry source, its samples named with the card's uuid: every card's sampler writes
+    into one telemetry.tsv, and the uuid is what the card's status rows carry, so the judge reads each
+    row against its own card's samples (`campaign.judging.throttle`)."""
+
+    def __init__(self, source: Source, uuid: str):
+        self.source, self.uuid = source, uuid
+
+    def read(self, t: float) -> list:
+        return [dataclasses.replace(s, device=self.uuid) for s in self.source.read(t)]
 
 
 class NoTelemetry(Exception):

@@ -23,11 +23,11 @@ from typing import Any, Collection
 from campaign import __version__
 from campaign.contract import canonical, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, RECEIPT_FILE
-from campaign.contract.errors import Refused
+from campaign.contract.errors import ATTEST_REFUSED, Refused
 from campaign.contract.runroot import RunRoot
 from campaign.sealing.verification import require_sealed, require_verified
 
-PREFIX = "ATTEST_REFUSED"
+PREFIX = ATTEST_REFUSED
 PREDICATE_TYPE = "https://campaign.dev/attestation/run/v1"
 LIBRARY = "in-toto-attestation"
 

@@ -34,7 +34,7 @@ from campaign.contract.artifacts import (
     cell_dir,
     cell_dir_name,
 )
-from campaign.contract.errors import EXIT_VERIFY, Refused
+from campaign.contract.errors import EXIT_VERIFY, RUN_REFUSED, SEAL_REFUSED, Refused
 from campaign.contract.plans import Matrix
 from campaign.contract.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt, content_digest
 from campaign.contract.regular import TooLarge
@@ -46,7 +46,7 @@ from campaign.sealing.rootfiles import SEALED_FILE_MODE, SEALED_FOLDER_MODE, mod
 from campaign.sealing.verification import UNRECORDED, UNVERIFIED, Difference, Verification, check, require_verified, verify_root, writable_entries  # noqa: F401 (re-exported)
 
 PARTIAL_FILE = RECEIPT_FILE + ".partial"
-PREFIX = "SEAL_REFUSED"
+PREFIX = SEAL_REFUSED
 
 
 def is_sealed(root: Path) -> bool:
@@ -239,17 +239,17 @@ def complete(root: Path, release: Callable[[], None]) -> Optional[dict[str, Any]
     try:
         data = canonical.read_json(path)
     except TooLarge as exc:
-        raise Refused("RUN_REFUSED", "seal_interrupted", f"{exc}: not a receipt this tool wrote", EXIT_VERIFY) from None
+        raise Refused(RUN_REFUSED, "seal_interrupted", f"{exc}: not a receipt this tool wrote", EXIT_VERIFY) from None
     except ValueError:
         path.unlink()
         (root / PARTIAL_FILE).unlink(missing_ok=True)
         return None
     except rootfiles.NotRegular as exc:
-        raise Refused("RUN_REFUSED", "seal_interrupted", f"{path}: {exc.strerror}", EXIT_VERIFY) from None
+        raise Refused(RUN_REFUSED, "seal_interrupted", f"{path}: {exc.strerror}", EXIT_VERIFY) from None
     differences = [d for d in check(root, UNRECORDED).differences if d.kind != "mode"]
     if differences:
         shown = "; ".join(d.line() for d in differences[:5])
-        raise Refused("RUN_REFUSED", "seal_interrupted",
+        raise Refused(RUN_REFUSED, "seal_interrupted",
                       f"{root}: the interrupted seal's receipt.json does not match the root "
                       f"({len(differences)} difference(s): {shown}); the seal is not finished", EXIT_VERIFY)
     _finish(root, release)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.contract import canonical
-from campaign.contract.errors import EXIT_INPUT, Refused
+from campaign.contract.errors import EXIT_INPUT, VERIFY_REFUSED, Refused
 from campaign.sealing import attest
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -162,7 +162,7 @@ def problems(root: Path, receipt, envelope: Path, public_key) -> list[str]:
     """Every way the envelope fails to vouch for ``root`` as it is now ([] when it does).
     ``receipt`` is the root's receipt as read (None when it could not be read)."""
     try:
-        parsed = canonical.parse_json(_read(Path(envelope), ENVELOPE_CAP, "envelope", "VERIFY_REFUSED"), "envelope")
+        parsed = canonical.parse_json(_read(Path(envelope), ENVELOPE_CAP, "envelope", VERIFY_REFUSED), "envelope")
     except ValueError as exc:
         return [str(exc)]
     payload, why = _signed_payload(parsed, public_key)

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from campaign.contract import canonical, journal, journalcheck, status
 from campaign.contract.artifacts import LOCK_FILE, RECEIPT_FILE
-from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, Refused
+from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, VERIFY_REFUSED, Refused
 from campaign.contract.receiptmodel import RECEIPT_VERSION, Receipt, ReceiptFile, ReceiptV1, content_digest
 from campaign.contract.runroot import RunRoot
 from campaign.sealing import rootfiles
@@ -70,7 +70,7 @@ def _schema_problem(exc: ValidationError) -> str:
 def read_receipt(root: Path) -> tuple[Optional[Union[ReceiptV1, Receipt]], list[Difference]]:
     path = Path(root) / RECEIPT_FILE
     if not os.path.lexists(path):
-        raise Refused("VERIFY_REFUSED", "receipt", f"{path}: no receipt: the root is not sealed")
+        raise Refused(VERIFY_REFUSED, "receipt", f"{path}: no receipt: the root is not sealed")
     hint = f"; {INTERRUPTED_HINT}" if os.path.lexists(Path(root) / LOCK_FILE) else ""
     try:
         data = canonical.read_json(path)

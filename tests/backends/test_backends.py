@@ -43,7 +43,9 @@ def test_plan_puts_vendor_compat_first_and_only_on_its_backend():
 
 
 def test_plan_runs_compile_only_exactly_where_nothing_executes():
-    assert plugin_plan(get_backend("cpu")) == (COMPILE_ONLY, *COMMON)
+    # the offline FlagGems shim first: it answers torch.cuda before any conftest imports flag_gems
+    assert plugin_plan(get_backend("cpu")) == ("campaign.plugins.flaggems_offline", COMPILE_ONLY, *COMMON)
+    assert "campaign.plugins.flaggems_offline" not in plugin_plan(get_backend("cuda"))
     assert COMPILE_ONLY not in plugin_plan(get_backend("cuda"))
     assert COMPILE_ONLY not in plugin_plan(get_backend("musa"))
 

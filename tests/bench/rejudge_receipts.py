@@ -1,7 +1,8 @@
 """Re-judge every committed root (receipts/*/root.tar.gz) with the classifier of this checkout and
-print each root's classes now and those that moved from the sealed ones.
+print each root's classes now and those that moved from the sealed ones; with --reasons, under each
+root the reason of every workload whose class moved from the sealed one.
 
-    .venv/bin/python tests/bench/rejudge_receipts.py
+    .venv/bin/python tests/bench/rejudge_receipts.py [--reasons]
 """
 import json
 import pathlib
@@ -28,3 +29,6 @@ for tgz in sorted(RECEIPTS.glob('*/root.tar.gz')):
         n = {k: v['class'] for k, v in now['workloads'].items()}
         moved = {k: f"{s.get(k)}->{n[k]}" for k in n if s.get(k) != n[k]}
         print(tgz.parent.name, ''.join(n[k] for k in sorted(n)), 'moved:', moved or 'none', flush=True)
+        if '--reasons' in sys.argv[1:]:
+            for k in moved:
+                print(f"    {k}: {now['workloads'][k]['reason']}", flush=True)

@@ -81,8 +81,11 @@ def workload(rounds: int, shape: str, effect: float, rng: random.Random, scenari
     return stats.timing(*draw(rounds, shape, effect, rng, scenario))
 
 
-def draw(rounds: int, shape: str, effect: float, rng: random.Random, scenario: Scenario = PLAIN) -> tuple:
-    """One simulated workload's rounds as `stats.timing` reads them: (per_round, orders, has_control, references)."""
+def draw(rounds: int, shape: str, effect: float | tuple[float, ...], rng: random.Random,
+         scenario: Scenario = PLAIN) -> tuple:
+    """One simulated workload's rounds as `stats.timing` reads them: (per_round, orders, has_control, references).
+    ``effect``: the candidate's true delta, one for every shape or one per shape (heterogeneous shapes)."""
+    effects = effect if isinstance(effect, tuple) else (effect,) * SHAPES
     per_round, orders = {}, {}
     base_ms = [0.01 * (k + 1) for k in range(SHAPES)]
     sigma = scenario.sigma
@@ -92,13 +95,11 @@ def draw(rounds: int, shape: str, effect: float, rng: random.Random, scenario: S
         per_round[r] = {}
         for position, cell in enumerate(order):
             process = noise(shape, rng) * sigma
-            scale = 1 + effect if cell == "candidate" else 1.0
-            if scenario.recording_round_1 and r == 1 and cell == "baseline":
-                scale *= RECORDING_BIAS
+            bias = RECORDING_BIAS if scenario.recording_round_1 and r == 1 and cell == "baseline" else 1.0
             per_round[r][cell] = {
                 (f"test_{k}", (1024 * (k + 1),), "float16", 0): stats.Sample(
-                    base_ms[k] * scale * math.exp(process + noise(shape, rng) * sigma * scenario.shape_noise[k]
-                                                  + DRIFT * sigma * position),
+                    base_ms[k] * (1 + effects[k] if cell == "candidate" else 1.0) * bias
+                    * math.exp(process + noise(shape, rng) * sigma * scenario.shape_noise[k] + DRIFT * sigma * position),
                     "graph")
                 for k in range(SHAPES)}
     references = {1: "control"} if scenario.recording_round_1 else {}
@@ -151,6 +152,75 @@ def power(rounds: int, trials: int, rng: random.Random, scenario: Scenario = PLA
     return None
 
 
+# Heterogeneous shapes (issue 37): what a class says when its shapes move differently; (name, effects of e)
+SPREADS = (("one of 4 shapes slower by e", lambda e: (e, 0.0, 0.0, 0.0)),
+           ("one shape +e, one -e, two 0", lambda e: (e, -e, 0.0, 0.0)))
+ISSUE_EXAMPLE = (0.003, 0.003, 0.003, -0.08)       # "3 shapes +0.3 %, 1 shape -8 %"
+
+
+def outcome(w: dict) -> str:
+    return w["class"] if w["class"] in ("G", "R") else "X disagree" if "shapes disagree" in w["reason"] else "other"
+
+
+def identical_moved(t: stats.Timing) -> bool:
+    """Whether identical code (IR unchanged) reads X "timing moved" rather than B: an established direction,
+    or (with the code after issue 37) a leaning in every round or shapes disagreeing."""
+    try:
+        from campaign.judging import shaperule
+    except ImportError:        # the code before: only an established direction
+        shaperule = None
+    p = t.primary
+    return p is not None and (p.verdict != direction.NEUTRAL
+                              or (shaperule is not None and shaperule.moved_anyway(p) is not None))
+
+
+def smallest(rounds: int, trials: int, rng: random.Random, spread, wanted: str, top: int = 100) -> float | None:
+    """Smallest e, in 0.1 % steps up to top/10 %, whose workloads read ``wanted`` (`outcome`) 95 % of the time."""
+    for tenths in range(1, top + 1):
+        e = tenths / 1000
+        if sum(outcome(judge(workload(rounds, "gaussian", spread(e), rng))) == wanted for _ in range(trials)) >= 0.95 * trials:
+            return e
+    return None
+
+
+def heterogeneous(trials: int, m: int, power_trials: int, rounds_list: list[int], rng: random.Random) -> None:
+    print(f"\n# Heterogeneous shapes ({trials} workloads per row, campaigns of {m} through Holm; pointwise noise, "
+          "Gaussian)\n")
+    print("Wrong: under no effect a G or R; one shape slower, a G or a \"shapes disagree\"; one shape each way, "
+          "a G or R (a geomean hiding a shape moved the other way); 3 shapes +0.3 % and one -8 %, an R (a G names "
+          "its 1 of 4 shapes, the +0.3 % ones unresolved at this noise).\n")
+    print("| shapes | e | rounds | G | R | X shapes disagree | other (B, C, X) | wrong per workload | "
+          "wrong per campaign (after Holm) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    cases = [("no effect", lambda e: (0.0,) * SHAPES, (0.0,), ("G", "R")),
+             (SPREADS[0][0], SPREADS[0][1], (0.01, 0.02, 0.05), ("G", "X disagree")),
+             (SPREADS[1][0], SPREADS[1][1], (0.01, 0.02, 0.05), ("G", "R")),
+             ("3 shapes +0.3 %, 1 shape -8 %", lambda e: ISSUE_EXAMPLE, (None,), ("R",))]
+    for rounds in rounds_list:
+        for name, spread, effects, wrong in cases:
+            for e in effects:
+                ws = [judge(workload(rounds, "gaussian", spread(e), rng)) for _ in range(trials)]
+                got = [outcome(w) for w in ws]
+                groups = [campaign(ws[i:i + m]) for i in range(0, trials - m + 1, m)]
+                bad = sum(any(outcome(w) in wrong for w in g.values()) for g in groups) / len(groups)
+                share = {k: got.count(k) / trials * 100 for k in ("G", "R", "X disagree", "other")}
+                print(f"| {name} | {'' if e is None else f'{e * 100:g} %'} | {rounds} | {share['G']:.2f} % | "
+                      f"{share['R']:.2f} % | {share['X disagree']:.2f} % | {share['other']:.2f} % | "
+                      f"{sum(share[k] for k in wrong):.3f} % | {bad * 100:.2f} % |", flush=True)
+        same = sum(identical_moved(workload(rounds, "t3", 0.0, rng)) for _ in range(trials)) / trials
+        print(f"| identical code (IR unchanged), t(3) noise: read X \"timing moved\" instead of B | 0 | {rounds} | "
+              f"| | | | {same * 100:.3f} % | |", flush=True)
+    if not power_trials:
+        return
+    print(f"\n# Power on heterogeneous shapes ({power_trials} workloads per 0.1 % step, Gaussian noise)\n")
+    print("| rounds | one of 4 shapes slower by e: called R 95 % | one shape +e, one -e: \"shapes disagree\" 95 % |")
+    print("| --- | --- | --- |")
+    for rounds in rounds_list:
+        found = [smallest(rounds, power_trials, rng, spread, want) for (_, spread), want in zip(SPREADS, ("R", "X disagree"))]
+        print(f"| {rounds} | " + " | ".join("none up to 10 %" if f is None else f"{f * 100:.1f} %" for f in found) + " |",
+              flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20000, help="simulated workloads per cell of the table")
@@ -159,9 +229,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", default="2,3,4,5,6,8")
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--class-rounds", default="4,8,12", help="round counts of the per-class table")
+    parser.add_argument("--shapes-only", action="store_true", help="only the heterogeneous-shapes tables")
+    parser.add_argument("--shape-rounds", default="4,8", help="round counts of the heterogeneous-shapes tables")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     started = time.monotonic()
+    if args.shapes_only:
+        heterogeneous(args.trials, args.campaign, args.power_trials, [int(r) for r in args.shape_rounds.split(",")], rng)
+        print(f"\n({time.monotonic() - started:.0f} s)")
+        return 0
     print(f"# False directional claims under no effect ({args.trials} workloads per row, campaigns of "
           f"{args.campaign}, seed {args.seed})\n")
     print(f"Noise: per-cell process offset + per-shape noise, each sigma {SIGMA * 100:.3f} % (median per-shape "
@@ -191,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             shown = [f"{e * 100:.1f} %" if e is not None else "none up to 20 %" for e in (up, down)]
             print(f"| {scenario.name} | {scenario.sigma * 0.6745 * 2 * 100:.2f} % | {rounds} | {w * 100:.3f} % | "
                   f"{c * 100:.2f} % | {shown[0]} | {shown[1]} |", flush=True)
+    heterogeneous(args.trials, args.campaign, args.power_trials, [int(r) for r in args.shape_rounds.split(",")], rng)
     print(f"\n({time.monotonic() - started:.0f} s)")
     return 0
 

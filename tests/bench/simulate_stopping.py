@@ -2,7 +2,7 @@
 
 Each simulated workload draws its rounds with `simulate_false_claims.draw` (the H200 noise model:
 per-cell process offset, per-shape noise, drift with the position in a round; four shapes timed
-10-40 us), then runs them as the runner does: after ``min`` rounds and after every further pair,
+10-40 us; the effect one for every shape, or one per shape as `simulate_false_claims.SPREADS` draws them), then runs them as the runner does: after ``min`` rounds and after every further pair,
 `campaign.judging.stopping.decide` on `campaign.judging.stats.timing` of the rounds so far (each look
 spending its share of the level); the workload is judged (`campaign.judging.classrules.timing_class`)
 on the rounds it took, and campaigns of M workloads go through Holm (`campaign.judging.classify.holm_pass`).

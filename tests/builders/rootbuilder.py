@@ -58,6 +58,8 @@ class Workload:
     failed_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)   # cell -> shape indices whose row fails
     recording_bias: float = 1.0                                     # latency factor of a cell that benchmarked configs
     noise_capped: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices stopped at the noise cap
+    erroring_nodes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices whose node errors
+    winners: dict[str, dict] = field(default_factory=dict)          # cell -> the matmul config it records (kwargs)
 
     def cell_kernels(self, cell: str) -> tuple[Kernel, ...]:
         return self.kernels.get(cell, self.kernels["baseline"])
@@ -116,6 +118,8 @@ class Options:
     ir_pass: bool = False                                            # a screen's matrix: round 0 untimed before round 1
     stopping: Optional[tuple[int, int]] = None                       # (min, max): rounds.stop decided, as the runner runs it
     max_noise_pct: Optional[float] = None                            # timer.max_noise_pct: rows sampled to a noise target
+    min_effect_pct: Optional[float] = None                           # the manifest's smallest effect worth a claim
+    tuning: str = "pinned"                                           # defaults.tuning: per_side, every timed cell records
     journal: bool = False                                            # digests.jsonl chained as prepare and the runner write it
 
 # prepare.json's clock: a root built twice is byte-identical
@@ -139,7 +143,9 @@ def manifest_text(options: Options, workloads: list[Workload]) -> str:
                 if options.stopping is None else
                 {"min": options.stopping[0], "max": options.stopping[1], "stop": "decided"}),
         measured_launch_floor=options.floor, production_default_policy="unchanged-off",
-        defaults={"timeout_s": 600, "bench_level": "core", "tuner_cache": options.tuner_cache},
+        **({} if options.min_effect_pct is None else {"min_effect_pct": options.min_effect_pct}),
+        defaults={"timeout_s": 600, "bench_level": "core", "tuner_cache": options.tuner_cache,
+                  **({} if options.tuning == "pinned" else {"tuning": options.tuning})},
         workloads=[{"name": w.name, "op": w.op} for w in workloads]))
 
 

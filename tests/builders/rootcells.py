@@ -86,7 +86,8 @@ def identity(task, options: Options, pinned: dict[str, str]) -> dict:
             "tuner_cache": options.tuner_cache, "autotune_mode": task.autotune.mode,
             "autotune_source": task.autotune.source, "autotune_policy": task.autotune.policy,
             "env": dict(task.env), "pinned_env": dict(pinned), "harness_digest": "0" * 64,
-            "timer": timer, "direct_repeat": None, "tuner_cache_at_start": {"files": 0, "bytes": 0}}
+            "timer": timer, "direct_repeat": None, "tuner_cache_at_start": {"files": 0, "bytes": 0},
+            **({} if options.tuning == "pinned" else {"tuning": options.tuning})}   # pinned: as roots before it
     return {**RunIdentity.model_validate(data).dump(), **options.every_identity, **options.identity.get(task.id, {})}
 
 
@@ -124,8 +125,10 @@ def _outcomes(task, w: Workload, options: Options) -> dict:
         return {"schema_version": 1, "state": "not_run", "reason": "IR pass: untimed", "outcomes": []}
     failing = set(range(w.failing.get(task.cell, 0))) | set(w.failing_nodes.get(task.cell, ()))
     nodes = [f"{DEMO}/test_demo.py::test_{w.op}[{dtype}-{'x'.join(map(str, shape))}]" for shape, dtype, _ in w.shapes]
-    outcomes = [{"node": n, "outcome": "failed" if k in failing else "passed",
-                 "detail": "AssertionError: max abs diff 0.125 > atol 0.001" if k in failing else None}
+    erroring = set(w.erroring_nodes.get(task.cell, ()))
+    outcomes = [{"node": n, "outcome": "error" if k in erroring else "failed" if k in failing else "passed",
+                 "detail": ("RuntimeError: CUDA error: an illegal memory access (in the fixture)" if k in erroring else
+                            "AssertionError: max abs diff 0.125 > atol 0.001" if k in failing else None)}
                 for k, n in enumerate(nodes)]
     outcomes.append({"node": f"{DEMO}/test_demo.py::test_other_{w.op}", "outcome": "failed", "detail": "outside the target"})
     return {"schema_version": 1, "state": "run", "reason": None, "outcomes": outcomes}
@@ -169,8 +172,9 @@ def write_cell(root: Path, task, w: Workload, options: Options, manifest: Manife
     if task.id not in options.no_index:
         (cell / IR_DIR / "index.tsv").write_text("\n".join(index) + "\n", encoding="utf-8")
     fallbacks = options.replay_fallbacks.get(task.id, 0)
+    winner = w.winners.get(task.cell, w.winners.get("baseline", {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}))
     entry = {"tuner": "triton", "kernel": "matmul_kernel", "key": "(4096, 4096, 4096, 'torch.float16')",
-             "config": {"kwargs": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, "num_warps": 8, "num_stages": 3}}
+             "config": {"kwargs": winner, "num_warps": 8, "num_stages": 3}}
     canonical.write_json_new(cell / AUTOTUNE_FILE, AutotuneFile.model_validate({
         "mode": task.autotune.mode, "policy": task.autotune.policy, "source": task.autotune.source,
         "entries": [entry], "fallbacks": [entry] * fallbacks,

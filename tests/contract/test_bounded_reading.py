@@ -4,7 +4,9 @@ with its exit code, never a traceback, never a wait.
 Each case is one the tester met as a traceback or a hang: a FIFO as run.lock or status.tsv, a receipt
 too large, too deep, empty, with a byte-order mark or a 5,000-digit integer (verify, report,
 reaccount, attest), forged counts, a shape_file that is a loop, a FIFO or holds a NUL, a target
-file that is not UTF-8 or nested past the parser, a NUL in a cell's variable, `attest --out` on a
+file that is not UTF-8 or nested past the parser, a NUL in a cell's variable, a path past the OS's
+limits, a `data:` file that is a loop of links or under /proc, /sys or /dev, a 200 kB cell value
+(exec would refuse it in every cell), `attest --out` on a
 loop, an `autotune_from` root that is not there (validate refuses it as prepare does), a workload
 whose worker wrote no identity. The CLI runs in-process (`campaign.cli.main`) where a process adds
 nothing; as a subprocess, with a timeout, where a hang is the fault.
@@ -212,3 +214,39 @@ def test_a_harness_file_that_is_a_fifo_is_named_by_validate_and_prepare_never_wa
         assert f"harness file {kern / 'conftest.py'}: cannot be digested: a FIFO (never opened)" in done.stderr
         assert UNEXPECTED not in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def _own(tmp_path: Path, data: str, candidate: str = '"1"') -> Path:
+    kern = tmp_path / "kern"
+    kern.mkdir(exist_ok=True)
+    (kern / "test_k.py").write_text((PROJECT_ROOT / "tests/data/dobench/dobench_my_kernel.py").read_text())
+    workload = f"  - {{name: mine, provider: pytest, benchmark: ./kern/test_k.py, data: [{data}]}}\n"
+    return _manifest(tmp_path, workload=workload, candidate=candidate)
+
+
+DATA = "workloads -> 0 -> data -> 0"
+# (what the manifest gives, its key, what the refusal names): the tester's tracebacks and silent passes
+EDGES = {
+    "a 5,000-char data path": ("./" + "a" * 5000, DATA, "a path of 5,002 bytes: the OS takes at most 4,096 (PATH_MAX)"),
+    "a 5,000-char benchmark path": (None, "workloads -> 0 -> benchmark", "a path of 5,005 bytes: the OS takes at most 4,096"),
+    "a 300-byte name in a path": ("./kern/" + "b" * 300, DATA, "a name of 300 bytes (bbbbbbbbbbbbbbbb...): the OS takes "
+                                                             "at most 255 bytes a name (NAME_MAX)"),
+    "a data file that is a loop of links": ("./kern/loop", DATA, "kern/loop: symbolic link to loop (a loop)"),
+    "a data file under /proc": ("/proc/self/environ", DATA, "environ: is under /proc: the kernel's view of a process"),
+    "a link to a file under /proc": ("./kern/status", DATA, "/status: is under /proc: the kernel's view of a process"),
+    "a data file under /sys": ("/sys/devices/system/cpu/possible", DATA, "possible: is under /sys: the kernel's view"),
+    "a data file under /dev": ("/dev/null", DATA, "/dev/null: a device (never opened)"),
+    "a 200 kB cell value": ("./kern/test_k.py", "switch -> cells -> candidate -> DISABLE_MMA_V3",
+                            "DISABLE_MMA_V3: a value of 200,000 bytes is over the 4,096-byte limit of a cell variable"),
+}
+
+
+@pytest.mark.parametrize("edge", sorted(EDGES))
+def test_a_manifest_edge_case_is_refused_at_validate_by_name(tmp_path: Path, capsys, edge: str):
+    given, key, named = EDGES[edge]
+    path = _own(tmp_path, given or "./kern/test_k.py", '"' + "1" * 200_000 + '"' if "200 kB" in edge else '"1"')
+    (tmp_path / "kern" / "loop").symlink_to("loop")
+    (tmp_path / "kern" / "status").symlink_to("/proc/self/status")
+    if given is None:
+        path.write_text(path.read_text().replace("benchmark: ./kern/test_k.py", f"benchmark: ./{'c' * 5000}.py"))
+    _refused(capsys, path, key, named)

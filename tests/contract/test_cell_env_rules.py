@@ -9,7 +9,7 @@ import runroots
 from conftest import FIXTURES
 
 from campaign.backends import visibility_variables
-from campaign.contract import canonical, cellenv_rules, yamlio
+from campaign.contract import canonical, cellenv_rules, knobtable, yamlio
 from campaign.contract.artifacts import IDENTITY_FILE
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
@@ -75,7 +75,7 @@ def test_every_refusal_in_every_cell_is_reported(tmp_path: Path):
 
 
 def test_ordinary_compiler_switches_pass():
-    for name in ("DISABLE_MMA_V3", "FLAGTREE_NVIDIA_RLC_ENHANCE", "TRITON_F32_DEFAULT", "MLIR_ENABLE_TIMING"):
+    for name in ("DISABLE_MMA_V3", "FLAGTREE_RLC_ENHANCE", "TRITON_F32_DEFAULT", "MLIR_ENABLE_TIMING"):
         assert cellenv_rules.refusal(name, "DISABLE_MMA_V3") is None, name
 
 
@@ -83,9 +83,9 @@ def test_every_variable_the_worker_pins_or_isolates_is_refused_to_other_switches
     # drift guard: a variable added to campaign/running/cellenv.py is covered without editing the rule
     for name in (*PINNED, "GEMS_VENDOR", *CACHE_VARIABLES, *visibility_variables()):
         assert cellenv_rules.refusal(name, "DISABLE_MMA_V3") is not None, name
-    for name in PINNED:     # a pinned interpreter or pytest knob is never a compiler switch either
-        if not name.startswith(("PYTHON", "PYTEST")):
-            assert cellenv_rules.refusal(name, name) is None, name
+    for name in PINNED:     # a pinned knob may be the switch; a pinned interpreter, pytest or pool variable never
+        assert (cellenv_rules.refusal(name, name) is None) == (name in knobtable.KNOBS), name
+    assert {"TRITON_DEFAULT_FP_FUSION", "USE_FLAGTUNE"} <= set(knobtable.KNOBS)
 
 
 def test_validate_refuses_a_preloading_cell_through_the_cli(tmp_path: Path, cli):
@@ -150,9 +150,9 @@ def test_a_variable_set_only_in_the_baseline_is_refused_unless_declared(tmp_path
 
 
 def test_the_same_undeclared_variable_in_every_cell_is_refused(tmp_path: Path):
-    path = _manifest(tmp_path, 'DISABLE_MMA_V3: "1", FOO_KNOB: "1"', baseline='FOO_KNOB: "1"')
-    assert [line.split(": a cell may not set FOO_KNOB: ")[1].split(";")[0] for line in _lines(path)] == [
-        "FOO_KNOB is neither the switch (DISABLE_MMA_V3) nor declared"] * 2
+    path = _manifest(tmp_path, 'DISABLE_MMA_V3: "1", TRITON_ALWAYS_COMPILE: "1"', baseline='TRITON_ALWAYS_COMPILE: "1"')
+    assert [line.split(": a cell may not set TRITON_ALWAYS_COMPILE: ")[1].split(";")[0] for line in _lines(path)] == [
+        "TRITON_ALWAYS_COMPILE is neither the switch (DISABLE_MMA_V3) nor declared"] * 2
 
 
 def test_a_switch_no_cell_sets_is_refused(tmp_path: Path):
@@ -169,13 +169,13 @@ def test_a_candidate_that_moves_only_a_declared_variable_is_refused(tmp_path: Pa
 
 
 def test_a_declaration_must_be_used_be_another_variable_and_give_a_reason(tmp_path: Path):
-    path = _manifest(tmp_path, 'DISABLE_MMA_V3: "1"', also="FOO_KNOB: declared but never set, DISABLE_MMA_V3: the switch")
+    path = _manifest(tmp_path, 'DISABLE_MMA_V3: "1"', also="TRITON_DEBUG: declared but never set, DISABLE_MMA_V3: the switch")
     assert [line.split(": ", 1)[1] for line in _lines(path)] == [
-        "switch -> also -> FOO_KNOB: switch.also declares FOO_KNOB but no cell sets it: remove it or set it",
+        "switch -> also -> TRITON_DEBUG: switch.also declares TRITON_DEBUG but no cell sets it: remove it or set it",
         "switch -> also -> DISABLE_MMA_V3: DISABLE_MMA_V3 is the switch itself (switch.name): "
         "switch.also declares the others"]
-    path = _manifest(tmp_path, 'DISABLE_MMA_V3: "1", FOO_KNOB: "1"', also='FOO_KNOB: "x"')
-    assert _lines(path) == [f"{path}:12:10: switch -> also -> FOO_KNOB: String should have at least 8 characters"]
+    path = _manifest(tmp_path, 'DISABLE_MMA_V3: "1", TRITON_DEBUG: "1"', also='TRITON_DEBUG: "x"')
+    assert _lines(path) == [f"{path}:12:10: switch -> also -> TRITON_DEBUG: String should have at least 8 characters"]
 
 
 def test_validate_refuses_pytest_addopts_through_the_cli(tmp_path: Path, cli):
@@ -193,8 +193,8 @@ def test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_ident
     # or its torch has more than one CPU thread (this machine has two cores)
     path = runroots.manifest(tmp_path, [runroots.fault("add", "test_bench_as_pinned")])
     text = path.read_text().replace('    candidate: {DISABLE_MMA_V3: "1"}',
-                                    '    candidate: {DISABLE_MMA_V3: "1", CAMPAIGN_TEST_KNOB: "on"}\n'
-                                    "  also: {CAMPAIGN_TEST_KNOB: a knob the candidate turns on beside the switch}")
+                                    '    candidate: {DISABLE_MMA_V3: "1", MLIR_ENABLE_TIMING: "on"}\n'
+                                    "  also: {MLIR_ENABLE_TIMING: a knob the candidate turns on beside the switch}")
     path.write_text(text)
     prepared = cli("prepare", path, "--runs-dir", tmp_path / "runs")
     assert prepared.returncode == 0, prepared.stderr
@@ -202,7 +202,7 @@ def test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_ident
     done = runroots.run(root)
     assert done.returncode == 0, done.stderr
     identity = canonical.read_json(root / "cells" / "add" / "r1" / "candidate" / IDENTITY_FILE)
-    assert identity["env"] == {"CAMPAIGN_TEST_KNOB": "on", "DISABLE_MMA_V3": "1"}
+    assert identity["env"] == {"DISABLE_MMA_V3": "1", "MLIR_ENABLE_TIMING": "on"}
     assert identity["pinned_env"]["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == identity["pinned_env"]["OMP_NUM_THREADS"] == "1"
     results = sorted((root / "cells" / "add" / "r1").glob("*/result.json"))
     assert [path.parent.name for path in results] == ["baseline", "candidate"]
@@ -210,6 +210,6 @@ def test_a_declared_variable_reaches_its_cell_and_every_set_variable_is_in_ident
         assert canonical.read_json(path)["rc"] == 0, path
     report = cli("report", root)
     assert report.returncode == 0, report.stderr
-    assert ("Each cell set: baseline: nothing; candidate: `CAMPAIGN_TEST_KNOB=on`, `DISABLE_MMA_V3=1`.\n\n"
-            "Declared beside the switch (`switch.also`): `CAMPAIGN_TEST_KNOB`: a knob the candidate turns on "
+    assert ("Each cell set: baseline: nothing; candidate: `DISABLE_MMA_V3=1`, `MLIR_ENABLE_TIMING=on`.\n\n"
+            "Declared beside the switch (`switch.also`): `MLIR_ENABLE_TIMING`: a knob the candidate turns on "
             "beside the switch.") in report.stdout

@@ -3,7 +3,8 @@
 Each case starts from a valid manifest and applies one to four mutations -- wrong
 types, out-of-range or huge numbers, booleans and quoted numbers, explicit tags,
 deep nesting, aliases (a fair use and a bomb), control bytes, refused cell
-variables (never declarable, or set without a declaration), unknown dtypes,
+variables (never declarable, not on the knob list, or set without a declaration),
+values a knob's reader does not parse as meant, unknown dtypes,
 backtracking regexes, missing and unknown keys. The
 generator knows which mutations make a manifest invalid, so each case asserts:
 no exception but the project's CampaignError, exit 2 with located lines when
@@ -24,14 +25,18 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from campaign.contract import knobtable
 from campaign.contract.errors import CampaignError
 from campaign.contract.fields import DTYPES
 from campaign.flows.freeze import check
 
 CASE_LIMIT_S = 10        # one case; a hang is a failure, not a stuck CI job
 REFUSED_ENV = ("LD_PRELOAD", "PYTHONPATH", "PATH", "BASH_ENV", "TRITON_KERNEL_DUMP", "TRITON_CACHE_DIR",
-               "HOME", "XDG_CONFIG_HOME", "CUDA_VISIBLE_DEVICES", "USE_FLAGTUNE", "PYTHONHASHSEED")
-FAIR_ENV = ("FOO_KNOB", "MLIR_ENABLE_TIMING", "TRITON_F32_DEFAULT", "FLAGTREE_NVIDIA_RLC_ENHANCE")
+               "HOME", "XDG_CONFIG_HOME", "CUDA_VISIBLE_DEVICES", "USE_FLAGTUNE", "PYTHONHASHSEED",
+               "FOO_KNOB", "GIT_CONFIG_GLOBAL", "OMP_TOOL_LIBRARIES")    # the last three: not on the knob list
+FAIR_ENV = ("TRITON_DEBUG", "MLIR_ENABLE_TIMING", "TRITON_F32_DEFAULT", "FLAGTREE_RLC_ENHANCE", "FLAGTREE_RLC_PHASE_MASK")
+# values no knob's reader parses as meant (`campaign.contract.knobtable`)
+BAD_VALUES = ("1✓", "yes", " 1", "0x3", "", "on\n", "x" * 5000)
 UNDECLARED_ENV = ("BAR_KNOB", "TRITON_ALWAYS_COMPILE")     # never declared: apart from FAIR_ENV
 
 
@@ -165,16 +170,28 @@ def tag_mutation(draw):
     return path, Raw(f"{tag} {json.dumps(value)}"), False
 
 
+def _parsed(name: str):
+    """A value the knob's reader parses as meant."""
+    grammar = knobtable.KNOBS[name].grammar
+    if grammar.kind == "bool":
+        return st.sampled_from(("0", "1", "true", "FALSE", "On", "off"))
+    if grammar.kind == "int":
+        return st.integers(0, 10**9 - 1).map(str)
+    return st.sampled_from(grammar.words)
+
+
 @st.composite
 def env_mutation(draw):
-    kind = draw(st.sampled_from(["fair", "refused", "not_a_string", "pinned_switch", "undeclared", "declared_refused"]))
+    kind = draw(st.sampled_from(["fair", "refused", "not_a_string", "pinned_switch", "undeclared", "declared_refused",
+                                 "bad_value"]))
     if kind == "pinned_switch":   # a pinned variable is a legitimate switch when it is the switch
         return [(("switch", "name"), "TRITON_DEFAULT_FP_FUSION", True),
                 (("switch", "cells", "candidate", "TRITON_DEFAULT_FP_FUSION"), "0", True),
                 (("switch", "also", "DISABLE_MMA_V3"), "the earlier switch, kept on in the candidate", True)]
     pool = {"refused": REFUSED_ENV, "declared_refused": REFUSED_ENV, "undeclared": UNDECLARED_ENV}.get(kind, FAIR_ENV)
     name = draw(st.sampled_from(pool))
-    value = Raw(str(draw(st.integers(0, 9)))) if kind == "not_a_string" else draw(st.text("abcXYZ019_", max_size=6))
+    value = {"not_a_string": lambda: Raw(str(draw(st.integers(0, 9)))), "fair": lambda: draw(_parsed(name)),
+             "bad_value": lambda: draw(st.sampled_from(BAD_VALUES))}.get(kind, lambda: draw(st.text("abcXYZ019_", max_size=6)))()
     # a variable besides the switch is allowed only declared with its reason, and some never
     declared = [] if kind == "undeclared" else [(("switch", "also", name), "set beside the switch on purpose", kind == "fair")]
     return [(("switch", "cells", "candidate", name), value, kind == "fair")] + declared

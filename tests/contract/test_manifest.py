@@ -78,3 +78,41 @@ def test_cpu_campaign_cannot_claim_graph_timing(tmp_path: Path):
 def test_missing_file_is_input_error(tmp_path: Path):
     with pytest.raises(InputError, match="no such file"):
         yamlio.validate(Manifest, tmp_path / "absent.yaml")
+
+
+def _narrowed(tmp_path: Path, defaults: str) -> Path:
+    text = (FIXTURES / "manifests" / "valid" / "narrowed.yaml").read_text()
+    path = tmp_path / "m.yaml"
+    path.write_text(text.replace("defaults: {timeout_s: 1200, bench_level: core, shape_mode: subset, tuner_cache: isolated}",
+                                 f"defaults: {{{defaults}}}"))
+    return path
+
+
+def test_tuning_is_pinned_unless_each_side_is_asked_to_tune_for_itself(tmp_path: Path):
+    assert yamlio.validate(Manifest, FIXTURES / "manifests" / "valid" / "narrowed.yaml").defaults.tuning == "pinned"
+    assert yamlio.validate(Manifest, _narrowed(tmp_path, "tuning: per_side")).defaults.tuning == "per_side"
+
+
+@pytest.mark.parametrize("defaults, why", [
+    ("tuning: per_side, tuner_cache: shared", "21:12: defaults -> tuning: per_side: each side tunes into its own "
+     "tuner store, and a shared tuner_cache hands one side the other's winners: use tuner_cache isolated"),
+    ("tuning: per_side, autotune_from: {root: runs/s, receipt_sha256: " + "a" * 64 + "}",
+     "21:12: defaults -> tuning: per_side: each side tunes for itself, and autotune_from replays another root's "
+     "configs on every side: give one (pinned replays them)"),
+    ("tuning: each", "21:12: defaults -> tuning: Input should be 'pinned' or 'per_side'"),
+], ids=["shared-tuner-cache", "autotune-from", "unknown-mode"])
+def test_per_side_is_refused_where_a_side_could_not_tune_for_itself(tmp_path: Path, defaults: str, why: str):
+    path = _narrowed(tmp_path, defaults)
+    with pytest.raises(InputError) as caught:
+        yamlio.validate(Manifest, path)
+    assert caught.value.lines == [f"{path}:{why}"]
+
+
+def test_per_side_is_refused_on_the_compile_only_backend(tmp_path: Path):
+    path = tmp_path / "m.yaml"
+    path.write_text((FIXTURES / "manifests" / "valid" / "minimal.yaml").read_text() + "defaults: {tuning: per_side}\n")
+    with pytest.raises(InputError) as caught:
+        yamlio.validate(Manifest, path)
+    assert caught.value.lines == [f"{path}:15:12: defaults -> tuning: per_side tunes each side by timing its configs; "
+                                  "a cpu campaign times nothing (each side would take its first config, which pinned "
+                                  "does too): use pinned"]

@@ -171,6 +171,9 @@ def test_an_anchored_boolean_is_still_a_boolean(tmp_path: Path):
     ("rounds: {count: 1000000}", "13:10: rounds -> count: Input should be less than or equal to 100"),
     ("rounds: {count: false}", "13:10: rounds -> count: Input should be a valid integer (got False, a bool)"),
     ("measured_launch_floor: 10000000", "13:1: measured_launch_floor: Input should be less than or equal to 1000000"),
+    ("min_effect_pct: 101", "13:1: min_effect_pct: Input should be less than or equal to 100"),
+    ("min_effect_pct: -0.5", "13:1: min_effect_pct: Input should be greater than or equal to 0"),
+    ('min_effect_pct: "1"', "13:1: min_effect_pct: Input should be a valid number (got '1', a str)"),
 ])
 def test_numbers_are_strict_and_bounded(tmp_path: Path, line: str, message: str):
     path = _write(tmp_path, BASE.replace("timer: {kind: event}", f"timer: {{kind: event}}\n{line}"))

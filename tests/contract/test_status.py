@@ -42,7 +42,9 @@ def test_a_clean_cell_is_never_failed_by_the_bookkeeping():
 
 def test_rc_names():
     assert status.rc_name(0) == "ok"
-    assert status.rc_name(3) == "preflight_failed"
+    # the worker's own codes lie outside pytest's 0-5: a crash never reads as failed tests
+    assert status.rc_name(1) == "tests_failed" and status.rc_name(3) == "pytest_internal_error"
+    assert (status.rc_name(70), status.rc_name(78), status.rc_name(64)) == ("worker_crashed", "preflight_failed", "worker_usage")
     assert status.rc_name(-signal.SIGKILL) == "signal_SIGKILL"
     assert status.rc_name(-signal.SIGSEGV) == "signal_SIGSEGV"
     assert status.rc_name(42) == "exit_42"

@@ -22,7 +22,7 @@ def test_gain_needs_correctness_and_speed_in_both_orders(tmp_path):
     w = one(tmp_path, rb.mm())
     assert w["class"] == "G", w["reason"]
     assert w["reason"].startswith("faster in both orders: geomean -8.")
-    assert w["reason"].endswith("(scoped topology 12 -> 4); correct")
+    assert w["reason"].endswith("(scoped topology 12 -> 4); 4 of 4 shapes faster; correct")
     p = w["timing"]["primary"]
     assert p["order_verdicts"] == {"baseline-first": "faster", "candidate-first": "faster"}
     assert -0.09 < p["point"] < -0.07

@@ -105,3 +105,30 @@ def test_r_needs_slower_in_both_orders(tmp_path):
     w = verdict(rb.build(tmp_path, [rb.mm(effect=lambda r, i: 1.0 if r % 2 else 1.10)], rb.Options(rounds=8)))
     assert w["class"] == "C", w["reason"]
     assert "not slower in baseline-first (neutral)" in w["reason"]
+
+
+def test_an_erroring_correctness_node_counts_as_failing(tmp_path):
+    # M4: a node that errors (its fixture raised) is no pass; without the rule this root reads G
+    root = rb.build(tmp_path, [rb.mm(erroring_nodes={"candidate": (1,)})])
+    w = verdict(root)
+    assert w["class"] == "F", w["reason"]
+    assert w["reason"] == ("candidate incorrect: 1 correctness node(s) fail where baseline passes: "
+                           "test_demo.py::test_matmul[float16-2048x2048x2048]")
+
+
+def test_the_aa_floor_comes_only_from_a_control_timed_in_the_baselines_regime(tmp_path):
+    # M5: every control row fell back from capture (direct-timed): no A/A of the graph pairs, so the floor
+    # is unknown and a -10 % claims nothing; with the rule gone the direct rows' A/A makes it G
+    w = verdict(rb.build(tmp_path, [rb.mm(effect=0.9, tuning_configs=0, fallback_rows={"control": (0, 1, 2, 3)})]))
+    assert w["class"] == "C", w["reason"]
+    assert "control missing in a round: A/A floor unknown" in w["reason"]
+    assert all(s["floor"] is None and s["aa"] == [] for s in w["timing"]["primary"]["shapes"])
+
+
+def test_compile_only_topology_increase_is_r_on_ir_evidence_alone(tmp_path):
+    # M9: nothing timed, nothing executed; the scoped topology 4 -> 6 is the claim (without the rule: X)
+    w = verdict(rb.build(tmp_path, [rb.mm(before=4, after=6)], rb.Options(backend="cpu")))
+    assert (w["class"], w["reason"]) == ("R", "scoped topology 4 -> 6: increased (IR evidence alone: not timed)")
+    assert not w["rests_on_timing"]
+    reduced = verdict(rb.build(tmp_path / "reduced", [rb.mm(before=6, after=4)], rb.Options(backend="cpu")))
+    assert reduced["class"] == "X" and reduced["reason"].startswith("compile-only: not timed, correctness not executed")

@@ -47,15 +47,15 @@ def test_the_t_interval_uses_n_minus_one_degrees_of_freedom():
     assert iv.high == pytest.approx(math.exp(mean + 2.776 * sd / math.sqrt(5)) - 1, rel=1e-12)
 
 
-def test_a_direction_needs_more_shapes_for_it_than_against_it():
-    # everything else holds (both orders, p); an aggregate carried by as many shapes against it as
-    # for it, or by none at all, is not a finding
+def test_a_direction_needs_a_shape_for_it_and_none_against_it():
+    # everything else holds (both orders, p); an aggregate carried by no shape, or hiding a shape moved
+    # the other way (issue 37: 3 shapes +0.3 %, 1 shape -8 % read "geomean -1.85 %"), is not a finding
     def rule(faster, slower):
         counts = {"faster": faster, "slower": slower, "neutral": 2, "sign_flipping": 0}
         return direction.direction(direction.FASTER, "range of 4 rounds below -0.50% A/A floor",
                                    {BF: direction.FASTER, CF: direction.FASTER}, {BF: 2, CF: 2}, 1e-6, counts)[0]
-    assert (rule(0, 0), rule(1, 1), rule(2, 2)) == (direction.NEUTRAL,) * 3
-    assert rule(2, 1) == direction.FASTER
+    assert (rule(0, 0), rule(1, 1), rule(2, 2), rule(2, 1), rule(3, 1)) == (direction.NEUTRAL,) * 5
+    assert (rule(1, 0), rule(3, 0)) == (direction.FASTER,) * 2
 
 
 def test_faster_needs_interval_outside_aa_floor_in_two_rounds_of_each_order():

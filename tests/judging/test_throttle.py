@@ -97,6 +97,23 @@ def test_no_sample_inside_a_window_is_unsampled_never_fine():
     assert judged.count("unsampled") == 5 and judged.clocks_mhz == () and judged.reference_mhz == {}
 
 
+def test_a_row_is_judged_by_its_own_cards_samples_not_another_cards_thermal_slowdown():
+    # two cards timing at once, neither with the worker's own clock reads: card A's thermal slowdown is
+    # A's rows' environmental throttle, never B's (before: both cards' rows X)
+    a, b = "GPU-aaaa", "GPU-bbbb"
+    hot = [Sample(s.t, a, 1400.0, throttle_reasons="hw_thermal_slowdown") for s in steady(99.0, 104.0)]
+    cool = [Sample(s.t + 0.05, b, 1980.0, throttle_reasons="none") for s in steady(99.0, 104.0)]
+    rows = {"add/r1/baseline": ROWS, "mm/r1/baseline": ROWS}
+    judged = throttle.judge(hot + cool, rows, cards={"add/r1/baseline": a, "mm/r1/baseline": b})
+    assert judged["add/r1/baseline"].count("environmental") == 3
+    assert [v.state for v in judged["mm/r1/baseline"].rows.values()] == ["ok"] * 3
+    assert judged["mm/r1/baseline"].clocks_mhz == (1980.0,) * 30 and judged["mm/r1/baseline"].reference_mhz[b] == 1980.0
+    # a card the samples do not name (one card's rows name none; samples of an older root named by index):
+    # every sampled device counts, as the harness cannot tell which one a cell ran on
+    unnamed = throttle.judge(hot + cool, rows, cards={"add/r1/baseline": None, "mm/r1/baseline": "0"})
+    assert all(t.count("environmental") == 3 for t in unnamed.values())
+
+
 def test_only_timed_rows_are_judged_and_repeated_keys_count_like_stats():
     rows = (row((1,), 100.0, 101.0), row((1,), 101.2, 102.2), row((2,), status="failed"),
             row((3,), timer="none", status="compiled"))

@@ -22,7 +22,7 @@ from campaign.running import cellenv
 KEYS = {
     "schema_version", "task_id", "backend", "device_name", "device_uuid", "device_target", "driver", "runtime",
     "torch", "triton", "triton_env", "flag_gems", "python", "platform", "bench_level", "shape_mode",
-    "tuner_cache", "tuner_cache_at_start", "tuner_store_at_start", "autotune_mode", "autotune_source", "autotune_policy", "autotune_from", "env", "pinned_env",
+    "tuner_cache", "tuner_cache_at_start", "tuner_store_at_start", "autotune_mode", "autotune_source", "autotune_policy", "autotune_from", "tuning", "env", "pinned_env",
     "harness_digest", "inherited_env", "timer", "direct_repeat",
 }
 TIMER_KEYS = {"kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush", "max_noise_pct", "min_samples",

@@ -123,6 +123,18 @@ def test_a_screen_root_is_compared_beside_a_campaign_root(roots, tmp_path):
     assert data["not_in_every_root"] == {"add": [1]}
 
 
+def test_a_root_whose_sides_tuned_for_themselves_is_named_beside_a_pinned_one(roots, tmp_path):
+    from campaign.flows import session
+    first, _ = roots
+    per_side = rb.build(tmp_path, [rb.mm()], rb.Options(tuning="per_side"), name="per-side")
+    session.seal_root(per_side)
+    done = run_cli("compare", first, per_side, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    differences = json.loads(done.stdout)["differences"]
+    assert {"field": "tuning", "values": ["pinned", "per_side"]} in differences
+    assert {"field": "manifest.defaults.tuning", "values": ["pinned", "per_side"]} in differences
+
+
 def test_a_receipt_without_verdicts_is_refused(tmp_path):
     from campaign.sealing import receipt
     root = rb.build(tmp_path, [rb.pointwise()])

@@ -17,6 +17,7 @@ from taskplan import run_worker, write_plan
 from campaign.contract import canonical, status
 from campaign.contract.artifacts import PHASES_FILE, cell_dir_name
 from campaign.contract.cellfiles import PHASE_NAMES, CellResult, Phase, Phases
+from campaign.contract.errors import WorkerExit
 from campaign.worker import facts
 from campaign.worker.phases import Recorder
 
@@ -170,7 +171,7 @@ def test_a_refused_cell_records_its_phases_and_a_failed_record_never_costs_the_r
                         "correctness": "ops/workloads/demo/test_demo.py"}}
     plan = write_plan(tmp_path / "a", task=gone)
     proc = run_worker(plan, dict(os.environ))
-    assert proc.returncode == 3
+    assert proc.returncode == WorkerExit.PREFLIGHT_FAILED
     record = Phases.model_validate(canonical.read_json(Path(plan.cell_dir) / PHASES_FILE))
     seconds = {p.name: p.seconds for p in record.phases}
     assert seconds["preflight"] > 0 and seconds["timing"] == seconds["correctness"] == 0
@@ -178,8 +179,8 @@ def test_a_refused_cell_records_its_phases_and_a_failed_record_never_costs_the_r
     plan = write_plan(tmp_path / "b", task=gone)
     (Path(plan.cell_dir) / PHASES_FILE).write_text("{}", encoding="utf-8")    # write_new refuses to overwrite
     proc = run_worker(plan, dict(os.environ))
-    assert proc.returncode == 3
-    assert CellResult.model_validate(canonical.read_json(Path(plan.cell_dir) / "result.json")).rc == 3
+    assert proc.returncode == WorkerExit.PREFLIGHT_FAILED
+    assert CellResult.model_validate(canonical.read_json(Path(plan.cell_dir) / "result.json")).rc == WorkerExit.PREFLIGHT_FAILED
     assert "phases.json not written: FileExistsError" in (Path(plan.cell_dir) / "run.log").read_text(encoding="utf-8")
 
 

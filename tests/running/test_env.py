@@ -20,7 +20,8 @@ PARENT = {
 def test_pinned_env_sets_every_caliber_setting_explicitly():
     assert pinned_env(Manifest.model_validate(manifest_data())) == {
         "TRITON_DEFAULT_FP_FUSION": "1", "USE_FLAGTUNE": "0", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1",
-        "PYTHONHASHSEED": "0", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1"}
+        "PYTHONHASHSEED": "0", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1",
+        "GEMS_VENDOR": "nvidia"}    # the cpu backend compiling for cuda:90 configures FlagGems as that card
 
 
 def test_flaggems_vendor_is_named_on_accelerators_never_probed():
@@ -28,13 +29,16 @@ def test_flaggems_vendor_is_named_on_accelerators_never_probed():
     musa = manifest_data(device={"backend": "musa", "name": "MTT S5000", "target": "musa:31"})
     assert pinned_env(Manifest.model_validate(cuda))["GEMS_VENDOR"] == "nvidia"
     assert pinned_env(Manifest.model_validate(musa))["GEMS_VENDOR"] == "mthreads"
-    assert "GEMS_VENDOR" not in pinned_env(Manifest.model_validate(manifest_data()))   # cpu: no FlagGems
+    # cpu: FlagGems is configured as the card of the target's family (`campaign.plugins.flaggems_offline`)
+    assert pinned_env(Manifest.model_validate(manifest_data()))["GEMS_VENDOR"] == "nvidia"
+    gfx = manifest_data(device={"backend": "cpu", "target": "hip:gfx942"})
+    assert "GEMS_VENDOR" not in pinned_env(Manifest.model_validate(gfx))      # no offline shim for hip yet
 
 
 def test_flagtree_flavor_pins_nothing_invented():
     flagtree = manifest_data(sources={"triton": {"version": "3.6.0"}, "triton_flavor": "flagtree"})
     env = pinned_env(Manifest.model_validate(flagtree))
-    assert env == PINNED
+    assert env == {**PINNED, "GEMS_VENDOR": "nvidia"}
     assert not any(name.startswith("FLAGTREE_") for name in env)
 
 

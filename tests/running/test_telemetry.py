@@ -60,6 +60,14 @@ def test_nvml_readings_and_throttle_reasons():
     assert partial.sm_clock_mhz is None and partial.power_w is None
 
 
+def test_a_cards_samples_are_named_with_its_uuid_the_name_its_status_rows_carry():
+    class Source:
+        def read(self, t):
+            return [Sample(t, "3", 1980.0, throttle_reasons="none")]
+    read = telemetry.CardSource(Source(), "GPU-6b2d0453").read(12.5)
+    assert [(s.t, s.device, s.sm_clock_mhz) for s in read] == [(12.5, "GPU-6b2d0453", 1980.0)]
+
+
 def test_summary_is_one_device_min_median_max():
     samples = [Sample(1, "0", 1900, temp_c=50), Sample(1, "1", 300, temp_c=90), Sample(2, "0", 1500, temp_c=61),
                Sample(3, "0", 1800, temp_c=55)]

@@ -14,6 +14,7 @@ from runroots import by_id, fault, prepare, run, start_run
 from taskplan import run_worker, write_plan
 
 from campaign.contract import canonical
+from campaign.contract.errors import WorkerExit
 
 
 def _gone(pid: int) -> bool:
@@ -60,7 +61,7 @@ def test_a_worker_whose_runner_is_already_gone_runs_nothing(tmp_path: Path):
     dead_pid = int(gone.stdout)
     (tmp_path / "root" / "run.lock").write_text(json.dumps({"pid": dead_pid, "host": "h", "started_utc": "t"}))
     proc = run_worker(plan, dict(os.environ))
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == WorkerExit.REFUSED, proc.stderr
     assert (f"worker: run.lock names runner pid {dead_pid}, this worker's parent is pid {os.getpid()}: "
             "the runner that started it is gone; the cell is not run") in proc.stderr
     cell_dir = Path(plan.cell_dir)

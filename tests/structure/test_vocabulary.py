@@ -8,20 +8,37 @@ reaccount/; docstrings are prose and not read. Two rules:
   ``visibility_variable`` ...), so a new backend is a new row, not a hunt through the stages;
 - a display (tuple, list, set, dict keys, ``Literal[...]``) holding three or more words of a
   vocabulary is a copy of its list, allowed only in the defining module. Pairs are logic
-  (which two cells a rule compares), not copies.
+  (which two cells a rule compares), not copies;
+- a word of a named vocabulary (`WORDS`: a cell, a verdict class, a screen verdict, a skip reason, a
+  refusal prefix) is never a bare string outside its home: it is read by its name there
+  (``BASELINE``, ``INCONCLUSIVE``, ``RUN_FAILED``), which a typo turns into a NameError and the type
+  checker into a Literal; a refusal's first word that is in no list (``FOO_REFUSED``) fails too.
 
 `ALLOWED` names every other place that must spell a word, with its reason.
 """
 from __future__ import annotations
 
 import ast
+import re
+from typing import get_args
 
 from conftest import PROJECT_ROOT
 
 from campaign.backends import BACKENDS
 from campaign.contract import platforms, timers
-from campaign.contract.errors import EXIT_CALIBER, EXIT_CODES, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_PREFLIGHT, EXIT_REFUSED, EXIT_VERIFY
+from campaign.contract.errors import (
+    EXIT_CALIBER,
+    EXIT_CODES,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PREFLIGHT,
+    EXIT_REFUSED,
+    EXIT_VERIFY,
+    REFUSAL_PREFIXES,
+)
 from campaign.contract.fields import CELL_NAMES
+from campaign.contract.verdictnames import CLASSES, SKIP_REASONS, ScreenVerdict
 from campaign.running.telemetry import SOURCES
 
 FOLDERS = ("campaign", "worker", "plugins", "reaccount")
@@ -33,12 +50,25 @@ LISTS = {  # vocabulary -> (its words, the one module that lists them)
     "IR stages": (platforms.IR_STAGES, PLATFORMS),
     "backends": (platforms.BACKEND_NAMES, PLATFORMS),
 }
+VERDICTNAMES, ERRORS = "campaign/contract/verdictnames.py", "campaign/contract/errors.py"
+WORDS = {  # vocabulary -> (its words, its home): outside the home each word is read by its name
+    "cells": (CELL_NAMES, "campaign/contract/fields.py"),
+    "verdict classes": (CLASSES, VERDICTNAMES),
+    "screen verdicts": (get_args(ScreenVerdict), VERDICTNAMES),
+    "skip reasons": (SKIP_REASONS, VERDICTNAMES),
+    "refusal prefixes": (REFUSAL_PREFIXES, ERRORS),
+}
+# a refusal's first word, as a string or the head of an f-string: ``RUN_FAILED check=...``
+PREFIX_SHAPE = re.compile(r"^([A-Z]+_(?:REFUSED|FAILED))(?= |$)")
 # (file, word): why it must be spelled there.
 ALLOWED = {
     ("campaign/backends/cuda.py", "cuda"): "the module behind the row joins it by name; also torch's device string",
     ("campaign/backends/musa.py", "musa"): "the module behind the row joins it by name; also torch's device string",
     ("campaign/backends/rocm.py", "rocm"): "the module behind the row joins it by name",
     ("campaign/backends/cpu.py", "cpu"): "the module behind the row joins it by name; also torch's device string",
+    ("plugins/offline_torch.py", "cuda"): "torch.device('cuda'): torch's word for the card's tensors, mapped to the host",
+    ("plugins/offline_torch.py", "cpu"): "torch.device('cpu'): torch's word, where the offline tensors live",
+    ("plugins/flaggems_offline.py", "cpu"): "gems_vendor('cpu', ...) and FlagGems' dispatch key CPU: torch's words",
     ("plugins/compile_only.py", "cpu"): "torch.device('cpu'): torch's word, where the compile-only tensors live",
     ("campaign/planning/ownrules.py", "cuda"): "torch's device string and torch.cuda, as a user's file spells them "
                                                "(the rule that refuses them on the compile-only backend)",
@@ -106,6 +136,34 @@ def test_each_list_is_written_out_in_its_module_only():
                     found.append(f"{file}:{node.lineno}: {sorted(words & set(listed))} copies the {vocabulary} "
                                  f"of {home}")
     assert not found, "\n".join(found)
+
+
+def _bare_words(file: str, tree: ast.AST) -> list[str]:
+    prose, found = _docstrings(tree), []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in prose:
+            continue
+        for vocabulary, (words, home) in WORDS.items():
+            if node.value in words and file != home and (file, node.value) not in ALLOWED:
+                found.append(f"{file}:{node.lineno}: {node.value!r} is one of the {vocabulary} of {home}: read it by its name")
+        head = PREFIX_SHAPE.match(node.value)
+        if head and file != ERRORS and node.value not in REFUSAL_PREFIXES and (file, head[1]) not in ALLOWED:
+            what = "spelled bare" if head[1] in REFUSAL_PREFIXES else "in no list: add it to errors.RefusalPrefix"
+            found.append(f"{file}:{node.lineno}: {node.value[:40]!r}: the refusal prefix {head[1]} {what}")
+    return found
+
+
+def test_no_word_of_a_vocabulary_is_a_bare_string_outside_its_home():
+    found = [line for file, tree in _sources().items() for line in _bare_words(file, tree)]
+    assert not found, "\n".join(found)
+
+
+def test_the_bare_word_rule_sees_a_cell_a_class_and_a_prefix():
+    planted = ast.parse('def f(w):\n    return "X" if w["baseline"] else f"RUN_FAILED check=x: {w}" + "NEW_REFUSED"\n')
+    found = _bare_words("campaign/judging/planted.py", planted)
+    assert len(found) == 4 and "the verdict classes" in found[0] + found[1], found
+    assert sum("refusal prefix" in line for line in found) == 2, found
+    assert _bare_words(WORDS["cells"][1], ast.parse('BASELINE = "baseline"\n')) == []
 
 
 def test_the_allowlist_holds_no_stale_entry():

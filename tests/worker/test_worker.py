@@ -18,6 +18,7 @@ from campaign.backends.plan import plugin_plan
 from campaign.contract.artifacts import INDEX_COLUMNS
 from campaign.contract.canonical import read_json
 from campaign.contract.cellfiles import CellResult, Outcomes
+from campaign.contract.errors import WorkerExit
 from campaign.worker import cell
 from campaign.worker.__main__ import Cell
 
@@ -32,12 +33,12 @@ def _require_planned_plugins(backend: str = "cpu") -> None:
 
 def _refused(plan, check: str) -> CellResult:
     proc = run_worker(plan, dict(os.environ))
-    assert proc.returncode == 3, proc.stderr
+    assert proc.returncode == WorkerExit.PREFLIGHT_FAILED, proc.stderr
     assert f"PREFLIGHT_FAILED check={check}: " in proc.stderr
     cell_dir = Path(plan.cell_dir)
     assert f"PREFLIGHT_FAILED check={check}: " in (cell_dir / "run.log").read_text(encoding="utf-8")
     result = CellResult.model_validate(read_json(cell_dir / "result.json"))
-    assert (result.rc, result.preflight.ok, result.preflight.failed_check) == (3, False, check)
+    assert (result.rc, result.preflight.ok, result.preflight.failed_check) == (WorkerExit.PREFLIGHT_FAILED, False, check)
     assert result.preflight.checks[-1][:2] == (check, False)
     assert result.correctness.state == "not_run" and result.correctness.reason == f"preflight failed: check={check}"
     assert result.rows.ok == result.rows.failed == result.rows.compiled == 0
@@ -75,7 +76,7 @@ def test_a_task_file_without_its_terms_is_refused_and_the_manifest_never_read(de
     (tmp_path / "old-task.json").write_text(json.dumps(old), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "campaign.worker", str(tmp_path / "old-task.json"),
                            str(tmp_path / "old-result.json")], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "not a readable task file" in proc.stderr and "terms" in proc.stderr
+    assert proc.returncode == WorkerExit.USAGE and "not a readable task file" in proc.stderr and "terms" in proc.stderr
     assert not (tmp_path / "old-result.json").exists()
     assert ran.returncode == 0, ran.stderr[-3000:]
 
@@ -136,7 +137,7 @@ def test_a_finished_cell_is_never_rerun_or_overwritten(no_plugins):
     result_file = Path(plan.cell_dir) / "result.json"
     before = result_file.read_bytes()
     proc = run_worker(plan, dict(os.environ))
-    assert proc.returncode == 1
+    assert proc.returncode == WorkerExit.REFUSED
     assert "exists; a finished cell is never re-run or overwritten" in proc.stderr
     assert result_file.read_bytes() == before
 
@@ -146,11 +147,11 @@ def test_bad_usage_exits_2(tmp_path):
 
     proc = subprocess.run([sys.executable, "-m", "campaign.worker", str(tmp_path / "task.json")],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "usage: python -m campaign.worker TASK_JSON RESULT_JSON" in proc.stderr
+    assert proc.returncode == WorkerExit.USAGE and "usage: python -m campaign.worker TASK_JSON RESULT_JSON" in proc.stderr
     (tmp_path / "task.json").write_text("{}", encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "campaign.worker", str(tmp_path / "task.json"),
                            str(tmp_path / "result.json")], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "not a readable task file" in proc.stderr
+    assert proc.returncode == WorkerExit.USAGE and "not a readable task file" in proc.stderr
     assert not (tmp_path / "result.json").exists()
 
 
@@ -272,7 +273,7 @@ def test_pytest_arguments_of_both_sessions(tmp_path):
 def test_a_crash_is_still_a_failure_result(tmp_path):
     plan = write_plan(tmp_path)
     result = Cell(plan, time.monotonic()).crashed(RuntimeError("plugin exploded\nsecond line"))
-    assert result.rc == 1
+    assert result.rc == WorkerExit.CRASH == 70   # never pytest's 1, "tests failed"
     assert result.correctness.reason == "worker crashed: RuntimeError"
     assert result.note == "worker crashed: RuntimeError: plugin exploded"
     assert "worker crashed: RuntimeError: plugin exploded" in (Path(plan.cell_dir) / "run.log").read_text()

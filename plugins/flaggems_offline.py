@@ -1,0 +1,189 @@
+"""FlagGems on the compile-only backend: flag_gems imports, configures and dispatches as on the card.
+
+flag_gems does not import without its device: at import it asks torch.cuda for the card's name (its
+tuner store is named after it), its capability (which arch folder's tune configs and ops replace the
+generic ones: ``_nvidia/hopper`` on a 9.x card), and its properties (SM count, shared memory per
+block with opt-in: its tuners prune configs by them). Its benchmarks and ops then build tensors on
+``flag_gems.device`` ("cuda"), enter ``torch.cuda.device(x.device)`` around each launch, assert
+``x.is_cuda``, branch on ``x.device.type``, and draw philox seeds from the CUDA generator. This module
+answers all of that in a cell of the cpu backend, in one place, from the device's committed record
+(`campaign.backends.devicerecord`, dumped on the card), so the kernels compile for the target with
+the configuration FlagGems chooses on the card, and nothing is launched:
+
+- **torch.cuda's query API** answers as the recorded card: available, one device, its properties,
+  name and capability; ``device``/``_DeviceGuard`` are no-op guards; synchronize and empty_cache do
+  nothing; ``default_generators`` hold a philox state of the card's layout (seed, offset), started at
+  torch's default seed, so FlagGems' random ops draw seeds and offsets as they do on the card.
+- **Tensors say they are on the card**: ``Tensor.device`` reads ``cuda:0`` and ``is_cuda`` True, so a
+  device-type branch takes the card's path; a tensor built for ``cuda`` (a ``device=`` argument,
+  ``.to``, ``.cuda()``) is built on the host instead: the torch functions that take a ``device=``
+  (read from their own documentation) and the Tensor methods that move are wrapped where they are
+  looked up, so FlagGems' ops, called from the dispatcher, are answered as its tests are.
+- **FlagGems dispatches on the CPU key**: its aten registrations use ``runtime.device.dispatch_key``,
+  set to ``CPU`` the moment flag_gems finishes importing (a wrapped loader), so ``use_gems`` and
+  ``enable`` route host tensors to its Triton ops.
+- **Float inputs are not filled**: ``torch.randn``/``rand`` (and ``_like``) build the tensor unfilled
+  (integer draws -- indices, counts -- are drawn as ever): a skipped launch reads no input, and
+  FlagGems' 2**30-element shapes cost seconds and gigabytes per filled tensor.
+- **What the card decides from data is counted, not trusted**: a launch is skipped, so its outputs
+  hold whatever the allocation held. The storage of every tensor handed to a launch is marked, and a
+  host read of a tensor on a marked storage (``item``, ``tolist``, ``bool``, ``int``, ``float``,
+  ``numpy``) is counted: host logic that reads kernel results (nonzero, unique, masked_select) chose
+  its next kernels from garbage, and the cell says how often (`reads`). A value derived from a kernel's
+  output by further torch ops before it is read is not followed: the count is a floor.
+
+The shim is installed once per process (a batch runs several workloads in one) before any conftest
+is imported (FlagGems' benchmark conftest imports flag_gems at its top), and only where flag_gems is
+installed and the target's family has a FlagGems vendor; run_identity records the record it answered
+from (`answered_from`). Environment: the cell is given ``GEMS_VENDOR`` by the parent (the target
+family's vendor, `campaign.contract.cellenv_rules`) and its own tuner store (``FLAGGEMS_CACHE_DIR``).
+"""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Optional
+
+import pytest
+
+from campaign.backends import devicerecord
+from campaign.contract.platforms import gems_vendor
+from campaign.plugins import compile_only, offline_torch
+
+
+@dataclass
+class Shim:
+    target: str
+    digest: str
+    marked: set = field(default_factory=set)     # data_ptr of every storage a skipped launch was handed
+    reads: int = 0                               # host reads of marked tensors, this session
+
+    @property
+    def answered_from(self) -> str:
+        return f"{self.target} sha256:{self.digest}"
+
+
+ACTIVE: Optional[Shim] = None
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``then(module)`` when ``name`` has finished importing (wrapping its loader's exec)."""
+
+    def __init__(self, name: str, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module, then = spec.loader.exec_module, self.then
+
+        def exec_then(module):
+            exec_module(module)
+            then(module)
+        spec.loader.exec_module = exec_then
+        return spec
+
+
+def dispatch_on_host(flag_gems) -> None:
+    """FlagGems' ops go to the CPU key; its philox bookkeeping stays host arithmetic.
+
+    On the card the generator state is a host tensor, so ``c1 += increment`` runs on aten's CPU
+    kernel; here the CPU key is FlagGems', and that add would be a skipped Triton launch that never
+    moves the offset (every draw the same offset, other kernels compiled: seen as ``_copy_kernel``
+    and ``add_func_tensor_scalar`` in every random op's IR). Each module's binding is replaced."""
+    flag_gems.runtime.device.dispatch_key = "CPU"
+    random_utils = sys.modules["flag_gems.utils.random_utils"]
+    original = random_utils.philox_backend_seed_offset
+
+    def philox_backend_seed_offset(increment, generator=None):
+        import torch
+        source = torch.cuda.default_generators[0] if generator is None else generator
+        return source.advance(increment) if isinstance(source, offline_torch.PhiloxState) else original(increment, generator)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("flag_gems") and m is not None]:
+        if getattr(module, "philox_backend_seed_offset", None) is original:
+            module.philox_backend_seed_offset = philox_backend_seed_offset
+
+
+def mark_launch_args(args) -> None:
+    """Called by the compile-only launcher with a skipped launch's arguments."""
+    if ACTIVE is None:
+        return
+    import torch
+    for value in args:
+        if isinstance(value, torch.Tensor) and (ptr := offline_torch.storage_ptr(value)):
+            ACTIVE.marked.add(ptr)
+
+
+# the providers whose workloads run FlagGems: a cell of another provider is left to plain torch (a
+# batch keeps the shim for its later workloads once one of these installed it: one process, one torch)
+PROVIDERS = ("flaggems", "flaggems_upstream")
+
+
+def _installed() -> bool:
+    """FlagGems installed as a distribution: a module named flag_gems without one (a stand-in on the
+    path) is not what this shim answers for."""
+    try:
+        metadata.version("flag_gems")
+    except metadata.PackageNotFoundError:
+        return False
+    return importlib.util.find_spec("flag_gems") is not None
+
+
+def install(target: str, provider: str) -> Optional[Shim]:
+    """Answer for ``target``'s card in this process (once; later calls return the shim in place).
+    None where the provider runs no FlagGems, flag_gems is not installed, or the target's family has
+    no FlagGems vendor."""
+    global ACTIVE
+    if ACTIVE is not None:
+        return ACTIVE
+    if provider not in PROVIDERS or gems_vendor("cpu", target) is None or not _installed():
+        return None
+    import torch
+
+    record = devicerecord.load(target)
+    shim = Shim(target=target, digest=devicerecord.digest(record))
+    offline_torch.answer_torch_cuda(torch.cuda, record)
+    offline_torch.tensors_on_host(torch, shim)
+    offline_torch.fused_dropout(torch)
+    if "flag_gems" in sys.modules:
+        dispatch_on_host(sys.modules["flag_gems"])
+    else:
+        sys.meta_path.insert(0, _AfterImport("flag_gems", dispatch_on_host))
+    compile_only.LAUNCH_HOOKS.append(mark_launch_args)
+    ACTIVE = shim
+    return shim
+
+
+class FlagGemsOffline:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_load_initial_conftests(self, early_config, parser, args):
+        try:
+            shim = install(self.ctx.terms.device.target, self.ctx.task.provider)
+        except (FileNotFoundError, ValueError) as exc:
+            raise pytest.UsageError(f"flaggems offline: {exc}") from None
+        if shim is not None:
+            shim.reads = 0
+            self.ctx.log.line(f"flaggems offline: torch.cuda answers as {shim.answered_from}; tensors built "
+                              "for cuda live on the host; FlagGems dispatches on the CPU key")
+
+    def pytest_unconfigure(self, config):
+        if ACTIVE is not None:
+            self.ctx.log.line(f"flaggems offline: {ACTIVE.reads} host reads of tensors a skipped launch was handed")
+
+
+def make(ctx) -> FlagGemsOffline:
+    return FlagGemsOffline(ctx)

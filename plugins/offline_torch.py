@@ -1,0 +1,197 @@
+"""torch as the card answers it, in a process that has none: the torch side of `campaign.plugins.flaggems_offline`.
+
+torch.cuda's query API from the card's dumped record; tensors that say they are on the card and live
+on the host; float fills skipped; host reads of what a skipped launch was handed counted; the card's
+philox generator state. Each is patched where it is looked up (the torch namespace, the Tensor class,
+torch.cuda), so code called from the dispatcher below any torch function mode is answered too.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import types
+from typing import Optional
+
+HOST_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy")
+PHILOX_DEFAULT_SEED = 67280421310721            # torch's default_rng_seed_val, the card's first seed
+
+
+class PhiloxState:
+    """The card's default generator as FlagGems reads it: a 16-byte state, seed then offset. Held as
+    Python ints: on the host every tensor op may be FlagGems' (its ops own the CPU key here), and the
+    card does this bookkeeping in aten's host kernels, never in a Triton launch."""
+
+    def __init__(self, seed: int = PHILOX_DEFAULT_SEED):
+        self.manual_seed(seed)
+
+    def get_state(self):
+        import torch
+        return torch.tensor([self._seed, self._offset], dtype=torch.int64).view(torch.uint8)
+
+    def set_state(self, state) -> None:
+        import torch
+        self._seed, self._offset = (int(v) for v in state.view(torch.int64).tolist())
+
+    def manual_seed(self, seed: int) -> "PhiloxState":
+        self._seed, self._offset = int(seed), 0
+        return self
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def advance(self, increment: int) -> tuple[int, int]:
+        """FlagGems' ``philox_backend_seed_offset`` on the card: the seed and offset now, the offset
+        then moved on by ``increment`` rounded up to 4, in host arithmetic as aten does it there."""
+        now = (self._seed, self._offset)
+        self._offset += (increment + 3) // 4 * 4
+        return now
+
+    def seed(self) -> int:
+        return self._seed
+
+
+class _NoGuard:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
+def _properties(record: dict):
+    return types.SimpleNamespace(**record["properties"])
+
+
+def answer_torch_cuda(cuda, record: dict) -> None:
+    props = _properties(record)
+    capability = tuple(record["capability"])
+    generator = PhiloxState()
+    answers = {
+        "is_available": lambda: True, "is_initialized": lambda: True, "_lazy_init": lambda: None,
+        "device_count": lambda: 1, "current_device": lambda: 0, "set_device": lambda device: None,
+        "get_device_properties": lambda device=None: props, "get_device_name": lambda device=None: props.name,
+        "get_device_capability": lambda device=None: capability, "synchronize": lambda device=None: None,
+        "empty_cache": lambda: None, "device": _NoGuard, "_DeviceGuard": _NoGuard,
+        "mem_get_info": lambda device=None: (props.total_memory, props.total_memory),
+        "default_generators": (generator,), "manual_seed": generator.manual_seed,
+        "manual_seed_all": generator.manual_seed,
+    }
+    for name, value in answers.items():
+        setattr(cuda, name, value)
+
+
+def _is_cuda(device) -> bool:
+    import torch
+    return (isinstance(device, str) and device.split(":")[0] == "cuda") or (
+        isinstance(device, torch.device) and device.type == "cuda")
+
+
+def _host(device):
+    import torch
+    return torch.device("cpu") if _is_cuda(device) else device
+
+
+def storage_ptr(tensor) -> Optional[int]:
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _device_arguments(torch) -> tuple[str, ...]:
+    """The torch functions that build a tensor on a ``device=`` (their own documentation says so)."""
+    names = []
+    for name in dir(torch):
+        fn = getattr(torch, name, None)
+        doc = getattr(fn, "__doc__", None) or ""
+        if callable(fn) and not isinstance(fn, type) and (re.search(r"\bdevice=", doc[:800])
+                                                          or "device (:class:`torch.device`" in doc):
+            names.append(name)
+    return tuple(names)
+
+
+def _on_host(fn):
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if "device" in kwargs:
+            kwargs["device"] = _host(kwargs["device"])
+        return fn(*args, **kwargs)
+    return call
+
+
+def _to_host(to):
+    @functools.wraps(to)
+    def call(self, *args, **kwargs):
+        if "device" in kwargs:
+            kwargs["device"] = _host(kwargs["device"])
+        return to(self, *(_host(a) for a in args), **kwargs)
+    return call
+
+
+def _counted(read, shim):
+    @functools.wraps(read)
+    def call(self, *args, **kwargs):
+        if shim.marked and storage_ptr(self) in shim.marked:
+            shim.reads += 1
+        return read(self, *args, **kwargs)
+    return call
+
+
+FILLED = ("randn", "rand")                     # float fills no kernel reads here: left uninitialised
+EMPTY_KWARGS = ("dtype", "layout", "device", "requires_grad", "pin_memory", "memory_format")
+
+
+def _unfilled(fill, empty):
+    """``fill`` without filling: the same tensor as ``empty`` builds it. A skipped launch reads no
+    input, so the values of a float input decide nothing that compiles; at FlagGems' 2**30-element
+    shapes filling them cost seconds and gigabytes per tensor (an out= or generator= call fills)."""
+    @functools.wraps(fill)
+    def call(*args, **kwargs):
+        if set(kwargs) - set(EMPTY_KWARGS):
+            return fill(*args, **kwargs)
+        return empty(*args, **kwargs)
+    return call
+
+
+def fused_dropout(torch) -> None:
+    """aten's ``dropout`` takes its fused kernel (``native_dropout``, FlagGems' dropout on the card)
+    where C++ sees a CUDA input (``is_fused_kernel_acceptable``); a host tensor takes the composite
+    path (bernoulli_, mul, div), a Python property cannot reach that branch. Both entry points take
+    the card's path here, under the card's own condition (training, 0 < p < 1, elements)."""
+    dropout = torch.dropout
+
+    @functools.wraps(dropout)
+    def card_dropout(input, p, train):
+        if train and 0 < p < 1 and input.numel() > 0:
+            return torch.native_dropout(input, p, train)[0]
+        return dropout(input, p, train)
+    torch.dropout = card_dropout
+    torch._VF.dropout = card_dropout
+
+
+def tensors_on_host(torch, shim) -> None:
+    """Tensors say they are on the card; tensors built for it live on the host; reads are counted.
+    Patched where they are looked up (the torch namespace, the Tensor class), so FlagGems' own ops,
+    called from the dispatcher below any torch function mode, are answered too."""
+    card = torch.device("cuda", 0)
+    for name in FILLED:
+        setattr(torch, name, _unfilled(getattr(torch, name), torch.empty))
+        setattr(torch, f"{name}_like", _unfilled(getattr(torch, f"{name}_like"), torch.empty_like))
+    for name in _device_arguments(torch):
+        setattr(torch, name, _on_host(getattr(torch, name)))
+    tensor = torch.Tensor
+    for name in ("new_empty", "new_empty_strided", "new_full", "new_ones", "new_tensor", "new_zeros"):
+        setattr(tensor, name, _on_host(getattr(tensor, name)))
+    tensor.to = _to_host(tensor.to)
+    tensor.cuda = lambda self, *args, **kwargs: self
+    tensor.pin_memory = lambda self, *args, **kwargs: self
+    for name in HOST_READS:
+        setattr(tensor, name, _counted(getattr(tensor, name), shim))
+    tensor.device = property(lambda self: card)
+    tensor.is_cuda = property(lambda self: True)
+    tensor.is_cpu = property(lambda self: False)
+
+
