@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from campaign import __version__, crash
+from campaign.contract import faults
 from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_REFUSED, CampaignError
 
 # subcommand (a module of campaign.commands) -> one-line help
@@ -66,10 +67,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as exc:     # a file that cannot be read is named; anything else is a bug, below
+        refused = faults.read_failed(exc, args.command)
+        if refused is None:
+            return _crashed(exc, argv, args)
+        print(refused.lines[0], file=sys.stderr)
+        return refused.exit_code
     except Exception as exc:   # a bug: one line naming its crash log, never a bare traceback
-        root = getattr(args, "root", None)
-        crash.report(exc, argv, root if isinstance(root, Path) else None)
-        return EXIT_REFUSED
+        return _crashed(exc, argv, args)
+
+
+def _crashed(exc: BaseException, argv: Sequence[str], args: argparse.Namespace) -> int:
+    root = getattr(args, "root", None)
+    crash.report(exc, argv, root if isinstance(root, Path) else None)
+    return EXIT_REFUSED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -50,7 +50,7 @@ from campaign.contract.artifacts import ROWS_FILE
 from campaign.contract.canonical import write_json_new
 from campaign.contract.cellfiles import Row, Rows
 from campaign.contract.fields import DTYPES
-from campaign.plugins import timing, timingclock
+from campaign.plugins import flaggems_offline, timing, timingclock
 from campaign.plugins._device_timers import DeviceTimers
 
 APIS = ("do_bench", "do_bench_cudagraph")
@@ -206,9 +206,10 @@ class DoBenchPlugin:
                     dtype=dtype, role=role)
         asked = ", ".join(f"{k}={v!r}" for k, v in options.items() if k != "grad_to_none")
         self.ctx.log.line(f"dobench: {item.nodeid} call {index} {api}({asked}) role={role}")
-        if role == "reference" and not self.ctx.backend.capabilities.executes:
-            # torch's own op on the host: no Triton code of the campaign's, no row (nothing is paired or
-            # timed offline), and at FlagGems' 2**30-element shapes seconds and gigabytes per call
+        if role == "reference" and flaggems_offline.ACTIVE is not None:
+            # FlagGems answered as the card, offline: its reference is torch's own op on the host, no Triton
+            # code of the campaign's, no row (nothing is paired or timed offline), and at FlagGems'
+            # 2**30-element shapes seconds and gigabytes per call
             self.ctx.log.line("dobench: reference not run: the compile-only backend neither times it nor compiles it")
             return nothing_timed(options)
         self.measuring = True

@@ -44,6 +44,7 @@ import importlib.abc
 import importlib.util
 import sys
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Optional
 
 import pytest
@@ -129,6 +130,16 @@ def mark_launch_args(args) -> None:
 PROVIDERS = ("flaggems", "flaggems_upstream")
 
 
+def _installed() -> bool:
+    """FlagGems installed as a distribution: a module named flag_gems without one (a stand-in on the
+    path) is not what this shim answers for."""
+    try:
+        metadata.version("flag_gems")
+    except metadata.PackageNotFoundError:
+        return False
+    return importlib.util.find_spec("flag_gems") is not None
+
+
 def install(target: str, provider: str) -> Optional[Shim]:
     """Answer for ``target``'s card in this process (once; later calls return the shim in place).
     None where the provider runs no FlagGems, flag_gems is not installed, or the target's family has
@@ -136,7 +147,7 @@ def install(target: str, provider: str) -> Optional[Shim]:
     global ACTIVE
     if ACTIVE is not None:
         return ACTIVE
-    if provider not in PROVIDERS or gems_vendor("cpu", target) is None or importlib.util.find_spec("flag_gems") is None:
+    if provider not in PROVIDERS or gems_vendor("cpu", target) is None or not _installed():
         return None
     import torch
 

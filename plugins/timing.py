@@ -193,7 +193,7 @@ class TimingPlugin:
             try:
                 fn()
             except Exception as exc:
-                return self._add(Row(**base, timer="none", status="failed", error=timers.error_text(exc)))
+                return self._add(Row(**base, timer="none", status="failed", error=timers.row_error(exc)))
             return self._add(Row(**base, timer="none", status="compiled"))
         if not self.steadied:
             self.steadied = True
@@ -214,7 +214,7 @@ class TimingPlugin:
             latency, retimed = timingclock.retiming(self.device_timers, self.ctx.log, base, lambda: (
                 self.device_timers.graph(fn, backend.device_interface(), backend.graph_class(), **self._bench_args())))
         except CaptureFailure as failure:
-            text = timers.error_text(failure.cause)
+            text = timers.row_error(failure.cause)
             decision = timers.decide(backend.classify_capture_failure(text))
             if decision.retime_direct:
                 return self._fallback(base, fn, failure.phase, text)
@@ -230,7 +230,7 @@ class TimingPlugin:
                     "unusable; nothing more is measured in this process") from failure.cause
             return row
         except Exception as exc:
-            return self._add(Row(**base, timer="graph", status="failed", l2_flush=False, error=timers.error_text(exc)))
+            return self._add(Row(**base, timer="graph", status="failed", l2_flush=False, error=timers.row_error(exc)))
         return self._checked(base, "graph", latency, retimed, l2_flush=False)
 
     def _fallback(self, base: dict, fn, phase: str, why: str) -> Row:
@@ -249,7 +249,7 @@ class TimingPlugin:
         try:
             latency, retimed = timingclock.retiming(self.device_timers, self.ctx.log, base, run)
         except Exception as exc:
-            return self._add(Row(**base, timer=timer, status="failed", error=timers.error_text(exc), **extra))
+            return self._add(Row(**base, timer=timer, status="failed", error=timers.row_error(exc), **extra))
         return self._checked(base, timer, latency, retimed, **extra)
 
     def _checked(self, base: dict, timer: str, latency, retimed: tuple[str, ...] = (), **extra) -> Row:

@@ -25,7 +25,7 @@ floor itself excluded every launched variant of a side (then X, as above).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
+from typing import Collection, Optional, Union
 
 from campaign.contract import canonical
 from campaign.contract.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSION
@@ -73,14 +73,14 @@ def _kind(path: Path) -> Optional[str]:
     return data.get("kind") if isinstance(data, dict) else None
 
 
-def check(root: Path, out: Path) -> Union[Receipt, ReceiptV1]:
+def check(root: Path, out: Path, allow_schema: Collection[int] = ()) -> Union[Receipt, ReceiptV1]:
     """Refuse, naming the check; return the sealed receipt, as verify read it."""
     root, out = Path(root).resolve(), Path(out).resolve()
     verification.require_sealed(root, PREFIX)
     # a derived receipt is no campaign receipt: said so before verify calls it malformed
     if _kind(root / RECEIPT_FILE) == "derived":
         raise Refused(PREFIX, "receipt", f"{root}: holds a derived receipt, not a campaign receipt", EXIT_INPUT)
-    sealed = receipt.require_verified(root, PREFIX).receipt
+    sealed = receipt.require_verified(root, PREFIX, allow_schema).receipt
     if out == root or root in out.parents:
         raise Refused(PREFIX, "out_inside_root", f"{out} is inside the sealed root {root}")
     if (out / RECEIPT_FILE).exists():
@@ -161,10 +161,11 @@ def derived_report(derived: dict) -> str:
     return "\n".join(lines) + "\n\n" + report.markdown(derived["verdicts"])
 
 
-def reaccount(root: Path, floor: int, out: Optional[Path] = None) -> tuple[Path, dict]:
+def reaccount(root: Path, floor: int, out: Optional[Path] = None, allow_schema: Collection[int] = ()
+              ) -> tuple[Path, dict]:
     root = Path(root)
     out = Path(out) if out is not None else default_out(root, floor)
-    sealed = check(root, out)
+    sealed = check(root, out, allow_schema)
     derived = derive(root, floor, sealed, canonical.sha256_file(root / RECEIPT_FILE))
     out.mkdir(parents=True, exist_ok=True)
     canonical.write_new(out / MATRIX_FILE, (root / MATRIX_FILE).read_text(encoding="utf-8"))

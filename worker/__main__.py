@@ -102,7 +102,10 @@ class Cell:
         if not backend.capabilities.executes:
             # FlagGems imports offline only answered as the target's card: before anything imports it
             from campaign.plugins import flaggems_offline
-            flaggems_offline.install(plan.terms.device.target, plan.task.provider)
+            try:
+                flaggems_offline.install(plan.terms.device.target, plan.task.provider)
+            except (FileNotFoundError, ValueError) as exc:      # no record of the target's card: named, not a crash
+                return self.refused("offline_device", str(exc))
         facts.import_errors(preflight.needed_modules(plan.task.provider))
         self.phases.begin("preflight")
         self.preflight = preflight.run(plan, backend, os.environ, self.say)

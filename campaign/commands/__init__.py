@@ -47,6 +47,15 @@ def execution(args: argparse.Namespace) -> "Execution":
                      devices=args.devices, weights_from=args.weights_from, ray=getattr(args, "ray", None))
 
 
+def add_schema_arguments(parser: argparse.ArgumentParser) -> None:
+    """verify's ``--allow-schema N``, which every command that reads a sealed root shares: they refuse
+    what verify refuses (`campaign.sealing.verification.require_verified`)."""
+    from campaign.contract.receiptmodel import RECEIPT_VERSION
+    parser.add_argument("--allow-schema", type=int, action="append", default=[], metavar="N",
+                        help=f"read a receipt of the older schema_version N (current: {RECEIPT_VERSION}) with the "
+                             "checks it supports")
+
+
 def add_key_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", type=Path, metavar="PUB",
                         help="an ed25519 public key (PEM): also check the signed envelope of the root under it")

@@ -3,7 +3,7 @@
 Exit 0 with the statement (canonical JSON) on stdout or in FILE; 2 when ROOT is not
 a sealed root, FILE is inside it or exists already, or KEY is not an ed25519 private
 key; 5 when ROOT does not verify against its receipt (each difference named, as
-`campaign verify` would). ``--sign KEY`` wraps the statement in a DSSE envelope signed
+`campaign verify` would; a receipt of an older schema only with ``--allow-schema N``). ``--sign KEY`` wraps the statement in a DSSE envelope signed
 with the key (`campaign.sealing.signing`), written to FILE or by default beside the
 root, ``ROOT.dsse.json``, where `campaign verify ROOT --key PUB` looks for it.
 """
@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from campaign.commands import add_schema_arguments
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, Refused
 from campaign.sealing import attest, signing
@@ -29,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sign", type=Path, metavar="KEY", default=None,
                         help="an ed25519 private key (PEM, PKCS8: `openssl genpkey -algorithm ed25519`): write a "
                              "signed DSSE envelope of the statement")
+    add_schema_arguments(parser)
 
 
 def _resolved(path: Path, what: str) -> Path:
@@ -57,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
         out = signing.envelope_path(args.root)
     if out is not None:
         _check_out(out, args.root)
-    data = attest.statement(args.root)
+    data = attest.statement(args.root, args.allow_schema)
     if key is not None:
         canonical.write_new(out, canonical.dumps(signing.sign(data, key)))
         print(f"{args.root}: statement of {len(data['subject'])} files signed (keyid "

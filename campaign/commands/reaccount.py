@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from campaign.commands import add_schema_arguments
 from campaign.contract.errors import EXIT_OK
 from campaign.reaccount.derive import newest_sealed, reaccount
 
@@ -28,11 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--floor", type=_floor, required=True, metavar="N",
                         help="count only variants launched more than N times")
     parser.add_argument("--out", type=Path, metavar="DIR", help="where the derived files go (outside the root)")
+    add_schema_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     root = args.root if args.root is not None else newest_sealed(Path("runs"))
-    out, derived = reaccount(root, args.floor, args.out)
+    out, derived = reaccount(root, args.floor, args.out, args.allow_schema)
     rule = derived["rule"]
     print(f"reaccounted {root} at launch floor {rule['derived']} (sealed at {rule['sealed']}) -> {out}")
     for change in derived["changes"]:

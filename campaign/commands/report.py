@@ -1,7 +1,8 @@
 """`campaign report ROOT [--format md|json] [--plot FILE] [--html DIR] [--allow-caliber-mismatch]`.
 
-On a sealed root the root is verified first (`campaign.sealing.verification`: exit 5,
-naming what failed, nothing rendered), and the verdicts rendered are the sealed
+On a sealed root the root is verified first (`campaign.sealing.verification.require_verified`, the gate
+verify's own refusals go through: exit 5, naming what failed, nothing rendered; an older receipt only with
+``--allow-schema N``), and the verdicts rendered are the sealed
 ones from receipt.json. They are also re-derived under today's classifier: a
 workload whose class or reason moved since the seal is shown in a separate,
 labelled section, and the receipt stays the record. An unsealed complete root
@@ -18,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.commands import add_key_arguments, signature_differences
+from campaign.commands import add_key_arguments, add_schema_arguments, signature_differences
 from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, REPORT_REFUSED, CampaignError, InputError
 from campaign.contract.records import Verdicts
 from campaign.judging import caliber, irdiffroot
@@ -44,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-caliber-mismatch", action="store_true",
                         help="report despite a caliber mismatch (still printed; affected workloads are X)")
     add_key_arguments(parser)
+    add_schema_arguments(parser)
 
 
 def check_caliber(root: Path, allow: bool) -> caliber.CaliberCheck:
@@ -67,7 +69,7 @@ def _page_dir(root: Path, folder: Path) -> Path:
 def main(args: argparse.Namespace) -> int:
     root = Path(args.root)
     folder = _page_dir(root, Path(args.html)) if args.html is not None else None
-    verified = receipt.require_verified(root, PREFIX) if receipt.is_sealed(root) else None
+    verified = receipt.require_verified(root, PREFIX, args.allow_schema) if receipt.is_sealed(root) else None
     _check_signature(args, verified)
     check = check_caliber(root, args.allow_caliber_mismatch)
     if args.allow_caliber_mismatch:

@@ -4,12 +4,16 @@ Without ROOT, the newest prepared, unsealed campaign root under --runs-dir.
 Refusals name their check (``RUN_REFUSED check=<name>: ...``, exit 1): prepared,
 mode (a screen root is run only by `campaign screen`, which also resumes it),
 then the session's own (`campaign.flows.session`: sealed, lock, project_root,
-harness, versions, device). The session runs the cells, judges and seals; `run`
-again resumes an interrupted campaign or completes an interrupted seal.
+harness, versions, device, journal). The session runs the cells, judges and seals; `run`
+again resumes an interrupted campaign or completes an interrupted seal. ``--sign KEY`` (an
+ed25519 private key, as `campaign attest --sign` takes) signs the root's statement as the seal
+ends, into the DSSE envelope ``ROOT.dsse.json`` that `campaign verify ROOT --key PUB` checks:
+the key and a free envelope path are checked before anything runs (exit 2).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from campaign.commands import add_execution_arguments, execution
@@ -25,7 +29,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_execution_arguments(parser)
     parser.add_argument("--ray", metavar="auto|ADDRESS", default=None,
                         help="each workload a Ray task on a cluster; this host seals (campaign[ray])")
+    parser.add_argument("--sign", type=Path, metavar="KEY", default=None,
+                        help="an ed25519 private key (PEM, PKCS8): sign the root's statement at the seal, into "
+                             "ROOT.dsse.json beside the root")
 
 
 def main(args: argparse.Namespace) -> int:
-    return session.execute(session.find_root(args.root, args.runs_dir), execution(args))
+    root = session.find_root(args.root, args.runs_dir)
+    key = None
+    if args.sign is not None:
+        from campaign.sealing import signing  # the signing library, only when asked for
+        key = signing.load_private(args.sign, session.PREFIX)
+        signing.require_free(signing.envelope_path(root), session.PREFIX)
+    return session.execute(root, dataclasses.replace(execution(args), sign_key=key))

@@ -35,7 +35,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from campaign.commands import add_execution_arguments, execution
+from campaign.commands import add_execution_arguments, add_schema_arguments, execution
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, InputError, Refused
 from campaign.contract.outputs import OUTPUT_VERSION, ScreenOutput
@@ -53,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rescore", type=Path, metavar="ROOT", help="re-judge a sealed screen root; runs nothing")
     parser.add_argument("--strip-annotation", action="append", default=[], metavar="RE",
                         help="--rescore: also strip RE before fingerprinting")
+    add_schema_arguments(parser)   # --rescore of a root sealed under an older receipt schema
     parser.add_argument("--time-unchanged", action="store_true", help="time round 1 also where the IR is unchanged")
     parser.add_argument("--emit-manifest", type=Path, metavar="FILE",
                         help="write the IR_CHANGED workloads as a manifest")
@@ -81,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
     # with --format json, stdout holds the JSON alone: every other line goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         if args.rescore is not None:
-            code, out, rows = flow.rescore(args.rescore, tuple(args.strip_annotation))
+            code, out, rows = flow.rescore(args.rescore, tuple(args.strip_annotation), args.allow_schema)
         elif args.resume is not None:
             code, out, rows = flow.resume(args.resume, execution(args))
         else:

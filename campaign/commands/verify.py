@@ -22,38 +22,26 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign.commands import add_key_arguments, signature_differences
+from campaign.commands import add_key_arguments, add_schema_arguments, signature_differences
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, VERIFY_FAILED, VERIFY_REFUSED
 from campaign.contract.outputs import OUTPUT_VERSION, VerifyDifference, VerifyOutput
-from campaign.contract.receiptmodel import RECEIPT_VERSION
 from campaign.sealing import verification as verify
 
 EXAMPLE = "example:\n  campaign verify runs/my-campaign-20261201T120000Z --format json"
 
 CHECKSUM_NOTE = ("note: content_sha256 is a checksum of receipt.json, not a signature: whoever can rewrite the root "
                  "can recompute it; the digests journalled as each cell ended catch evidence edited under a rewritten "
-                 "receipt, not a rewritten journal")
+                 "receipt, and the journal's chain a line deleted, moved or edited, not one rewritten from it to the end "
+                 "(a signature made at the seal, `campaign run --sign`, does)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("root", type=Path, help="a sealed run root")
-    parser.add_argument("--allow-schema", type=int, action="append", default=[], metavar="N",
-                        help=f"verify a receipt of the older schema_version N (current: {RECEIPT_VERSION}) with the "
-                             "checks it supports")
+    add_schema_arguments(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text lines (default) or JSON (schemas/verify.schema.json)")
     add_key_arguments(parser)
-
-
-def _older(receipt, allowed: list[int]) -> str | None:
-    """Why an older receipt is refused, or None."""
-    version = receipt.schema_version
-    if version >= RECEIPT_VERSION or version in allowed:
-        return None
-    return (f"receipt: receipt.json (schema_version {version} is older than {RECEIPT_VERSION}: it records no "
-            + ", ".join(receipt.unsupported()) + "; a receipt downgraded to it needs no digest of its own; "
-            f"`--allow-schema {version}` verifies it with the checks it supports)")
 
 
 def _json(root: Path, result: verify.Verification, refused: str | None) -> int:
@@ -77,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
     result = verify.check(root)
     if signed is not None:
         result = verify.Verification(result.receipt, result.differences + signed(result.receipt))
-    refused = _older(result.receipt, args.allow_schema) if result.receipt is not None else None
+    refused = verify.older_schema(result.receipt, args.allow_schema) if result.receipt is not None else None
     if args.format == "json":
         return _json(root, result, refused)
     if refused is not None:

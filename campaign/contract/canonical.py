@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from campaign.contract import faults
 from campaign.contract.regular import open_regular, read_regular
 
 # The caps of every JSON read: the largest record a root holds (a receipt of ~10^5 files) is a few
@@ -29,7 +30,7 @@ def sha256_bytes(data: bytes) -> str:
 def sha256_file(path: Path) -> str:
     """A regular file's SHA-256 (links followed); a FIFO or a device raises `campaign.contract.regular.NotRegular`, never waited on."""
     digest = hashlib.sha256()
-    with os.fdopen(open_regular(path, follow=True), "rb") as handle:
+    with os.fdopen(open_regular(path, follow=True), "rb") as handle, faults.naming(path):
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()

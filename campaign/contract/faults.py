@@ -72,6 +72,20 @@ def from_worker(log: str, cell_dir: Path) -> OSError:
                    str(cell_dir))
 
 
+# a file that is there but cannot be read (a failing disk, a stale mount, no permission): named, never a traceback
+READ_ERRNOS = frozenset({errno.EIO, errno.EACCES, errno.ESTALE})
+
+
+def read_failed(exc: BaseException, command: str) -> Optional[Refused]:
+    """The refusal for a read error (`READ_ERRNOS`) that reached the CLI, naming the file; None for anything else."""
+    if not isinstance(exc, OSError) or exc.errno not in READ_ERRNOS:
+        return None
+    code = errno.errorcode.get(exc.errno, str(exc.errno))
+    where = exc.filename if exc.filename is not None else "(the OS named no path)"
+    return Refused(f"{command.upper()}_FAILED", "read", f"{where}: {exc.strerror or exc} ({code}): the file cannot "
+                   "be read; nothing was derived from it")
+
+
 _KEPT = "the cells finished before it keep their status rows and folders, the cell it stopped has none and runs again"
 
 

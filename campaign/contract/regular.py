@@ -17,6 +17,8 @@ import stat
 from pathlib import Path
 from typing import Optional
 
+from campaign.contract import faults
+
 
 class NotRegular(OSError):
     """A path that was to be read as a regular file is something else; ``strerror`` says what."""
@@ -92,7 +94,7 @@ def _loop(path: Path, follow: bool) -> str:
 
 def read_regular(path: Path, cap: Optional[int] = None, follow: bool = False) -> bytes:
     """The bytes of a regular file (`open_regular`); over ``cap`` bytes raises `TooLarge` unread."""
-    with os.fdopen(open_regular(path, follow), "rb") as handle:
+    with os.fdopen(open_regular(path, follow), "rb") as handle, faults.naming(path):   # an EIO names its file
         if cap is None:
             return handle.read()
         size = os.fstat(handle.fileno()).st_size

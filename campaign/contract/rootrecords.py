@@ -69,6 +69,9 @@ class Prepare(SealedRecord):
     mode: Literal["campaign", "screen"] = "campaign"
     # absent before installed packages were checked against their RECORD at prepare
     installed: Optional[InstalledCode] = None
+    # "chained" since each line of digests.jsonl carries the digest of the one before (`campaign.contract.journal`);
+    # absent before: an older root, checked against its receipt and its cell lines only
+    journal: Optional[Literal["chained"]] = None
 
 
 class Timer(SealedRecord):

@@ -43,7 +43,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Optional, Sequence
 
-from campaign.contract import clockreasons
+from campaign.contract import clockreasons, faults
 from campaign.contract.artifacts import FALLBACK_MARKER as FALLBACK_MARKER  # re-exported: the timing code names them here
 from campaign.contract.artifacts import POISONED_MARKER as POISONED_MARKER
 
@@ -234,6 +234,15 @@ def decide(verdict: str) -> CaptureDecision:
     if verdict == "fatal":
         return CaptureDecision(verdict, None, False, False, "failed")
     raise ValueError(f"capture verdict {verdict!r} is not fallback, poisoned or fatal")
+
+
+def row_error(exc: BaseException) -> str:
+    """`error_text` of an exception a measured call raised, which becomes a failed row -- unless it is
+    a fault of the machine (`campaign.contract.faults.write_fault`: a full disk, a file-size limit under
+    Triton's cache), raised again so the worker exits on it and the cell runs again."""
+    if faults.write_fault(exc) is not None:
+        raise exc
+    return error_text(exc)
 
 
 def error_text(exc: BaseException, limit: int = 4000) -> str:

@@ -8,7 +8,7 @@ verdicts: the comparison shows each root's verdicts as sealed and never re-judge
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Sequence
 
 from campaign.contract import canonical
 from campaign.contract.artifacts import RECEIPT_FILE
@@ -22,9 +22,9 @@ from campaign.sealing import verification
 PREFIX = COMPARE_REFUSED
 
 
-def sealed_root(root: Path) -> comparison.SealedRoot:
+def sealed_root(root: Path, allow_schema: Collection[int] = ()) -> comparison.SealedRoot:
     verification.require_sealed(root, PREFIX)
-    model = verification.require_verified(root, PREFIX).receipt
+    model = verification.require_verified(root, PREFIX, allow_schema).receipt
     if model.verdicts is None:
         raise Refused(PREFIX, "verdicts", f"{root / RECEIPT_FILE}: verdicts is null ({model.verdicts_note}): "
                       f"nothing sealed to compare; `campaign report {root}` derives them now, unsealed")
@@ -34,6 +34,6 @@ def sealed_root(root: Path) -> comparison.SealedRoot:
                                  manifest.model_dump(mode="json"))
 
 
-def compare(roots: Sequence[Path]) -> Comparison:
+def compare(roots: Sequence[Path], allow_schema: Collection[int] = ()) -> Comparison:
     """Every root verified before any is compared: one that does not verify stops the comparison."""
-    return comparison.compare([sealed_root(Path(root)) for root in roots])
+    return comparison.compare([sealed_root(Path(root), allow_schema) for root in roots])

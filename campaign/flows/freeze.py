@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign import __version__
-from campaign.contract import canonical, faults, yamlio
+from campaign.contract import canonical, faults, journal, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, first_free
 from campaign.contract.errors import PREPARE_REFUSED, Refused
 from campaign.contract.manifest import Manifest
@@ -101,6 +101,7 @@ def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: st
         "tasks": len(checked.matrix.tasks),
         "resolved_targets": resolved_targets(checked.resolved),
         "installed": installed_record().dump(),
+        "journal": journal.CHAINED,      # digests.jsonl's first line is written right after this file
     }).dump()
 
 
@@ -129,6 +130,7 @@ def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJEC
             canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))
             canonical.write_json_new(root / PREPARE_FILE, record)
             pinning.pin(checked.pinned, root)
+            journal.open_root(root, (MANIFEST_FILE, MATRIX_FILE))
     except OSError as exc:
         shutil.rmtree(root, ignore_errors=True)
         raise faults.write_failed(exc, again, PREPARE_REFUSED, "the root begun is removed") from None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Collection
 
 from campaign import __version__
 from campaign.contract import canonical, stripregex
@@ -71,7 +72,7 @@ def _execute(root: Path, execution: session.Execution) -> Screened:
     return session.execute(root, execution, before_seal=write_table), root, rows
 
 
-def rescore(root: Path, strip: tuple[str, ...]) -> Screened:
+def rescore(root: Path, strip: tuple[str, ...], allow_schema: Collection[int] = ()) -> Screened:
     root = root.resolve()
     for pattern in strip:
         problem = stripregex.problem(pattern)     # the same bound a manifest's patterns get
@@ -81,7 +82,7 @@ def rescore(root: Path, strip: tuple[str, ...]) -> Screened:
         raise Refused(PREFIX, "screen_root", f"{root}: not a screen root (no screen.tsv, or prepare.json "
                       "does not say mode screen)", EXIT_INPUT)
     verification.require_sealed(root, PREFIX)
-    receipt.require_verified(root, PREFIX)
+    receipt.require_verified(root, PREFIX, allow_schema)
     rows = screenroot.table(root, strip)
     original = (root / screenroot.SCREEN_FILE).read_bytes()
     before = {r["workload"]: r["verdict"] for r in screentable.parse(original.decode("utf-8"))}

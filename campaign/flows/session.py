@@ -3,7 +3,7 @@
 `execute` is what `campaign run` runs, and `campaign screen` with the screen's
 table written before the seal. Refusals name their check (``RUN_REFUSED
 check=<name>: ...``, exit 1), in this order: sealed, lock, project_root, harness,
-versions, device. A failed canary stops the campaign (``RUN_FAILED check=canary``,
+versions, device, then the journal (exit 5: `campaign.sealing.verification.journal_on_resume`). A failed canary stops the campaign (``RUN_FAILED check=canary``,
 exit 1, the root stays unsealed: its status rows say why). SIGINT/SIGTERM end
 the running cell's process group, record it as ``interrupted`` and exit 130; the
 hint printed says how to complete it. A full disk or an unwritable path stops the
@@ -54,7 +54,7 @@ from campaign.running.lock import RunLock
 from campaign.running.progress import make_progress
 from campaign.running.runner import CANARY_FAILED, COMPLETED, Runner, RunSetup
 from campaign.running.telemetry import INTERVAL_S, Sampler, make_source, visible_devices
-from campaign.sealing import receipt
+from campaign.sealing import receipt, verification
 
 PREFIX = RUN_REFUSED
 
@@ -70,6 +70,7 @@ class Execution:
     devices: Optional[tuple[int, ...]] = None   # --devices: the manifest's cards narrowed (`campaign.flows.cardrun`)
     weights_from: Optional[Path] = None         # --weights-from: a sealed root whose seconds weigh the partition
     ray: Optional[str] = None             # `campaign run --ray`: a Ray cluster's address or "auto"
+    sign_key: Any = None                  # `campaign run --sign`: an ed25519 private key, used as the seal ends
 
 
 def find_root(root: Optional[Path], runs_dir: Path) -> Path:
@@ -182,10 +183,13 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
             if finished is not None:
                 sealed = True
                 print(f"sealed {root}: completed an interrupted seal, {len(finished['files'])} files in receipt.json")
+                _sign(root, execution.sign_key)
                 return EXIT_OK
             print(f"RUN_SEAL an unfinished receipt.json of an interrupted seal was removed; sealing {root} again",
                   file=sys.stderr)
         check(root, prepare, manifest, backend)
+        for line in verification.journal_on_resume(root, PREFIX):   # before the runner reads the rows it holds
+            print(f"RUN_REPAIR {line}", file=sys.stderr)
         cards = manifest.device.cards > 1
         if not cards and (execution.devices is not None or execution.weights_from is not None):
             raise InputError(f"--devices/--weights-from: {root}'s manifest names one card "
@@ -240,9 +244,17 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
     except OSError as exc:   # a full disk, an unwritable path: named, never a traceback
         raise faults.write_failed(exc, f"{_resume_command(root, prepare.mode)} resumes") from exc
     finally:
-        if not sealed:
+        if not sealed and not receipt.seal_interrupted(root):   # a seal left unfinished keeps its lock
             lock.release()
+    _sign(root, execution.sign_key)
     return _sealed(root, prepare, sealed_receipt)
+
+
+def _sign(root: Path, key) -> None:
+    """`campaign run --sign`: the statement of the root as sealed, signed beside it."""
+    if key is not None:
+        from campaign.sealing import signing  # the signing library, only when asked for
+        print(f"signed {root}: statement in {signing.sign_root(root, key)} (keyid {signing.keyid(key.public_key())})")
 
 
 def _resume_command(root: Path, mode: str) -> str:

@@ -228,8 +228,7 @@ class RayExecutor:
                 self._append(task, row, rows)
 
     def _append(self, task, row: StatusRow, rows: list[StatusRow]) -> None:
-        journal.append(self.setup.root, task.id)      # the node's folder as placed in the root
-        status.append(self.status_path, row)
+        journal.record(self.setup.root, task.id, row, self.status_path)   # the node's folder as placed in the root
         rows.append(row)
         self.events.cell_ended(task, row, task.id in status.settled(rows))
 

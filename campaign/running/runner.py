@@ -202,8 +202,7 @@ class Runner:
                     row.note, status.lane_note(self.lane, self.setup.lanes)) if part))
             if self.setup.card is not None:
                 row = replace(row, device=self.setup.card.uuid)
-            journal.append(self.setup.root, task.id)      # the digests first: a row never lacks them
-            status.append(self.status_path, row)
+            journal.record(self.setup.root, task.id, row, self.status_path)   # its line first: a row never lacks one
             rows.append(row)
             latest = status.settled(rows)
             self.events.cell_ended(task, row, task.id in latest)

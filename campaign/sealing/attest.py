@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from campaign import __version__
 from campaign.contract import canonical, yamlio
@@ -81,11 +81,11 @@ def predicate(root: Path, receipt) -> dict[str, Any]:
     }
 
 
-def statement(root: Path) -> dict[str, Any]:
+def statement(root: Path, allow_schema: Collection[int] = ()) -> dict[str, Any]:
     """The statement as JSON data; refuses (exit 5) a root that does not verify."""
     root = Path(root)
     require_sealed(root, PREFIX)
-    return build(root, require_verified(root, PREFIX).receipt)
+    return build(root, require_verified(root, PREFIX, allow_schema).receipt)
 
 
 def build(root: Path, receipt) -> dict[str, Any]:

@@ -11,12 +11,14 @@ none: verdicts are never invented here -- and the SHA-256 of its own content.
 The seal is crash-safe. In order: the receipt goes to receipt.json.partial, is
 fsync'd and renamed into place; files become 0444 and folders 0555; run.lock is
 removed; the root itself becomes 0555. A crash before the rename leaves no
-receipt (a resume seals again); after it, run.lock is still there, and
-`complete` (called by `campaign run` under the lock) finishes that seal.
+receipt (a resume seals again); after it -- or a mode that could not be set --
+run.lock is still there, and `complete` (called by `campaign run` under the
+lock) finishes that seal.
 Verifying is `campaign.sealing.verification`.
 """
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -168,12 +170,21 @@ def _write_whole(path: Path, text: str) -> None:
 
 
 def _finish(root: Path, release: Callable[[], None]) -> None:
-    """Modes, then the lock, then the root: while run.lock exists, `complete` can redo every step."""
-    tree = rootfiles.scan(root, frozenset({RECEIPT_FILE, LOCK_FILE}))
-    for path in tree.files.values():
-        os.chmod(path, SEALED_FILE_MODE)
-    for path in reversed(tree.folders.values()):
-        os.chmod(path, SEALED_FOLDER_MODE)
+    """Modes, then the lock, then the root: while run.lock exists, `complete` can redo every step. A
+    mode that cannot be set (a read-only remount, a file of another owner) leaves run.lock beside the
+    receipt -- the root reads as a seal interrupted, which `campaign run` finishes once the cause is
+    fixed -- and is refused naming the file, never left as a root sealed half read-only."""
+    try:
+        tree = rootfiles.scan(root, frozenset({RECEIPT_FILE, LOCK_FILE}))
+        for path in tree.files.values():
+            os.chmod(path, SEALED_FILE_MODE)
+        for path in reversed(tree.folders.values()):
+            os.chmod(path, SEALED_FOLDER_MODE)
+    except OSError as exc:
+        code = errno.errorcode.get(exc.errno, str(exc.errno))
+        raise Refused(PREFIX, "modes", f"{exc.filename}: {exc.strerror} ({code}): receipt.json is written but the "
+                      f"root could not be made read-only; {LOCK_FILE} is kept, so the seal reads as interrupted: "
+                      f"`campaign run {root}` finishes it once the cause is fixed") from None
     release()
     _fsync_folder(root)
     os.chmod(root, SEALED_FOLDER_MODE)
@@ -191,7 +202,7 @@ def require_sealable(root: Path) -> None:
     _scan(root)   # a FIFO or a link is refused before a reader of the root opens it
     edited = verification.journal_differences(root)
     if edited:
-        raise Refused(PREFIX, "journal", f"{root}: evidence changed after its cell ended ({len(edited)}): "
+        raise Refused(PREFIX, "journal", f"{root}: the journal does not hold this root ({len(edited)}): "
                       + "; ".join(d.line() for d in edited[:10]) + f"; the digests taken as each cell ended are in "
                       f"{journal.JOURNAL_FILE}; nothing was sealed", EXIT_VERIFY)
 

@@ -16,6 +16,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from campaign.contract import faults
 from campaign.contract.regular import NotRegular, describe, open_regular, read_regular
 
 __all__ = ["NotRegular", "Tree", "describe", "open_regular", "read_regular", "scan", "sha256_regular"]
@@ -74,7 +75,7 @@ def scan(root: Path, leave_out: frozenset[str] = frozenset()) -> Tree:
 def sha256_regular(path: Path) -> tuple[str, int]:
     """(SHA-256, size) of a regular file, read through `open_regular`."""
     digest, size = hashlib.sha256(), 0
-    with os.fdopen(open_regular(path), "rb") as handle:
+    with os.fdopen(open_regular(path), "rb") as handle, faults.naming(path):   # an EIO names its file
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
             size += len(chunk)

@@ -177,6 +177,22 @@ def problems(root: Path, receipt, envelope: Path, public_key) -> list[str]:
     return _compare(signed, attest.build(root, receipt))
 
 
+def require_free(path: Path, prefix: str) -> Path:
+    """``path`` when nothing is there: an envelope is never overwritten (exit 2 otherwise)."""
+    if path.exists() or path.is_symlink():
+        raise Refused(prefix, "envelope", f"{path} exists: an envelope is never overwritten; move it aside",
+                      EXIT_INPUT)
+    return path
+
+
+def sign_root(root: Path, private_key) -> Path:
+    """The statement of ``root`` -- verified first, as `campaign attest` does -- signed into
+    `envelope_path`, a new file; the path."""
+    out = require_free(envelope_path(root), attest.PREFIX)
+    canonical.write_new(out, canonical.dumps(sign(attest.statement(root), private_key)))
+    return out
+
+
 def require_envelope(path: Path, prefix: str) -> Path:
     """``path`` when it is there; refused (exit 2) naming it and how one is made."""
     if not path.exists() and not path.is_symlink():

@@ -6,21 +6,28 @@ The receipt is trusted only after it is read as a regular file, parses, matches
 file changed, missing or added, a symbolic link, FIFO or device anywhere (never
 followed or opened), and -- from version 2 -- a mode changed or a folder added or
 removed, is a `Difference`. A version-1 receipt cannot support the last checks;
-`Verification.notes` says which were left out.
+`Verification.notes` says which were left out. On a root whose journal is chained
+(`campaign.contract.journalcheck`) its chain, its rows and the tasks a sealed root settled are
+checked too.
+
+`require_verified` is the one gate of every command that derives anything from a sealed root
+(report, attest, compare, reaccount, a screen's rescore): it refuses, exit 5 with verify's own
+words, what `campaign verify` refuses -- a receipt of an older schema included, unless
+``--allow-schema N`` asks for it.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Union
+from typing import Collection, Mapping, Optional, Union
 
 from pydantic import ValidationError
 
-from campaign.contract import canonical, journal, status
+from campaign.contract import canonical, journal, journalcheck, status
 from campaign.contract.artifacts import LOCK_FILE, RECEIPT_FILE
 from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, VERIFY_REFUSED, Refused
-from campaign.contract.receiptmodel import Receipt, ReceiptFile, ReceiptV1, content_digest
+from campaign.contract.receiptmodel import RECEIPT_VERSION, Receipt, ReceiptFile, ReceiptV1, content_digest
 from campaign.contract.runroot import RunRoot
 from campaign.sealing import rootfiles
 
@@ -69,6 +76,8 @@ def read_receipt(root: Path) -> tuple[Optional[Union[ReceiptV1, Receipt]], list[
         data = canonical.read_json(path)
     except rootfiles.NotRegular as exc:
         return None, [Difference("refused", RECEIPT_FILE, exc.strerror)]
+    except OSError as exc:      # a failing disk: the receipt cannot be read, so nothing can be verified
+        return None, [Difference("receipt", RECEIPT_FILE, f"cannot be read: {exc.strerror or exc}{hint}")]
     except ValueError as exc:   # too large, too deep, not UTF-8, not JSON: named by `canonical.read_json`
         return None, [Difference("receipt", RECEIPT_FILE, f"{str(exc).removeprefix(f'{path}: ')}{hint}")]
     if not isinstance(data, dict):
@@ -104,6 +113,9 @@ def _compare_files(root: Path, model, tree: rootfiles.Tree) -> tuple[list[Differ
         except rootfiles.NotRegular as exc:   # swapped since the listing
             out.append(Difference("refused", rel, exc.strerror))
             continue
+        except OSError as exc:                # a failing disk: that file cannot be verified, named
+            out.append(Difference("refused", rel, f"cannot be read: {exc.strerror or exc}"))
+            continue
         digests[rel] = (digest, size)
         if digest != entry.sha256 or size != entry.size:
             out.append(Difference("changed", rel, f"sha256 {digest[:12]} size {size}, "
@@ -134,9 +146,43 @@ def _compare_folders(model: Receipt, tree: rootfiles.Tree) -> list[Difference]:
 def journal_differences(root: Path, known: Mapping[str, tuple[str, int]] = journal.NONE_KNOWN) -> list[Difference]:
     """Each finished cell's files against the digests journalled as it ended (`campaign.contract.journal`);
     ``known``: the files' digests already taken (each file is read once)."""
-    rows, _ = RunRoot.of(root).status()
-    return [Difference("journal", rel, what)
-            for rel, what in journal.differences(root, status.with_evidence(rows), known)]
+    run_root = RunRoot.of(root)
+    rows, _ = run_root.status()
+    chained = run_root.prepare.journal == journal.CHAINED
+    return [Difference("journal", rel, what) for rel, what in
+            journalcheck.differences(root, status.with_evidence(rows), known, rows if chained else None)]
+
+
+def unsettled(root: Path) -> list[Difference]:
+    """A sealed root that ran finished its matrix: on a chained root with status rows, each task without a
+    row that settles it is named (its line and its row thinned out together leave the chain whole and the
+    task unsettled). A root sealed before any cell ran (a test's, never a run's) has no rows to hold."""
+    run_root = RunRoot.of(root)
+    rows = run_root.status()[0] if run_root.prepare.journal == journal.CHAINED else []
+    if not rows:
+        return []
+    settled = status.settled(rows)
+    return [Difference("journal", journal.JOURNAL_FILE, f"task {task.id}: no row settles it, yet the root is sealed "
+                       "(a line and its status row removed)")
+            for task in run_root.matrix.tasks if task.id not in settled]
+
+
+def journal_on_resume(root: Path, prefix: str) -> list[str]:
+    """Before a run measures anything in a root whose journal is chained: what a killed runner or a full
+    disk left at its end dropped (`campaign.contract.journalcheck.repair`, said in the lines returned),
+    then the journal itself checked (its chain, the prepared files, status.tsv's rows); any difference is
+    refused (exit 5), nothing run."""
+    run_root = RunRoot.of(root)
+    if run_root.prepare.journal != journal.CHAINED:
+        return []
+    rows = run_root.status()[0]
+    said = journalcheck.repair(root, rows)
+    # the journal's own integrity; each finished cell's files are the seal's to compare, after the run
+    found = [Difference("journal", rel, what) for rel, what in journalcheck.differences(root, set(), rows=rows)]
+    if found:
+        raise Refused(prefix, "journal", f"{root}: the journal does not hold this root ({len(found)}): "
+                      + "; ".join(d.line() for d in found[:10]) + "; nothing was run", EXIT_VERIFY)
+    return said
 
 
 def check(root: Path, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
@@ -152,7 +198,7 @@ def check(root: Path, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
         # a path the receipt already disagrees with is named once; the journal adds what a receipt
         # rewritten over edited evidence (its own digest recomputed) agrees with
         named = {d.path for d in found}
-        found += [d for d in journal_differences(root, digests) if d.path not in named]
+        found += [d for d in journal_differences(root, digests) + unsettled(root) if d.path not in named]
     if isinstance(model, Receipt):
         found += _compare_folders(model, tree)
     return Verification(model, tuple(problems + sorted(found, key=lambda d: (d.path.rstrip("/"), d.kind))))
@@ -172,9 +218,25 @@ def require_sealed(root: Path, prefix: str) -> None:
                       "(`campaign run` seals a root when its matrix is done)", EXIT_INPUT)
 
 
-def require_verified(root: Path, prefix: str) -> Verification:
-    """Refuse (exit 5) to derive anything from a root that does not verify, naming the first differences."""
+def older_schema(receipt, allowed: Collection[int] = ()) -> Optional[str]:
+    """Why a receipt of an older schema is refused (None: current, or its version is in ``allowed``):
+    a receipt downgraded to version 1 needs no digest of its own, so it is read only when asked for."""
+    version = receipt.schema_version
+    if version >= RECEIPT_VERSION or version in allowed:
+        return None
+    return (f"receipt: receipt.json (schema_version {version} is older than {RECEIPT_VERSION}: it records no "
+            + ", ".join(receipt.unsupported()) + "; a receipt downgraded to it needs no digest of its own; "
+            f"`--allow-schema {version}` verifies it with the checks it supports)")
+
+
+def require_verified(root: Path, prefix: str, allow_schema: Collection[int] = ()) -> Verification:
+    """The one gate before anything is derived from a sealed root (report, attest, compare, reaccount,
+    a rescore): refused (exit 5) where `campaign verify` fails -- a difference, or a receipt of an older
+    schema not asked for with ``--allow-schema N`` -- naming the first differences."""
     verification = check(root)
+    refused = older_schema(verification.receipt, allow_schema) if verification.receipt is not None else None
+    if refused is not None:
+        raise Refused(prefix, "verify", f"{root} does not verify (1 difference(s): {refused})", EXIT_VERIFY)
     if verification.differences:
         shown = "; ".join(d.line() for d in verification.differences[:5])
         raise Refused(prefix, "verify", f"{root} does not verify ({len(verification.differences)} difference(s): "

@@ -23,7 +23,7 @@ from typing import Callable, Optional
 import taskplan
 from rootcells import DEMO, write_cell
 
-from campaign.contract import canonical, status, yamlio
+from campaign.contract import canonical, journal, status, yamlio
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, STATUS_FILE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
@@ -126,6 +126,7 @@ class Options:
     max_noise_pct: Optional[float] = None                            # timer.max_noise_pct: rows sampled to a noise target
     min_effect_pct: Optional[float] = None                           # the manifest's smallest effect worth a claim
     tuning: str = "pinned"                                           # defaults.tuning: per_side, every timed cell records
+    journal: bool = False                                            # digests.jsonl chained as prepare and the runner write it
 
 # prepare.json's clock: a root built twice is byte-identical
 PREPARED = datetime(2026, 11, 29, 8, 35, 32, tzinfo=timezone.utc)
@@ -169,23 +170,29 @@ def build(base: Path, workloads: list[Workload], options: Optional[Options] = No
     canonical.write_json_new(root / MATRIX_FILE, matrix.model_dump(mode="json"))
     digests = harness.recorded_digests(harness.PROJECT_ROOT, resolved_targets(resolved))
     checked = Checked(root / MANIFEST_FILE, manifest, resolved, matrix, digests)
-    canonical.write_json_new(root / PREPARE_FILE, prepare_record(checked, harness.PROJECT_ROOT, PREPARED, options.mode))
+    record = prepare_record(checked, harness.PROJECT_ROOT, PREPARED, options.mode)
+    if not options.journal:   # a root as prepared before the journal was chained: traps are bent into its cells after
+        record.pop("journal")
+    canonical.write_json_new(root / PREPARE_FILE, record)
+    if options.journal:
+        journal.open_root(root, (MANIFEST_FILE, MATRIX_FILE))
+    append = ((lambda row: journal.record(root, row.task_id, row, root / STATUS_FILE)) if options.journal
+              else (lambda row: status.append(root / STATUS_FILE, row)))
     by_name = {w.name: w for w in workloads}
     # adaptive rounds: the runner's own decisions, between rounds (fixed rounds: every task is written)
     rounds = Rounds(root, matrix, manifest, lambda text: None) if options.stopping else None
     for task in matrix.tasks:
         decided = rounds and rounds.skip(task, status.settled(status.read(root / STATUS_FILE)[0]))
         if decided:
-            status.append(root / STATUS_FILE, skipped_row(task, *decided))
+            append(skipped_row(task, *decided))
             continue
         if task.id in options.skip:
             why = "IR unchanged in the IR pass; not timed: IR unchanged" if options.ir_pass else "IR unchanged in round 1"
-            status.append(root / STATUS_FILE, status.StatusRow(task.id, task.round, task.workload, task.cell,
-                                                              None, status.SKIPPED, note=why))
+            append(status.StatusRow(task.id, task.round, task.workload, task.cell, None, status.SKIPPED, note=why))
             continue
         if task.id in options.drop:
             continue
-        status.append(root / STATUS_FILE, write_cell(root, task, by_name[task.workload], options, manifest))
+        append(write_cell(root, task, by_name[task.workload], options, manifest))
     return root
 
 

@@ -119,7 +119,7 @@ def test_prepare_writes_a_prepare_record(tmp_path: Path, cli):
 
 def test_a_rescore_writes_a_rescore_record(unpacked: Path, tmp_path: Path):
     root = copy_root(unpacked / SCREEN.name, tmp_path)      # the rescore is written beside its root
-    _, out, _ = screen.rescore(root, ())
+    _, out, _ = screen.rescore(root, (), (1,))             # sealed under receipt schema 1: read when asked for
     assert out.parent == root.parent
     text = (out / screen.RESCORE_FILE).read_text(encoding="utf-8")
     record = Rescore.model_validate_json(text)

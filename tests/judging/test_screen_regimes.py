@@ -98,8 +98,8 @@ def test_a_tuned_baseline_without_a_timed_control_prints_no_range():
     assert silent.span == "" and NOT_COMPARABLE in silent.label
 
 
-def _rescored(root: Path) -> tuple[dict[str, dict[str, str]], str]:
-    done = run_cli("screen", "--rescore", root)
+def _rescored(root: Path, *extra: str) -> tuple[dict[str, dict[str, str]], str]:
+    done = run_cli("screen", "--rescore", root, *extra)
     assert done.returncode == 0, done.stderr
     table = Path(done.stdout.strip().splitlines()[-1])
     rows = screentable.parse(table.read_text(encoding="utf-8"))
@@ -128,7 +128,9 @@ def test_rescore_of_the_committed_h200_screen_times_mm_against_its_control(tmp_p
         archive.extractall(tmp_path, filter="data")
     sealed = {r["workload"]: r for r in screentable.parse((H200_SCREEN / "screen.tsv").read_text(encoding="utf-8"))}
     assert sealed["mm"]["range"] == "+37.45%…+71.40%"            # candidate over the recording baseline
-    table, stdout = _rescored(tmp_path / H200_SCREEN.name)
+    # sealed under receipt schema 1, which every command reads only when asked, as verify does
+    assert run_cli("screen", "--rescore", tmp_path / H200_SCREEN.name).returncode == 5
+    table, stdout = _rescored(tmp_path / H200_SCREEN.name, "--allow-schema", "1")
     mm = table["mm"]
     assert (mm["range"], mm["range_vs"], mm["aa_range"]) == ("+36.90%…+73.83%", "control", "-1.40%…+0.40%")
     assert table["add"]["range_vs"] == "baseline" and table["add"]["range"] == sealed["add"]["range"]

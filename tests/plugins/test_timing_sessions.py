@@ -171,3 +171,29 @@ def test_rows_json_is_never_overwritten(pytester, tmp_path):
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR
     assert "FileExistsError" in "\n".join(result.outlines + result.errlines)
     assert (ctx.cell_dir / ROWS_FILE).read_text() == "{}\n"
+
+
+BENCH_CACHE_FULL = """
+import errno
+
+def test_bench_add(bench):
+    for case in bench.cases():
+        def compile_into_a_full_cache():
+            raise OSError(errno.EFBIG, "File too large", "/scratch/triton-1/add_kernel.ttgir")
+        bench.measure(case, compile_into_a_full_cache)
+"""
+
+
+@pytest.mark.parametrize("backend, timer", [(CpuBackend(), {"kind": "event"}), (CudaBackend(), None)])
+def test_a_write_fault_in_a_measured_call_is_the_machines_never_a_failed_row(pytester, tmp_path, backend, timer):
+    # compile-only (the call itself) and timed (the timer's call): a full disk or a file-size limit under
+    # Triton's cache is raised to the worker's WriteFaults, which exits WRITE_FAULT and leaves the cell to run again
+    from campaign.worker.writefaults import WriteFaults
+    ctx = context(tmp_path, backend, timer=timer, op="add", dtypes=("float16",),
+                  **({"provider": "builtin", "project_root": PROJECT_ROOT} if timer else {}))
+    faults = WriteFaults()
+    recorded = RecordedTimers(capture_error=None) if timer is None else None
+    result, _, _ = session(pytester, ctx, BENCH_CACHE_FULL, recorded, extra_plugins=(faults,))
+    # raised, it fails the test (it was one failed row in a passing session: an "ok" cell) and WriteFaults has it
+    assert result.ret == 1
+    assert faults.first is not None and faults.first.filename == "/scratch/triton-1/add_kernel.ttgir"

@@ -95,7 +95,10 @@ def test_a_version_1_receipt_is_reported_with_its_note(tmp_path: Path, cli):
     root.chmod(0o755)
     (root / "receipt.json").chmod(0o644)
     (root / "receipt.json").write_text(canonical.dumps(data))
-    done = cli("report", root, "--format", "json")
+    refused = cli("report", root, "--format", "json")     # as verify: an older receipt only when asked for
+    assert refused.returncode == 5 and refused.stdout == ""
+    assert "REPORT_REFUSED check=verify: " in refused.stderr and "`--allow-schema 1` verifies it" in refused.stderr
+    done = cli("report", root, "--format", "json", "--allow-schema", "1")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == data["verdicts"]
     assert "note: receipt.json is schema_version 1" in done.stderr

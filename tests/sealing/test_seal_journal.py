@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from runroots import copy_root, run
 
-from campaign.contract import canonical, journal
+from campaign.contract import canonical, journal, journalcheck, status
 from campaign.contract.artifacts import cell_dir
 from campaign.contract.receiptmodel import content_digest
 
@@ -27,6 +27,12 @@ def _writable(root: Path) -> None:
         os.chmod(folder, 0o755)
         for name in names:
             os.chmod(Path(folder) / name, 0o644)
+
+
+def _row(task_id: str, rc_name: str = "ok") -> status.StatusRow:
+    workload, round_, cell = task_id.split("/")
+    return status.StatusRow(task_id=task_id, round=int(round_[1:]), workload=workload, cell=cell,
+                            rc=None if rc_name == "skipped" else 0, rc_name=rc_name)
 
 
 def _edit(path: Path) -> None:
@@ -57,7 +63,7 @@ def test_a_reseal_after_a_deleted_receipt_refuses_evidence_edited_after_its_cell
     (sealed / "receipt.json").unlink()
     done = run(sealed)
     assert done.returncode == 5, done.stdout + done.stderr
-    assert f"SEAL_REFUSED check=journal: {sealed}: evidence changed after its cell ended (1): journal: {ROWS} " \
+    assert f"SEAL_REFUSED check=journal: {sealed}: the journal does not hold this root (1): journal: {ROWS} " \
            "(changed since its cell ended: sha256 " in done.stderr
     assert not (sealed / "receipt.json").exists()
     assert cli("verify", sealed).returncode == 2        # nothing was sealed: not a sealed root
@@ -86,17 +92,19 @@ def test_the_journal_names_files_changed_removed_and_added_and_a_broken_line(tmp
     folder.mkdir(parents=True)
     (folder / "a.json").write_text("a")
     (folder / "b.json").write_text("b")
-    journal.append(tmp_path, "w/r1/baseline")
-    journal.append(tmp_path, "w/r2/baseline")           # skipped: no folder, nothing journalled
-    assert journal.differences(tmp_path, {"w/r1/baseline"}) == []
+    (tmp_path / "prepare.json").write_text("{}")        # the chain's anchor
+    journal.record(tmp_path, "w/r1/baseline", _row("w/r1/baseline"), tmp_path / "status.tsv")
+    journal.record(tmp_path, "w/r2/baseline", _row("w/r2/baseline", "skipped"), tmp_path / "status.tsv")
+    assert journal.read(tmp_path)[0]["w/r2/baseline"] == {}    # skipped: no folder, its row journalled all the same
+    assert journalcheck.differences(tmp_path, {"w/r1/baseline"}) == []
     (folder / "a.json").write_text("A")
     (folder / "b.json").unlink()
     (folder / "c.json").write_text("c")
-    assert [(rel, what.split(":")[0]) for rel, what in journal.differences(tmp_path, {"w/r1/baseline"})] == [
+    assert [(rel, what.split(":")[0]) for rel, what in journalcheck.differences(tmp_path, {"w/r1/baseline"})] == [
         ("cells/w/r1/baseline/a.json", "changed since its cell ended"),
         ("cells/w/r1/baseline/b.json", "removed since its cell ended"),
         ("cells/w/r1/baseline/c.json", "added since its cell ended")]
-    assert journal.differences(tmp_path, {"w/r9/baseline"})[:1] == []     # a task never journalled
+    assert journalcheck.differences(tmp_path, {"w/r9/baseline"})[:1] == []     # a task never journalled
     path = tmp_path / journal.JOURNAL_FILE
     path.write_text(path.read_text() + '{"task": "w/r1/can')            # torn by a killed runner: not a finding
     assert journal.read(tmp_path)[1] == []
@@ -125,4 +133,4 @@ def test_verify_reads_each_cell_file_once(sealed: Path, monkeypatch):
     monkeypatch.setattr(journal, "_sha256", lambda path: journal_reads.append(path) or digest(path))
     assert verification.check(sealed).differences == ()
     assert journal_reads == []
-    assert journal.differences(sealed, {"add/r1/baseline"}) == [] and journal_reads, "the spy sees the journal's reads"
+    assert journalcheck.differences(sealed, {"add/r1/baseline"}) == [] and journal_reads, "the spy sees the journal's reads"

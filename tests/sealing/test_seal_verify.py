@@ -15,7 +15,7 @@ import rootbuilder as rb
 from runroots import copy_root, demo, prepare, run
 
 from campaign.contract import canonical
-from campaign.contract.errors import Refused
+from campaign.contract.errors import InputError, Refused
 from campaign.contract.receiptmodel import ReceiptFile
 from campaign.flows import session
 from campaign.sealing import receipt
@@ -93,7 +93,7 @@ def test_seal_writes_the_verdicts_it_is_handed_null_with_its_note_never_invented
     assert sealed["harness_changed_since_prepare"] == ["plugins/timing.py"]   # the drift the verdicts were judged with
     assert sealed["sealed_utc"] == "2026-11-29T08:00:00Z"
     assert sealed["status_sha256"] is None and sealed["run_identity"] is None
-    assert sorted(sealed["files"]) == ["manifest.yaml", "matrix.json", "prepare.json"]
+    assert sorted(sealed["files"]) == ["digests.jsonl", "manifest.yaml", "matrix.json", "prepare.json"]
     assert sealed["folders"] == {}
     assert canonical.read_json(root / "receipt.json") == sealed
     assert receipt.verify_root(root) == []
@@ -106,11 +106,19 @@ def test_seal_writes_the_verdicts_it_is_handed_null_with_its_note_never_invented
         "`campaign run ROOT` completes it)"]
 
 
-def test_a_classifier_that_fails_is_sealed_as_null_verdicts_naming_the_failure(tmp_path: Path):
+def test_a_classifier_that_fails_is_sealed_as_null_verdicts_naming_the_failure(tmp_path: Path, monkeypatch):
     """The session judges, the receipt records: a root the classifier cannot read is still sealed,
     its verdicts null and the failure named."""
     root = prepare(tmp_path, [demo("add")])
+    manifest = (root / "manifest.yaml").read_text(encoding="utf-8")
     (root / "manifest.yaml").write_text("campaign: [\n", encoding="utf-8")   # the copy the classifier reads
+    with pytest.raises(Refused, match=r"journal: manifest.yaml \(changed since prepare: sha256 "):
+        session.seal_root(root)      # an edit of the manifest's copy is the journal's to name, before any judging
+    (root / "manifest.yaml").write_text(manifest, encoding="utf-8")
+
+    def fails(*args, **kwargs):
+        raise InputError("the classifier cannot read this root")
+    monkeypatch.setattr(session, "classify_root", fails)
     sealed = session.seal_root(root)
     assert sealed["verdicts"] is None
     assert sealed["verdicts_note"].startswith("campaign.judging.classify.classify_root failed: InputError: ")

@@ -189,3 +189,28 @@ def test_a_missing_envelope_or_a_wrong_key_file_is_bad_input(tmp_path: Path, cli
     assert again.returncode == 2 and "exists: a statement never overwrites a file" in again.stderr
     private_as_public = cli("verify", root, "--key", private)
     assert private_as_public.returncode == 2 and "VERIFY_REFUSED check=key:" in private_as_public.stderr
+
+
+def test_run_signs_at_the_seal_and_the_envelope_fails_after_an_edit(sealed_add: Path, tmp_path: Path, cli):
+    # the signature is made as the seal ends, not later by whoever holds the root: a root made unsealed
+    # again (writable, its receipt deleted: nothing in it changed) is resealed and signed by `run --sign`
+    from runroots import copy_root, run
+    root = copy_root(sealed_add, tmp_path)
+    _writable(root)
+    (root / "receipt.json").unlink()
+    private, public = _keys(tmp_path, "runner")
+    bad = run(root, "--sign", public)
+    assert bad.returncode == 2 and "RUN_REFUSED check=key:" in bad.stderr   # refused before anything runs
+    assert not (root / "receipt.json").exists()
+    done = run(root, "--sign", private)
+    assert done.returncode == 0, done.stdout + done.stderr
+    envelope = Path(f"{root}.dsse.json")
+    assert f"signed {root}: statement in {envelope} (keyid " in done.stdout
+    assert cli("verify", root, "--key", public).returncode == 0
+    rows = root / ROWS
+    rb.edit_sealed(rows, rows.read_text(encoding="utf-8").replace('"float16"', '"float32"'))
+    rb.rewrite_receipt(root, lambda data: data["files"][ROWS].update(
+        sha256=canonical.sha256_file(rows), size=rows.stat().st_size), redigest=True)   # consistent with itself
+    edited = cli("verify", root, "--key", public)
+    assert edited.returncode == 5
+    assert f"VERIFY_FAILED signature: {envelope} (subject {ROWS}: sha256 signed " in edited.stderr

@@ -1,0 +1,34 @@
+"""What the offline shim answers in place of the card's torch: the pieces that hold without flag_gems."""
+from __future__ import annotations
+
+import torch
+
+from campaign.plugins import offline_torch
+
+
+def test_the_philox_state_reads_as_the_cards_and_advances_in_host_arithmetic():
+    state = offline_torch.PhiloxState()
+    seed, offset = state.get_state().view(torch.int64).tolist()       # FlagGems' own read of the 16 bytes
+    assert (seed, offset) == (offline_torch.PHILOX_DEFAULT_SEED, 0)
+    # philox_backend_seed_offset: the values now, then the offset moved by the increment rounded up to 4
+    assert state.advance(1000) == (seed, 0)
+    assert state.advance(10) == (seed, 1000)
+    assert state.advance(1) == (seed, 1012)
+    assert state.get_state().view(torch.int64).tolist() == [seed, 1016]
+    state.set_state(torch.tensor([7, 64], dtype=torch.int64).view(torch.uint8))
+    assert state.advance(3) == (7, 64) and state.initial_seed() == 7
+
+
+def test_dropout_takes_the_fused_kernel_under_the_cards_own_condition(monkeypatch):
+    called = []
+    monkeypatch.setattr(torch, "native_dropout", lambda x, p, train: (called.append((p, train)) or (x * 0, None)))
+    original = torch.dropout
+    monkeypatch.setattr(torch, "dropout", original)
+    monkeypatch.setattr(torch._VF, "dropout", torch._VF.dropout, raising=False)
+    offline_torch.fused_dropout(torch)
+    x = torch.ones(8)
+    torch.nn.functional.dropout(x, 0.5, True)
+    assert called == [(0.5, True)], "training with 0 < p < 1: aten takes native_dropout on the card"
+    torch.nn.functional.dropout(x, 0.5, False)
+    torch.nn.functional.dropout(x, 0.0, True)
+    assert called == [(0.5, True)], "eval, or p = 0: the composite path, as on the card"
