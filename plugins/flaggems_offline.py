@@ -45,6 +45,7 @@ import importlib.util
 import sys
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -131,13 +132,14 @@ PROVIDERS = ("flaggems", "flaggems_upstream")
 
 
 def _installed() -> bool:
-    """FlagGems installed as a distribution: a module named flag_gems without one (a stand-in on the
-    path) is not what this shim answers for."""
+    """The flag_gems that imports is an installed FlagGems distribution's: a module named flag_gems
+    found elsewhere (a stand-in on the path, ahead of an installed one) is not what this shim answers for."""
     try:
-        metadata.version("flag_gems")
+        package = Path(str(metadata.distribution("flag_gems").locate_file("flag_gems"))).resolve()
     except metadata.PackageNotFoundError:
         return False
-    return importlib.util.find_spec("flag_gems") is not None
+    spec = importlib.util.find_spec("flag_gems")
+    return spec is not None and spec.origin is not None and Path(spec.origin).resolve().parent == package
 
 
 def install(target: str, provider: str) -> Optional[Shim]:

@@ -122,6 +122,9 @@ def _to_the_card(data: dict) -> str:
     device = data["device"]
     if platform(device["backend"]).executes:
         return ""
+    if not (device.get("name") or device.get("uuid")):
+        return ("\nScreened offline for an unnamed card: give device.name (or uuid) in the screened manifest, and "
+                "the emitted one runs on that card.")
     backend = card_backend(device["target"])
     if backend is None:
         raise ValueError(f"no backend runs {device['target']} on a card: its changed workloads cannot be timed")

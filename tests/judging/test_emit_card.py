@@ -22,3 +22,10 @@ def test_a_cards_own_screen_emits_its_device_and_timer_unchanged():
                          timer={"kind": "event"})
     before = {**data}
     assert _to_the_card(data) == "" and data == before
+
+
+def test_an_offline_screen_of_an_unnamed_card_keeps_its_device_and_says_how_to_name_one():
+    data = manifest_data(device={"backend": "cpu", "target": "cuda:90"})
+    line = _to_the_card(data)
+    assert data["device"] == {"backend": "cpu", "target": "cuda:90"} and "give device.name" in line
+    Manifest.model_validate(data)

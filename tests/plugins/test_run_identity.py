@@ -22,7 +22,7 @@ from campaign.running import cellenv
 KEYS = {
     "schema_version", "task_id", "backend", "device_name", "device_uuid", "device_target", "driver", "runtime",
     "torch", "triton", "triton_env", "flag_gems", "python", "platform", "bench_level", "shape_mode",
-    "tuner_cache", "tuner_cache_at_start", "tuner_store_at_start", "autotune_mode", "autotune_source", "autotune_policy", "autotune_from", "tuning", "env", "pinned_env",
+    "tuner_cache", "tuner_cache_at_start", "tuner_store_at_start", "autotune_mode", "autotune_source", "autotune_policy", "autotune_from", "tuning", "env", "pinned_env", "offline_device",
     "harness_digest", "inherited_env", "timer", "direct_repeat",
 }
 TIMER_KEYS = {"kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush", "max_noise_pct", "min_samples",
@@ -51,6 +51,7 @@ def test_cpu_cell_identity_is_complete_and_read_at_run_time(tmp_path):
                                                               platform.python_version())
     assert base["flag_gems"] is None, "a builtin workload does not need flag_gems"
     assert base["tuner_cache"] == "isolated" and base["tuner_cache_at_start"] == {"files": 0, "bytes": 0}
+    assert base["offline_device"] is None, "a builtin workload runs no FlagGems: no shim answered for the card"
     assert base["pinned_env"] == cellenv.PINNED and base["harness_digest"] == "0" * 64
     # The switch reaches Triton's cache key in the candidate only, normalised as Triton does.
     assert base["triton_env"] == {"TRITON_DEFAULT_FP_FUSION": "true"}

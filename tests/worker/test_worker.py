@@ -82,7 +82,16 @@ def test_a_task_file_without_its_terms_is_refused_and_the_manifest_never_read(de
 
 
 def test_an_interpreter_without_flag_gems_is_refused_by_name(tmp_path):
-    result = _refused(write_plan(tmp_path, task={"provider": "flaggems"}), "interpreter")
+    # flag_gems is installed here (the offline canary needs it): a module of that name that cannot import,
+    # ahead of it on the path, stands for an interpreter without it
+    hidden = tmp_path / "hidden"
+    (hidden / "flag_gems").mkdir(parents=True)
+    (hidden / "flag_gems" / "__init__.py").write_text('raise ImportError("No module named flag_gems")\n')
+    plan = write_plan(tmp_path, task={"provider": "flaggems"})
+    proc = run_worker(plan, {**os.environ, "PYTHONPATH": str(hidden)})
+    assert proc.returncode == WorkerExit.PREFLIGHT_FAILED, proc.stderr
+    result = CellResult.model_validate(read_json(Path(plan.cell_dir) / "result.json"))
+    assert result.preflight.failed_check == "interpreter"
     assert result.preflight.interpreter == sys.executable
     assert f"{sys.executable} cannot import flag_gems" in result.preflight.checks[0][2]
 
