@@ -20,7 +20,9 @@ from typing import Iterator, Mapping
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 TOOL_ENV = {
-    "LANG": "C", "LC_ALL": "C",
+    # the POSIX locale (glibc's name for the C locale: the same messages and collation, spelled apart from
+    # the verdict class C)
+    "LANG": "POSIX", "LC_ALL": "POSIX",
     # no system, global or XDG git configuration, no prompt, no lock taken for a read
     "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1",
     "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "PAGER": "cat",

@@ -110,7 +110,7 @@ def installed_record() -> InstalledCode:
     try:
         return installedcode.record(installedcode.verified_dir())
     except ValueError as exc:
-        raise Refused("PREPARE_REFUSED", "installed", f"{exc}: the installed package differs from its own "
+        raise Refused(PREPARE_REFUSED, "installed", f"{exc}: the installed package differs from its own "
                       "RECORD; reinstall it (pip install --force-reinstall) and prepare again") from None
 
 

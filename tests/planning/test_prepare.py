@@ -30,7 +30,8 @@ def test_prepare_freezes_a_root(tmp_path: Path, cli):
     assert done.returncode == 0, done.stderr
     root = Path(done.stdout.strip().splitlines()[-1])
     assert root.parent == tmp_path / "runs" and root.name.startswith("demo-cpu-")
-    assert sorted(p.name for p in root.iterdir()) == ["manifest.yaml", "matrix.json", "prepare.json"]
+    # the journal's first line, anchored to prepare.json, is written by prepare (`campaign.contract.journal`)
+    assert sorted(p.name for p in root.iterdir()) == ["digests.jsonl", "manifest.yaml", "matrix.json", "prepare.json"]
     assert (root / "manifest.yaml").read_bytes() == DEMO.read_bytes()
     record = canonical.read_json(root / "prepare.json")
     assert record["manifest_sha256"] == canonical.sha256_file(DEMO)

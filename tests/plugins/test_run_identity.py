@@ -52,7 +52,8 @@ def test_cpu_cell_identity_is_complete_and_read_at_run_time(tmp_path):
     assert base["flag_gems"] is None, "a builtin workload does not need flag_gems"
     assert base["tuner_cache"] == "isolated" and base["tuner_cache_at_start"] == {"files": 0, "bytes": 0}
     assert base["offline_device"] is None, "a builtin workload runs no FlagGems: no shim answered for the card"
-    assert base["pinned_env"] == cellenv.PINNED and base["harness_digest"] == "0" * 64
+    # cpu for cuda:90: FlagGems' vendor is that card's (`campaign.plugins.flaggems_offline`)
+    assert base["pinned_env"] == {**cellenv.PINNED, "GEMS_VENDOR": "nvidia"} and base["harness_digest"] == "0" * 64
     # The switch reaches Triton's cache key in the candidate only, normalised as Triton does.
     assert base["triton_env"] == {"TRITON_DEFAULT_FP_FUSION": "true"}
     assert cand["triton_env"] == {"DISABLE_MMA_V3": "true", "TRITON_DEFAULT_FP_FUSION": "true"}
