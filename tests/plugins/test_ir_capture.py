@@ -14,8 +14,7 @@ from campaign.judging.irevidence import fingerprint, normalize
 from campaign.plugins import ir_capture
 from campaign.worker.context import CellLog
 
-# a cuda target keeps the card's stages offline, sass (nvdisasm over the cubin) included
-STAGES = "ttir,ttgir,llir,ptx,sass"
+STAGES = "ttir,ttgir,llir,ptx"
 
 DEMO_CALLS = """
     x, y = torch.randn(1000), torch.randn(1000)
@@ -42,10 +41,10 @@ def test_every_variant_is_captured_and_joined_to_its_launches(tmp_path):
     assert launches == [("add_kernel", 1), ("add_kernel", 3), ("matmul_kernel", 0), ("matmul_kernel", 0),
                         ("matmul_kernel", 1), ("row_sum_kernel", 2), ("softmax_kernel", 1)]
     for row in rows:
-        assert row["stages"] == STAGES, "an offline cuda cell keeps every stage the card's does"
+        assert row["stages"] == STAGES, "cpu declares no disassembler: no sass"
         for stage in STAGES.split(","):
             assert (ir / f"{row['hash']}-{row['kernel']}.{stage}").stat().st_size > 0
-    assert len(list(ir.glob("*.sass"))) == len(rows)
+    assert not list(ir.glob("*.sass"))
     assert sorted(p.name for p in ir.iterdir() if p.suffix != ".tsv") == sorted(
         f"{row['hash']}-{row['kernel']}.{stage}" for row in rows for stage in STAGES.split(","))
     assert "ir-capture: 7 variants, 8 joined launches" in (Path(plan.cell_dir) / "run.log").read_text()
