@@ -97,7 +97,10 @@ def _worker_of(root: Path, task_id: str, proc, limit: float = 120) -> int:
     while True:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, f"{task_id} never reached its benchmark"
-        holder = canonical.read_json(root / "run.lock") if (root / "run.lock").is_file() else {}
+        try:                         # the lock is created empty (O_EXCL) and then written: read it again
+            holder = canonical.read_json(root / "run.lock") if (root / "run.lock").is_file() else {}
+        except canonical.Unreadable:
+            holder = {}
         if (holder.get("task_id") == task_id and log.is_file()
                 and "benchmark: pytest" in log.read_text(encoding="utf-8")):
             return holder["worker_pgid"]   # the worker leads its own session: its pid is the group's id
