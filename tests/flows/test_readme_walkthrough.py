@@ -9,32 +9,14 @@ baseline's and the control's equals it, and the kernel file is byte for byte the
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import PROJECT_ROOT
+from readmewalk import walkthrough
 
 from campaign.contract import canonical
-
-SECTION = "### From a tutorial file to a sealed A/B"
-FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-
-
-def walkthrough() -> tuple[dict[str, str], list[str]]:
-    """(path -> text of each file block, the text of each run block), in the README's order."""
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index(SECTION)
-    end = readme.find("\n## ", start)
-    files, runs = {}, []
-    for info, body in FENCE.findall(readme[start:end if end != -1 else len(readme)]):
-        named = re.search(r"\bfile=(\S+)", info)
-        if named:
-            files[named.group(1)] = body
-        elif info.split() == ["bash", "run"]:
-            runs.append(body)
-    return files, runs
 
 
 def test_the_walkthrough_has_a_file_outside_the_project_a_manifest_and_commands():
