@@ -389,7 +389,7 @@ MUTATIONS = [
     ("lean tests: an empty plugin plan refused (shared refused cell)", "worker/preflight.py",
      "    if not planned:\n        # an empty plan", "    if False:\n        # an empty plan",
      "tests/worker/test_worker.py::test_an_empty_plugin_plan_is_refused_by_name"),
-    ("lean tests: a finished cell never re-run (shared refused cell)", "worker/__main__.py",
+    ("lean tests: a finished cell never re-run (shared refused cell)", "worker/runcell.py",
      "    if result_path.exists():\n        print(", "    if False:\n        print(",
      "tests/worker/test_worker.py::test_a_finished_cell_is_never_rerun_or_overwritten"),
     ("lean tests: a pinned root's cells all replay (float16 alone)", "campaign/planning/matrix.py",
@@ -509,7 +509,7 @@ MUTATIONS = [
     ("per_side: identical code moved says a different winner may have moved it", "campaign/judging/choices.py",
      "    if ir_changed is False and klass == INCONCLUSIVE:", "    if False:", "tests/judging/test_per_side.py"),
     # issue #38, names as types: the worker's own exit codes, and each vocabulary read by its name
-    ("names as types: a worker crash exits its own code, not pytest's 1", "worker/__main__.py",
+    ("names as types: a worker crash exits its own code, not pytest's 1", "worker/runcell.py",
      "        return self.result(WorkerExit.CRASH, Correctness(", "        return self.result(WorkerExit.TESTS_FAILED, Correctness(",
      "tests/running/test_worker_crash.py::test_a_worker_crash_mid_cell_is_a_crash_row_and_an_x"),
     ("names as types: a worker crash makes its workload X", "campaign/judging/classrules.py",
