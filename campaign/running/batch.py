@@ -101,7 +101,7 @@ class BatchRun:
         """The batch's caches, the same paths for each of its processes (so a prepared task.json
         stays true), emptied before each: every process starts cold."""
         scratch, first = self.setup.scratch, self.group[0].order
-        shared = self.setup.manifest.defaults.tuner_cache == "shared"
+        shared = self.setup.matrix.tuner_cache == "shared"
         triton, tuner = scratch / f"triton-batch-{first}", scratch / ("tuner-shared" if shared else f"tuner-batch-{first}")
         shutil.rmtree(triton, ignore_errors=True)
         triton.mkdir(parents=True)
@@ -135,7 +135,7 @@ class BatchRun:
         batches = self.setup.root / BATCHES_DIR
         batches.mkdir(exist_ok=True)
         folder = first_free(lambda n: batches / f"{n:04d}", lambda path: path.mkdir())
-        limit, chosen_by = batching.bound(self.setup.manifest.defaults.workloads_per_process)
+        limit, chosen_by = batching.bound(self.setup.matrix.workloads_per_process)
         record = BatchRecord(id=folder.name, root=str(self.setup.root), round=tasks[0].round, cell=tasks[0].cell,
                              planned=tuple(t.id for t in self.group), tasks=tuple(t.id for t in tasks),
                              continues=self.previous, bound=limit, bound_by=chosen_by)

@@ -86,7 +86,7 @@ class Runner:
                               if self.setup.workloads is None or t.workload in self.setup.workloads),
                              key=lambda t: t.order))
         self.events.started(tasks, latest)
-        lanes, bound = self.setup.lanes, batching.bound(self.setup.manifest.defaults.workloads_per_process)[0]
+        lanes, bound = self.setup.lanes, batching.bound(self.setup.matrix.workloads_per_process)[0]
         groups = batching.groups(tasks, bound, lanes)
         at = 0
         while at < len(groups):
@@ -212,7 +212,7 @@ class Runner:
 
     def plan(self, task: Task, cell_dir: Path) -> CellPlan:
         setup = self.setup
-        tuner_mode = setup.manifest.defaults.tuner_cache
+        tuner_mode = setup.matrix.tuner_cache
         triton_cache = setup.scratch / f"triton-{task.order}"
         tuner_cache = setup.scratch / ("tuner-shared" if tuner_mode == "shared" else f"tuner-{task.order}")
         for folder in (triton_cache, tuner_cache):
