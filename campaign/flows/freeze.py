@@ -51,8 +51,8 @@ class SourceSeal:
     def receipt_digest(self, receipt: Path) -> str:
         return rootfiles.sha256_regular(receipt)[0]
 
-    def differences(self, root: Path) -> list[str]:
-        return [d.line() for d in verification.check(root).differences]
+    def differences(self, source: Path) -> list[str]:
+        return [d.line() for d in verification.check(source).differences]
 
 
 def check(manifest_path: Path, project_root: Path = harness.PROJECT_ROOT) -> Checked:

@@ -64,8 +64,8 @@ class SourceSeal(Protocol):
     def receipt_digest(self, receipt: Path) -> str:
         """The receipt's SHA-256; OSError when it is not a readable regular file."""
 
-    def differences(self, root: Path) -> list[str]:
-        """One line per file of the root that does not verify against its receipt."""
+    def differences(self, source: Path) -> list[str]:
+        """One line per file of the source root that does not verify against its receipt."""
 
 
 class _Refusal:
