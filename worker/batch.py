@@ -3,7 +3,7 @@
 batch.json is `campaign.contract.plans.BatchRecord`, written by the runner beside the
 progress file this appends to (`campaign.running.batching`: a ``start`` line before a
 workload, an ``end`` line with its rc after its result.json). Each workload is one cell
-exactly as a single-cell worker runs it (`campaign.worker.__main__.run_cell`): its task.json
+exactly as a single-cell worker runs it (`campaign.worker.runcell.run_cell`): its task.json
 in, its own folder's run.log, stdout.log and stderr.log (this process's descriptors 1 and 2
 point there while it runs), phases.json and result.json out.
 
@@ -47,6 +47,7 @@ from campaign.contract.errors import WorkerExit
 from campaign.contract.plans import BatchRecord, CellPlan
 from campaign.contract.progresslines import event_line
 from campaign.worker import lifeline, tunerstore
+from campaign.worker.runcell import run_cell
 
 
 def mark(progress: Path, kind: str, task_id: str, rc=None) -> None:
@@ -117,8 +118,6 @@ def claimed(record: BatchRecord) -> Iterator[str]:
 
 
 def run(batch_path: Path, started: float, notes: list[str]) -> int:
-    from campaign.worker.__main__ import run_cell
-
     try:
         record = BatchRecord.model_validate(read_json(batch_path))
     except Exception as exc:        # nothing names the cells: the runner's rows say no result

@@ -3,7 +3,7 @@ any test, collector or hook met -- a full scratch dir under Triton's cache, a ro
 
 pytest makes such an error a failed test or an internal error, which would read as the cell's own
 failure (``tests_failed``) and be final; seen here, the worker exits on it instead
-(`campaign.worker.__main__.run_cell`) and the runner stops with the fault named, the cell left to run again.
+(`campaign.worker.runcell.run_cell`) and the runner stops with the fault named, the cell left to run again.
 """
 from __future__ import annotations
 

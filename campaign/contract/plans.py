@@ -141,6 +141,12 @@ class Matrix(Record):
     # manifest's default) rounds after the first run only where round 1's IR differs.
     later_only_if_ir_changed: bool = True
     stopping: Optional[Stopping] = None  # None: fixed rounds (every root before adaptive rounds)
+    # The manifest's process defaults, frozen here so the runner reads the plan, not the root's manifest
+    # copy: whether a side's cells share one tuner store, and the most workloads one process runs
+    # (`campaign.running.batching.bound`; None: the runner's choice). A root prepared before they were
+    # recorded here reads the manifest's defaults.
+    tuner_cache: Literal["isolated", "shared"] = "isolated"
+    workloads_per_process: Optional[int] = None
 
     @model_serializer(mode="wrap")
     def _old_roots_unchanged(self, handler):
@@ -153,6 +159,10 @@ class Matrix(Record):
             data.pop("later_only_if_ir_changed", None)
         if self.stopping is None:
             data.pop("stopping", None)
+        if self.tuner_cache == "isolated":
+            data.pop("tuner_cache", None)
+        if self.workloads_per_process is None:
+            data.pop("workloads_per_process", None)
         return data
 
 

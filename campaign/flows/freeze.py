@@ -27,6 +27,7 @@ from campaign.contract.rootrecords import InstalledCode, Prepare
 from campaign.planning import harness, installedcode, inventory, pinning
 from campaign.planning.matrix import expand
 from campaign.planning.resolve import Resolved, resolve
+from campaign.sealing import rootfiles, verification
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,16 @@ class Checked:
         return tuple(note for found in self.resolved.values() for note in found.notes)
 
 
+class SourceSeal:
+    """The sealing stage's answers about a pinned source root (`campaign.planning.pinning.SourceSeal`)."""
+
+    def receipt_digest(self, receipt: Path) -> str:
+        return rootfiles.sha256_regular(receipt)[0]
+
+    def differences(self, source: Path) -> list[str]:
+        return [d.line() for d in verification.check(source).differences]
+
+
 def check(manifest_path: Path, project_root: Path = harness.PROJECT_ROOT) -> Checked:
     """Every check prepare runs; raises CampaignError, writes nothing."""
     manifest = yamlio.validate(Manifest, manifest_path)
@@ -51,7 +62,7 @@ def check(manifest_path: Path, project_root: Path = harness.PROJECT_ROOT) -> Che
     known = inventory.load(project_root / "ops")
     resolved = resolve(manifest, known, project_root, str(manifest_path), document)
     matrix = expand(manifest, resolved)
-    pinned = pinning.recordings(manifest, manifest_path, project_root)
+    pinned = pinning.recordings(manifest, manifest_path, project_root, SourceSeal())
     # the targets' files, conftest.py chain and pytest configuration are harness files too
     digests = harness.recorded_digests(project_root, resolved_targets(resolved))
     return Checked(manifest_path, manifest, resolved, matrix, digests, pinned)

@@ -211,7 +211,7 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
                          visibility_variable=backend.visibility_variable)
         if any(not task.timed for task in matrix.tasks) and not execution.ray:   # a Ray task holds one workload
             lanes, why = batching.lanes(manifest.defaults.ir_pass_lanes, len(os.sched_getaffinity(0)),
-                                        manifest.device.cards, manifest.defaults.tuner_cache)
+                                        manifest.device.cards, matrix.tuner_cache)
             setup = dataclasses.replace(setup, lanes=lanes, lanes_why=why)
         progress = make_progress(sys.stdout)   # read now: a caller may have redirected it
         runner = (rayexec.RayExecutor(setup, progress, execution.ray, execution.telemetry_interval)

@@ -10,8 +10,8 @@ each file's digest and its own.
 
 `recordings` (called by `campaign.flows.freeze.check`, for validate and prepare alike) refuses, naming the manifest's file,
 line and key, unless: the source holds a receipt.json hashing to ``receipt_sha256``; the
-root verifies against it (`campaign.sealing.verification`: any changed, missing or extra
-file is named, exit 5); and every workload of the new manifest has a finished recording
+root verifies against it (the sealing stage's answers, handed in as a `SourceSeal` by the flow: any
+changed, missing or extra file is named, exit 5); and every workload of the new manifest has a finished recording
 there. `pin` (prepare's) copies each recording -- the recording cell's autotune.json and, where that cell
 ran a correctness session, autotune-correctness.json; a source that was itself pinned
 hands on its own copy -- to ``<root>/autotune_from/<workload>/``, sealed with the new root.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Protocol
 
 from campaign.contract import yamlio
 from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, cell_dir
@@ -57,6 +57,17 @@ def source_root(spec, project_root: Path) -> Path:
     return path if path.is_absolute() else Path(project_root) / path
 
 
+class SourceSeal(Protocol):
+    """What pinning asks the sealing stage about a source root. The flow hands one in
+    (`campaign.flows.freeze`): planning never imports sealing, which imports planning."""
+
+    def receipt_digest(self, receipt: Path) -> str:
+        """The receipt's SHA-256; OSError when it is not a readable regular file."""
+
+    def differences(self, source: Path) -> list[str]:
+        """One line per file of the source root that does not verify against its receipt."""
+
+
 class _Refusal:
     """``PREPARE_REFUSED check=autotune_from: <manifest>:<line>:<col>: defaults -> autotune_from -> <key>: …``."""
 
@@ -72,24 +83,22 @@ class _Refusal:
                              exit_code)
 
 
-def _verified_source(spec, source: Path, refuse: _Refusal) -> Matrix:
-    from campaign.sealing import rootfiles, verification  # the sealing stage: only where a root is pinned
-
+def _verified_source(spec, source: Path, seal: SourceSeal, refuse: _Refusal) -> Matrix:
     root = RunRoot(source)
     receipt = root.receipt_file
     if not source.is_dir():
         raise refuse("root", f"{source}: not a folder")
     try:
-        digest, _ = rootfiles.sha256_regular(receipt)
-    except (OSError, rootfiles.NotRegular) as exc:
+        digest = seal.receipt_digest(receipt)
+    except OSError as exc:
         raise refuse("root", f"{receipt}: no readable receipt ({getattr(exc, 'strerror', exc)}): only a sealed "
                              "root's configs can be pinned")
     if digest != spec.receipt_sha256:
         raise refuse("receipt_sha256", f"{receipt} hashes to {digest}, the manifest pins {spec.receipt_sha256}: "
                                        "not the root the manifest names", EXIT_VERIFY)
-    differences = verification.check(source).differences
+    differences = seal.differences(source)
     if differences:
-        shown = "; ".join(d.line() for d in differences[:5])
+        shown = "; ".join(differences[:5])
         raise refuse("root", f"{source} does not verify against its receipt ({len(differences)} difference(s): "
                              f"{shown})", EXIT_VERIFY)
     try:
@@ -116,7 +125,7 @@ def _recording(source: Path, matrix: Matrix, workload: str, refuse: _Refusal) ->
     return folder
 
 
-def recordings(manifest: Manifest, manifest_path: Path, project_root: Path) -> dict[str, Path]:
+def recordings(manifest: Manifest, manifest_path: Path, project_root: Path, seal: SourceSeal) -> dict[str, Path]:
     """Verify the source root; each workload's recording folder there ({} unpinned). Validate runs this
     as prepare does (`campaign.flows.freeze.check`), so a source that prepare refuses validate refuses."""
     spec = manifest.defaults.autotune_from
@@ -124,7 +133,7 @@ def recordings(manifest: Manifest, manifest_path: Path, project_root: Path) -> d
         return {}
     refuse = _Refusal(Path(manifest_path))
     source = source_root(spec, project_root)
-    matrix = _verified_source(spec, source, refuse)
+    matrix = _verified_source(spec, source, seal, refuse)
     return {w.name: _recording(source, matrix, w.name, refuse) for w in manifest.workloads}
 
 

@@ -42,7 +42,7 @@ from campaign.contract.status import StatusRow
 from campaign.running import batching, workerlaunch
 from campaign.running.cellproc import STOPPED, TIMED_OUT, Clock, Ended, stopped_note, timed_out, timeout_note, watch
 from campaign.running.cellresult import status_row
-from campaign.running.rounds import Rounds, skipped_row
+from campaign.running.rounds import Rounds
 from campaign.running.runsetup import Events, RunSetup, Telemetry
 
 
@@ -71,29 +71,13 @@ class BatchRun:
         self.prepared: dict[str, CellPlan] = {}     # task id -> plan of a folder no workload used yet
         self.previous: Optional[str] = None
 
-    def run(self, rows: list[StatusRow]) -> bool:
-        """Run the group's unsettled tasks; True when the runner was stopped."""
-        runner = self.runner
-        latest = status.settled(rows)
-        while True:
-            todo = [task for task in self.group if task.id not in latest]
-            if not todo:
-                return False
-            if runner.stop.is_set():
-                return True
-            runnable = []
-            for task in todo:               # adaptive rounds: decided per workload before its process starts
-                skip = runner.rounds.skip(task, latest)
-                if skip:
-                    latest = runner.record(task, skipped_row(task, *skip), rows)
-                else:
-                    runnable.append(task)
-            if not runnable:
-                return False
-            stopped = self._process(tuple(runnable), rows)
-            latest = status.settled(rows)
-            if stopped:
-                return True
+    # -- the placement (`campaign.running.scheduler`) ---------------------------------------
+
+    def claim(self, task: Task) -> None:
+        """Nothing yet: a folder this batch prepared is reused, any other set aside when the process is planned."""
+
+    def launch(self, tasks: tuple[Task, ...], rows: list[StatusRow]) -> bool:
+        return self._process(tasks, rows)
 
     # -- one process -------------------------------------------------------------------
 
@@ -101,7 +85,7 @@ class BatchRun:
         """The batch's caches, the same paths for each of its processes (so a prepared task.json
         stays true), emptied before each: every process starts cold."""
         scratch, first = self.setup.scratch, self.group[0].order
-        shared = self.setup.manifest.defaults.tuner_cache == "shared"
+        shared = self.setup.matrix.tuner_cache == "shared"
         triton, tuner = scratch / f"triton-batch-{first}", scratch / ("tuner-shared" if shared else f"tuner-batch-{first}")
         shutil.rmtree(triton, ignore_errors=True)
         triton.mkdir(parents=True)
@@ -135,7 +119,7 @@ class BatchRun:
         batches = self.setup.root / BATCHES_DIR
         batches.mkdir(exist_ok=True)
         folder = first_free(lambda n: batches / f"{n:04d}", lambda path: path.mkdir())
-        limit, chosen_by = batching.bound(self.setup.manifest.defaults.workloads_per_process)
+        limit, chosen_by = batching.bound(self.setup.matrix.workloads_per_process)
         record = BatchRecord(id=folder.name, root=str(self.setup.root), round=tasks[0].round, cell=tasks[0].cell,
                              planned=tuple(t.id for t in self.group), tasks=tuple(t.id for t in tasks),
                              continues=self.previous, bound=limit, bound_by=chosen_by)

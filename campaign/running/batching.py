@@ -3,7 +3,7 @@
 A batch is a run of tasks of one round and one cell (one side of the comparison: the
 A and B sides never share a process), at most `bound` of them, executed by one worker in
 sequence (`campaign.running.batch`). The bound is ``defaults.workloads_per_process`` where
-the manifest sets it, else the runner's choice, `RUNNER_BOUND`; batch.json records it. The order:
+the manifest sets it (frozen in the matrix), else the runner's choice, `RUNNER_BOUND`; batch.json records it. The order:
 
 - bound 1: the matrix order, one task per process -- exactly the run without batching;
 - otherwise canaries first, alone, in matrix order (a broken canary stops the campaign

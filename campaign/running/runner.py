@@ -28,16 +28,17 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.contract import canonical, faults, journal, status
-from campaign.contract.artifacts import AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, set_aside
+from campaign.contract.artifacts import AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE
 from campaign.contract.artifacts import cell_dir as cell_folder
 from campaign.contract.plans import CellPlan, Task
 from campaign.contract.status import StatusRow
 from campaign.planning import pinning
-from campaign.running import batching, workerlaunch
+from campaign.running import batching, scheduler, workerlaunch
 from campaign.running.batch import BatchRun
 from campaign.running.cellproc import Ended, wait_worker
 from campaign.running.cellresult import status_row
-from campaign.running.rounds import Rounds, skipped_row
+from campaign.running.oneprocess import OneProcess
+from campaign.running.rounds import Rounds
 from campaign.running.runsetup import Events, RunSetup, Telemetry
 from campaign.running.sidequeue import SideQueue
 
@@ -86,7 +87,7 @@ class Runner:
                               if self.setup.workloads is None or t.workload in self.setup.workloads),
                              key=lambda t: t.order))
         self.events.started(tasks, latest)
-        lanes, bound = self.setup.lanes, batching.bound(self.setup.manifest.defaults.workloads_per_process)[0]
+        lanes, bound = self.setup.lanes, batching.bound(self.setup.matrix.workloads_per_process)[0]
         groups = batching.groups(tasks, bound, lanes)
         at = 0
         while at < len(groups):
@@ -104,26 +105,15 @@ class Runner:
         return Outcome(COMPLETED)
 
     def _group(self, group: tuple[Task, ...], rows: list[StatusRow]) -> Optional[Outcome]:
-        """Run one group until its rows settle it; an Outcome when the run must end there."""
-        if len(group) > 1:          # several workloads, one process at a time: `campaign.running.batch`
-            return Outcome(INTERRUPTED, self.stop_reason) if BatchRun(self, group).run(rows) else None
-        task = group[0]
-        latest = status.settled(rows)
-        # Until its row settles it: a first death by a signal is run again at once, so a
-        # recording cell's retry comes before every cell that replays its recording.
-        while task.id not in latest:
-            if self.stop.is_set():
-                return Outcome(INTERRUPTED, self.stop_reason)
-            folder = cell_path(self.setup.root, task)
-            if folder.exists():
-                moved = set_aside(folder)
-                self.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
-            skip = self.rounds.skip(task, latest)
-            row = skipped_row(task, *skip) if skip else self.run_cell(task)
-            latest = self.record(task, row, rows)
-            if row.rc_name == status.INTERRUPTED:
-                return Outcome(INTERRUPTED, self.stop_reason)
-        if task.canary and latest[task.id].failed:
+        """Run one group until its rows settle it (`scheduler.settle`); an Outcome when the run must end
+        there. Several workloads share one process at a time (`campaign.running.batch`); a group of one
+        is one process, and a first death by a signal runs again at once, so a recording cell's retry
+        comes before every cell that replays its recording."""
+        placement = BatchRun(self, group) if len(group) > 1 else OneProcess(self)
+        if scheduler.settle(self, group, rows, placement):
+            return Outcome(INTERRUPTED, self.stop_reason)
+        task, latest = group[0], status.settled(rows)
+        if len(group) == 1 and task.canary and latest[task.id].failed:
             return Outcome(CANARY_FAILED, _canary_reason(latest[task.id]))
         return None
 
@@ -212,7 +202,7 @@ class Runner:
 
     def plan(self, task: Task, cell_dir: Path) -> CellPlan:
         setup = self.setup
-        tuner_mode = setup.manifest.defaults.tuner_cache
+        tuner_mode = setup.matrix.tuner_cache
         triton_cache = setup.scratch / f"triton-{task.order}"
         tuner_cache = setup.scratch / ("tuner-shared" if tuner_mode == "shared" else f"tuner-{task.order}")
         for folder in (triton_cache, tuner_cache):

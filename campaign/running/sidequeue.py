@@ -104,12 +104,12 @@ class SideQueue:
         setup, runner = self.setup, self.runner
         batches = setup.root / BATCHES_DIR
         folder = first_free(lambda n: batches / f"{n:04d}", lambda path: path.mkdir())
-        shared = setup.manifest.defaults.tuner_cache == "shared"
+        shared = setup.matrix.tuner_cache == "shared"
         triton = setup.scratch / f"triton-queue-{folder.name}"
         tuner = setup.scratch / ("tuner-shared" if shared else f"tuner-queue-{folder.name}")
         triton.mkdir(parents=True)
         tuner.mkdir(parents=True, exist_ok=shared)
-        limit, chosen_by = batching.bound(setup.manifest.defaults.workloads_per_process)
+        limit, chosen_by = batching.bound(setup.matrix.workloads_per_process)
         record = BatchRecord(id=folder.name, root=str(setup.root), round=candidates[0].round, cell=candidates[0].cell,
                              planned=tuple(t.id for t in self.group), tasks=tuple(t.id for t in candidates),
                              bound=limit, bound_by=chosen_by, queue=str(self.folder),

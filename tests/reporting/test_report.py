@@ -52,7 +52,7 @@ def test_cli_report_on_an_unsealed_complete_root(tmp_path, cli):
     root = campaign_root(tmp_path)
     md = cli("report", root)
     assert md.returncode == 0, md.stderr
-    from campaign.commands.report import NOT_SEALED
+    from campaign.flows.report import NOT_SEALED
     assert md.stdout == NOT_SEALED + report.markdown(classify_root(root))
     assert "is not sealed" in md.stderr
     js = cli("report", root, "--format", "json")
@@ -113,8 +113,8 @@ def test_cli_report_on_a_sealed_root_matches_its_receipt(tmp_path, cli):
 
 
 def test_class_changes_name_each_workload_whose_verdict_moved(tmp_path):
-    from campaign.commands.report import class_changes
     from campaign.contract.records import Verdicts
+    from campaign.flows.report import class_changes
     sealed = Verdicts.read(classify_root(rb.build(tmp_path, [rb.mm(), rb.pointwise()])))
     mm = sealed.workloads["matmul"]
     moved = mm.model_copy(update={"klass": "F" if mm.klass != "F" else "R", "reason": "slower in both orders"})

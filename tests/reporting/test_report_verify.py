@@ -9,9 +9,9 @@ from pathlib import Path
 
 import rootbuilder as rb
 
-from campaign.commands.report import NOT_SEALED
 from campaign.contract import canonical
 from campaign.contract.receiptmodel import content_digest
+from campaign.flows.report import NOT_SEALED
 from campaign.reporting import report
 from campaign.sealing import receipt
 

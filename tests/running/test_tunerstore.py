@@ -182,6 +182,22 @@ def test_a_shared_tuner_cache_is_left_as_it_is(tmp_path):
     assert "FlagGems tuner store" not in log
 
 
+def test_the_process_defaults_are_frozen_in_the_matrix(tmp_path):
+    """Prepare freezes ``workloads_per_process`` and ``tuner_cache`` into matrix.json, and the runner reads
+    them there (`tests/structure/test_runner_checks.py` holds that running/ reads no manifest default): they
+    bound the batches and share the tuner store. Their defaults are left out (older roots: same bytes)."""
+    root = _batched_root(tmp_path, "  workloads_per_process: 2\n  tuner_cache: shared\n")
+    matrix = canonical.read_json(root / "matrix.json")
+    assert (matrix["workloads_per_process"], matrix["tuner_cache"]) == (2, "shared")
+    records = [canonical.read_json(p) for p in (root / "batches").glob("*/batch.json")]
+    assert len(records) == 2 and {(r["bound"], r["bound_by"]) for r in records} == {(2, "manifest")}
+    for cell in ("baseline", "candidate"):
+        assert canonical.read_json(root / "cells" / "second" / "r1" / cell / "run_identity.json")["tuner_cache"] == "shared"
+    (tmp_path / "plain").mkdir()
+    plain = runroots.prepare(tmp_path / "plain", [runroots.demo("add")])
+    assert not {"workloads_per_process", "tuner_cache"} & set(canonical.read_json(plain / "matrix.json"))
+
+
 def test_a_store_that_cannot_be_counted_is_not_vouched_for(tmp_path, monkeypatch):
     path = tmp_path / "config_cache" / "TunedConfig.db"
     path.parent.mkdir()

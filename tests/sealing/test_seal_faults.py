@@ -132,8 +132,8 @@ def test_a_read_error_past_the_gate_is_named_never_a_crash_log(sealed_add: Path,
     assert f"unreadable artifact in add/r1/candidate: rows.json: unreadable ([Errno 5] Input/output error: " \
            f"'{sealed_add / ROWS}')" in capsys.readouterr().out
     # a reader with no handling of its own: the read names its file (`faults.naming`) and the CLI says it
-    from campaign.commands import report
     from campaign.contract import canonical
+    from campaign.flows import report
     telemetry = sealed_add / "telemetry.err"
     _failing_reads(monkeypatch, telemetry)
     monkeypatch.setattr(report, "check_caliber", lambda root, allow: canonical.read_json(telemetry))

@@ -98,3 +98,25 @@ def test_the_contract_imports_no_other_stage():
     bad = sorted(f"{name} imports {dep}" for name, deps in graph.items() if name.startswith("campaign.contract")
                  for dep in deps if any(dep.startswith(f"campaign.{stage}") for stage in stages))
     assert not bad, "\n".join(bad)
+
+
+def _every_import(path: Path) -> set[str]:
+    """campaign.* names a module imports anywhere, function-level late binds included."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.update([node.module, *(f"{node.module}.{alias.name}" for alias in node.names)])
+    return {name for name in out if name.startswith("campaign")}
+
+
+def test_no_hidden_tie_hides_in_a_function_level_import():
+    """A late import is no way round a cycle: planning never reaches for sealing (which reads planning's
+    harness; the flow hands pinning its `SourceSeal`), and nothing imports the worker's entry point
+    (a cell's run is `campaign.worker.runcell`, which ``__main__`` and the batch both call)."""
+    modules = _modules()
+    bad = sorted(f"{name} imports {dep}" for name, path in modules.items() for dep in _every_import(path)
+                 if (name.startswith("campaign.planning") and dep.startswith("campaign.sealing"))
+                 or dep.startswith("campaign.worker.__main__"))
+    assert not bad, "\n".join(bad)

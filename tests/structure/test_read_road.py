@@ -266,3 +266,15 @@ def test_the_screen_the_runner_and_the_classifier_give_one_answer(tmp_path, case
     if bend:
         bend(root)
     assert _three_answers(root, workload.name) == expected
+
+
+def test_the_runner_reads_the_plan_not_the_manifests_defaults():
+    """What a run does is frozen in matrix.json at prepare (``tuner_cache``, ``workloads_per_process``,
+    the rounds policy): nothing under campaign/running/ reads a ``<manifest>.defaults`` attribute."""
+    found = []
+    for path in sorted((PROJECT_ROOT / "campaign" / "running").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr == "defaults" and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "manifest"):
+                found.append(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}")
+    assert found == []

@@ -20,7 +20,7 @@ from campaign.contract.canonical import read_json
 from campaign.contract.cellfiles import CellResult, Outcomes
 from campaign.contract.errors import WorkerExit
 from campaign.worker import cell
-from campaign.worker.__main__ import Cell
+from campaign.worker.runcell import Cell
 
 
 def _require_planned_plugins(backend: str = "cpu") -> None:

@@ -1,0 +1,83 @@
+"""One run root handed down (issue #38): below the commands and flows a run root travels as
+`campaign.contract.runroot.RunRoot`, read once, not as a bare `Path` each stage re-reads.
+
+The migration is under way: `PATH_ROOTS` holds, per module below flows/, how many parameters
+named ``root`` are still annotated ``Path`` (a few are another tree's root: a FlagGems checkout,
+the project). The count may only fall: a module that gains one fails, and one that loses one fails
+until its entry is lowered (or removed), so the table is the work left.
+"""
+from __future__ import annotations
+
+import ast
+
+from conftest import PROJECT_ROOT
+
+FOLDERS = ("campaign", "worker", "plugins", "reaccount")
+EDGE = ("campaign/flows/", "campaign/commands/", "campaign/cli.py")
+PATH_ROOTS = {
+    "campaign/contract/artifacts.py": 1,
+    "campaign/contract/journal.py": 6,
+    "campaign/contract/journalcheck.py": 5,
+    "campaign/judging/caliber.py": 1,
+    "campaign/judging/classify.py": 1,
+    "campaign/judging/evidence.py": 12,
+    "campaign/judging/irdiffroot.py": 2,
+    "campaign/judging/runhealth.py": 1,
+    "campaign/judging/screenroot.py": 4,
+    "campaign/planning/checkout.py": 5,
+    "campaign/planning/collected.py": 5,
+    "campaign/planning/ownfile.py": 3,
+    "campaign/planning/owntargets.py": 1,
+    "campaign/planning/pinning.py": 2,
+    "campaign/planning/upstreamtargets.py": 5,
+    "campaign/reporting/cardsection.py": 1,
+    "campaign/running/lock.py": 1,
+    "campaign/running/raynode.py": 1,
+    "campaign/running/rounds.py": 1,
+    "campaign/running/runner.py": 1,
+    "campaign/running/telemetry.py": 1,
+    "campaign/sealing/attest.py": 3,
+    "campaign/sealing/receipt.py": 11,
+    "campaign/sealing/rootfiles.py": 1,
+    "campaign/sealing/signing.py": 3,
+    "campaign/sealing/verification.py": 10,
+    "reaccount/derive.py": 4,
+    "worker/lifeline.py": 1,
+}
+
+
+def _count(tree: ast.AST) -> int:
+    """Parameters named ``root`` annotated ``Path``, over every function of ``tree``."""
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            count += sum(1 for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+                         if arg.arg == "root" and arg.annotation is not None and ast.unparse(arg.annotation) == "Path")
+    return count
+
+
+def _path_roots() -> dict[str, int]:
+    found: dict[str, int] = {}
+    for folder in FOLDERS:
+        for path in sorted((PROJECT_ROOT / folder).rglob("*.py")):
+            name = path.relative_to(PROJECT_ROOT).as_posix()
+            if not name.startswith(EDGE) and "__pycache__" not in path.parts:
+                if count := _count(ast.parse(path.read_text(encoding="utf-8"))):
+                    found[name] = count
+    return found
+
+
+def test_root_path_parameters_below_the_flows_only_fall():
+    found = _path_roots()
+    grown = {name: (PATH_ROOTS.get(name, 0), count) for name, count in found.items() if count > PATH_ROOTS.get(name, 0)}
+    assert not grown, f"root: Path parameters added below flows/ (take a RunRoot): {grown}"
+    fallen = {name: (count, found.get(name, 0)) for name, count in PATH_ROOTS.items() if found.get(name, 0) < count}
+    assert not fallen, f"fewer root: Path parameters than PATH_ROOTS says: lower these entries {fallen}"
+
+
+def test_the_scan_counts_path_roots_only():
+    source = ("def f(root: Path, other: Path, *, root2: Path): ...\n"
+              "def g(root: RunRoot): ...\n"
+              "class C:\n    def h(self, root: Path, *, x=1): ...\n    async def i(root: Path): ...\n")
+    assert _count(ast.parse(source)) == 3
