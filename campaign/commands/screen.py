@@ -72,6 +72,8 @@ def _usage(args: argparse.Namespace) -> None:
         raise InputError("--strip-annotation applies to --rescore only (a fresh screen uses the manifest's patterns)")
     if args.time_unchanged and args.manifest is None:
         raise InputError("--time-unchanged applies to a fresh screen (a MANIFEST); a resumed screen keeps its matrix's choice")
+    if args.ray is not None and args.rescore is not None:
+        raise InputError("--ray applies to a screen that runs cells (a MANIFEST or --resume ROOT); --rescore runs nothing")
     if args.emit_manifest is not None and args.emit_manifest.exists():
         raise Refused(flow.PREFIX, "emit_exists", f"{args.emit_manifest} exists: an emitted manifest never overwrites one")
 
