@@ -29,8 +29,7 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights-from", type=Path, default=None, metavar="ROOT",
                         help="partition by this sealed root's seconds per workload (default: weight_s)")
     parser.add_argument("--ray", metavar="auto|ADDRESS", default=None,
-                        help="each workload a Ray task on a cluster (a GPU each; a CPU each on a compile-only "
-                             "backend); this host seals (campaign[ray])")
+                        help="each workload a Ray task; this host seals")
 
 
 def _devices(text: str) -> tuple[int, ...]:

@@ -1,8 +1,12 @@
-"""`campaign run ROOT --ray auto|ADDRESS`: the same per-workload groups, as Ray tasks on a cluster.
+"""`campaign run ROOT --ray auto|ADDRESS` (and `campaign screen ... --ray`, through the same session):
+the same per-workload groups, as Ray tasks on a cluster.
 
 Each workload with unsettled tasks is one Ray task asking ``num_gpus=1``: a workload's cells,
 every round, stay on the card Ray assigned (an A/B pair never crosses cards), and Ray places
-tasks on free cards of any node. The task (`campaign.running.raynode.run_on_node`) runs the
+tasks on free cards of any node. On a compile-only backend (``capabilities.executes`` false:
+the cpu backend, FlagGems' offline plugin; nothing is launched) a task asks ``num_cpus=1``
+instead -- its cells compile one after another on one core -- so a cluster of CPU machines runs
+a screen's IR pass; its rows name no card, as a one-card run's on one host. The task (`campaign.running.raynode.run_on_node`) runs the
 group with `campaign.running.cards.run_group` on its node -- the same worker protocol as one
 host -- and returns its new cell folders as a tar and its status rows through the object
 store. The head unpacks the folders into the root (nothing outside ``cells/`` of that
@@ -13,20 +17,20 @@ Canary workloads go first and alone; a failed canary stops the campaign as on on
 Heavier workloads are submitted first (the manifest's ``weight_s``, else matrix order), so a
 long one does not start last.
 
-The head keeps no more tasks out than the cluster has GPUs, so a submitted task is a
-running one, and waits for each no longer than its cells' own bounds (`campaign.running.raywatch`).
+The head keeps no more tasks out than the cluster has GPUs (CPUs on a compile-only backend;
+a cluster declaring none is refused before anything runs), so a submitted task is a running one, and waits for each no longer than its cells' own bounds (`campaign.running.raywatch`).
 A task that dies (its worker killed, its node lost), does not answer in time, or whose node
 refuses the group (other code, no such device) leaves one ``card_failed`` row per unfinished
 task, noted ``lost: <what happened>: <Ray's error>``; a cluster whose GCS stops answering
 leaves such rows (``lost: cluster unreachable: ...``) for every task out and starts nothing
-more. Rows are history, never a finish, so `campaign run ROOT` -- locally or with ``--ray``
--- runs exactly those tasks again. Ray is told not to retry a task itself (``max_retries=0``):
+more. Rows are history, never a finish, so `campaign run ROOT` (a screen root:
+`campaign screen --resume ROOT`) -- locally or with ``--ray`` -- runs exactly those tasks again. Ray is told not to retry a task itself (``max_retries=0``):
 a silent re-run would hide that a node was lost mid-measurement. The run then stops with
 ``RUN_FAILED check=lost`` (exit 1), the root unsealed. Cells a lost task finished on its
 node never reached the head and run again.
 
-Each task samples its own card's telemetry on its node and brings the samples back with its
-cells (device ``<id>@<node>``); the head appends them to the root's telemetry.tsv, and the
+Each task samples its own card's telemetry on its node (a compile-only one records that it has
+none, as one host does) and brings the samples back with its cells (device ``<id>@<node>``); the head appends them to the root's telemetry.tsv, and the
 node's telemetry.err lines to the root's, so evidence reads them as on one host.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ checked against the prepared digests (a node with other code would measure other
 the node's own bytecode store seeds the workers' prefix (`campaign.running.bytecode.reused`),
 and `campaign.running.cards.run_group` runs the group exactly as on one host: the same
 worker subprocess per cell, resume, adaptive rounds, a telemetry sampler on the card Ray
-assigned. What comes back is a tar of the new cell folders, the new status rows, and the
+assigned (on a compile-only backend no card: the task asked a CPU, and its rows name none). What comes back is a tar of the new cell folders, the new status rows, and the
 card's telemetry samples and sampler errors (each sample's device named ``<id>@<node>``:
 two nodes' card 0 are two devices); the head unpacks the folders into its root, refusing
 any path outside ``cells/``, appends the samples to its telemetry.tsv, then the rows, and
