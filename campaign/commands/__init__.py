@@ -28,6 +28,8 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only these of the manifest's cards; a resume moves the others' workloads here")
     parser.add_argument("--weights-from", type=Path, default=None, metavar="ROOT",
                         help="partition by this sealed root's seconds per workload (default: weight_s)")
+    parser.add_argument("--ray", metavar="auto|ADDRESS", default=None,
+                        help="each workload a Ray task; this host seals")
 
 
 def _devices(text: str) -> tuple[int, ...]:
@@ -44,7 +46,7 @@ def execution(args: argparse.Namespace) -> "Execution":
     from campaign.flows.session import Execution
     return Execution(scratch_dir=args.scratch_dir, telemetry_interval=args.telemetry_interval, grace_s=args.grace,
                      emit_manifest=getattr(args, "emit_manifest", None),
-                     devices=args.devices, weights_from=args.weights_from, ray=getattr(args, "ray", None))
+                     devices=args.devices, weights_from=args.weights_from, ray=args.ray)
 
 
 def add_schema_arguments(parser: argparse.ArgumentParser) -> None:

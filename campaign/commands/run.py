@@ -27,8 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR",
                         help="where roots are looked for (default: runs/)")
     add_execution_arguments(parser)
-    parser.add_argument("--ray", metavar="auto|ADDRESS", default=None,
-                        help="each workload a Ray task on a cluster; this host seals (campaign[ray])")
     parser.add_argument("--sign", type=Path, metavar="KEY", default=None,
                         help="an ed25519 private key (PEM, PKCS8): sign the root's statement at the seal, into "
                              "ROOT.dsse.json beside the root")

@@ -18,6 +18,12 @@ interrupted or killed screen): finished cells are kept, the unfinished one is se
 aside and run again, exactly as `campaign run` resumes a campaign; then the table
 is written and the root sealed.
 
+``--ray auto|ADDRESS`` (a screen or its ``--resume``) runs each workload as a Ray task on a
+cluster, as `campaign run --ray` does (`campaign.running.rayexec`): on the compile-only backend
+each task asks one CPU, so CPU nodes share the IR pass; a lost node's workloads are named
+``card_failed`` rows (``RUN_FAILED check=lost``), which ``--resume ROOT`` runs again; this host
+writes the table and seals once.
+
 ``--rescore ROOT`` re-judges a sealed screen root under the current fingerprint
 rule (plus any ``--strip-annotation``) without running anything: the sealed root
 is never written; ``<root>.rescore-<n>/`` gets the new screen.tsv, the original
@@ -72,6 +78,8 @@ def _usage(args: argparse.Namespace) -> None:
         raise InputError("--strip-annotation applies to --rescore only (a fresh screen uses the manifest's patterns)")
     if args.time_unchanged and args.manifest is None:
         raise InputError("--time-unchanged applies to a fresh screen (a MANIFEST); a resumed screen keeps its matrix's choice")
+    if args.ray is not None and args.rescore is not None:
+        raise InputError("--ray applies to a screen that runs cells (a MANIFEST or --resume ROOT); --rescore runs nothing")
     if args.emit_manifest is not None and args.emit_manifest.exists():
         raise Refused(flow.PREFIX, "emit_exists", f"{args.emit_manifest} exists: an emitted manifest never overwrites one")
 

@@ -7,7 +7,9 @@ workload is timed only where round 0's IR differs, or everywhere with
 ``time_unchanged`` (recorded in matrix.json, so a resume keeps it); its cells run through
 the session flow -- same worker, plugins, caliber and timeouts -- and screen.tsv
 (`campaign.judging.screening`) is written before the seal, so the receipt hashes
-it. `resume` completes a screen root stopped before its seal. `rescore` re-judges
+it. ``execution.ray`` runs the cells on a Ray cluster's nodes (`campaign.running.rayexec`; a
+CPU each on the compile-only backend), the table and the seal staying here. `resume` completes a
+screen root stopped before its seal. `rescore` re-judges
 a sealed screen root beside it (``<root>.rescore-<n>/``), never writing inside it.
 `emit` writes the IR_CHANGED workloads as a campaign manifest.
 """

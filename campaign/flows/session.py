@@ -69,7 +69,7 @@ class Execution:
     emit_manifest: Optional[Path] = None  # a screen's --emit-manifest, repeated in its resume hint
     devices: Optional[tuple[int, ...]] = None   # --devices: the manifest's cards narrowed (`campaign.flows.cardrun`)
     weights_from: Optional[Path] = None         # --weights-from: a sealed root whose seconds weigh the partition
-    ray: Optional[str] = None             # `campaign run --ray`: a Ray cluster's address or "auto"
+    ray: Optional[str] = None             # `campaign run|screen --ray`: a Ray cluster's address or "auto"
     sign_key: Any = None                  # `campaign run --sign`: an ed25519 private key, used as the seal ends
 
 

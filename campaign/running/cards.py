@@ -29,22 +29,23 @@ from campaign.running.runner import Events, Outcome, Runner, RunSetup, Telemetry
 FAILED = "failed"             # an Outcome state: the card's runner raised (the card died under it)
 
 
-def group_setup(setup: RunSetup, workloads: Sequence[str], card: Card) -> RunSetup:
-    """The session's setup narrowed to one card: its workloads, its visibility, its uuid."""
+def group_setup(setup: RunSetup, workloads: Sequence[str], card: Optional[Card]) -> RunSetup:
+    """The session's setup narrowed to one card: its workloads, its visibility, its uuid (no card:
+    the workloads alone, rows naming no device, as a one-card run's)."""
     pinned = dict(setup.pinned_env)
-    if card.visible is not None and setup.visibility_variable:
+    if card is not None and card.visible is not None and setup.visibility_variable:
         pinned[setup.visibility_variable] = card.visible
     return replace(setup, pinned_env=pinned, workloads=frozenset(workloads), card=card)
 
 
-def group_runner(setup: RunSetup, workloads: Sequence[str], card: Card, events: Events,
+def group_runner(setup: RunSetup, workloads: Sequence[str], card: Optional[Card], events: Events,
                  telemetry: Telemetry) -> Runner:
     """A `Runner` over ``workloads`` only, on ``card`` only (call ``.run()``, or ``.interrupt()``
     from another thread). Its workers see that one card; its rows carry ``card.uuid``."""
     return Runner(group_setup(setup, workloads, card), events, telemetry)
 
 
-def run_group(setup: RunSetup, workloads: Sequence[str], card: Card, events: Events,
+def run_group(setup: RunSetup, workloads: Sequence[str], card: Optional[Card], events: Events,
               telemetry: Telemetry) -> Outcome:
     """Run one card's group of workloads against ``setup.root`` and return how it ended.
 

@@ -1,8 +1,12 @@
-"""`campaign run ROOT --ray auto|ADDRESS`: the same per-workload groups, as Ray tasks on a cluster.
+"""`campaign run ROOT --ray auto|ADDRESS` (and `campaign screen ... --ray`, through the same session):
+the same per-workload groups, as Ray tasks on a cluster.
 
 Each workload with unsettled tasks is one Ray task asking ``num_gpus=1``: a workload's cells,
 every round, stay on the card Ray assigned (an A/B pair never crosses cards), and Ray places
-tasks on free cards of any node. The task (`campaign.running.raynode.run_on_node`) runs the
+tasks on free cards of any node. On a compile-only backend (``capabilities.executes`` false:
+the cpu backend, FlagGems' offline plugin; nothing is launched) a task asks ``num_cpus=1``
+instead -- its cells compile one after another on one core -- so a cluster of CPU machines runs
+a screen's IR pass; its rows name no card, as a one-card run's on one host. The task (`campaign.running.raynode.run_on_node`) runs the
 group with `campaign.running.cards.run_group` on its node -- the same worker protocol as one
 host -- and returns its new cell folders as a tar and its status rows through the object
 store. The head unpacks the folders into the root (nothing outside ``cells/`` of that
@@ -13,20 +17,20 @@ Canary workloads go first and alone; a failed canary stops the campaign as on on
 Heavier workloads are submitted first (the manifest's ``weight_s``, else matrix order), so a
 long one does not start last.
 
-The head keeps no more tasks out than the cluster has GPUs, so a submitted task is a
-running one, and waits for each no longer than its cells' own bounds (`campaign.running.raywatch`).
+The head keeps no more tasks out than the cluster has GPUs (CPUs on a compile-only backend;
+a cluster declaring none is refused before anything runs), so a submitted task is a running one, and waits for each no longer than its cells' own bounds (`campaign.running.raywatch`).
 A task that dies (its worker killed, its node lost), does not answer in time, or whose node
 refuses the group (other code, no such device) leaves one ``card_failed`` row per unfinished
 task, noted ``lost: <what happened>: <Ray's error>``; a cluster whose GCS stops answering
 leaves such rows (``lost: cluster unreachable: ...``) for every task out and starts nothing
-more. Rows are history, never a finish, so `campaign run ROOT` -- locally or with ``--ray``
--- runs exactly those tasks again. Ray is told not to retry a task itself (``max_retries=0``):
+more. Rows are history, never a finish, so `campaign run ROOT` (a screen root:
+`campaign screen --resume ROOT`) -- locally or with ``--ray`` -- runs exactly those tasks again. Ray is told not to retry a task itself (``max_retries=0``):
 a silent re-run would hide that a node was lost mid-measurement. The run then stops with
 ``RUN_FAILED check=lost`` (exit 1), the root unsealed. Cells a lost task finished on its
 node never reached the head and run again.
 
-Each task samples its own card's telemetry on its node and brings the samples back with its
-cells (device ``<id>@<node>``); the head appends them to the root's telemetry.tsv, and the
+Each task samples its own card's telemetry on its node (a compile-only one records that it has
+none, as one host does) and brings the samples back with its cells (device ``<id>@<node>``); the head appends them to the root's telemetry.tsv, and the
 node's telemetry.err lines to the root's, so evidence reads them as on one host.
 """
 from __future__ import annotations
@@ -50,6 +54,7 @@ from campaign.contract.artifacts import (
     set_aside,
 )
 from campaign.contract.errors import RUN_FAILED, RUN_REFUSED, CampaignError, Refused
+from campaign.contract.platforms import platform
 from campaign.contract.status import StatusRow
 from campaign.contract.telemetryfile import COLUMNS
 from campaign.planning.pinning import PINNED_DIR
@@ -103,16 +108,27 @@ class RayExecutor:
         except Exception as exc:   # a wrong address, no cluster: refused by name, nothing ran
             raise Refused(PREFIX, "ray", f"no Ray cluster at {self.address!r}: {type(exc).__name__}: {exc}") from exc
         try:
-            gpus = int(ray.cluster_resources().get("GPU", 0))
-            if gpus < 1:
-                raise Refused(PREFIX, "ray", f"the Ray cluster at {self.address!r} declares no GPU: every task "
-                              "asks num_gpus=1 (start nodes with --num-gpus)")
+            slots = self._slots(ray)
             probe = raywatch.GcsProbe(ray.get_runtime_context().gcs_address)
-            return self._run(ray, gpus, probe)
+            return self._run(ray, slots, probe)
         finally:
             ray.shutdown()
 
-    def _run(self, ray, gpus: int, probe: raywatch.GcsProbe) -> Outcome:
+    @property
+    def executes(self) -> bool:
+        return platform(self.setup.matrix.backend).executes
+
+    def _slots(self, ray) -> int:
+        """Tasks out at once: the cluster's GPUs, or on a compile-only backend its CPUs (a task there
+        asks one CPU, which its cells compile on in turn: nothing is launched)."""
+        resource, ask = ("GPU", "num_gpus=1 (start nodes with --num-gpus)") if self.executes else (
+            "CPU", "num_cpus=1, its backend compiling only (start nodes with --num-cpus)")
+        slots = int(ray.cluster_resources().get(resource, 0))
+        if slots < 1:
+            raise Refused(PREFIX, "ray", f"the Ray cluster at {self.address!r} declares no {resource}: every task asks {ask}")
+        return slots
+
+    def _run(self, ray, slots: int, probe: raywatch.GcsProbe) -> Outcome:
         rows, bad = self.setup.root.status()
         for line in bad:
             self.events.note(f"status.tsv: ignored a line that is not a row: {line}")
@@ -126,9 +142,10 @@ class RayExecutor:
         todo = sorted((w for w in order if any(t.id not in latest for t in tasks if t.workload == w)),
                       key=lambda w: (-(weight.get(w) or 0.0), order[w]))
         canaries = {t.workload for t in tasks if t.canary}
-        remote = ray.remote(num_gpus=1, max_retries=0)(raynode.run_on_node)
+        asks = {"num_gpus": 1} if self.executes else {"num_cpus": 1}
+        remote = ray.remote(max_retries=0, **asks)(raynode.run_on_node)
         for wave in ([w for w in todo if w in canaries], [w for w in todo if w not in canaries]):
-            outcome = self._wave(ray, remote, wave, rows, gpus, probe)
+            outcome = self._wave(ray, remote, wave, rows, slots, probe)
             if outcome is not None:
                 return outcome
             if self.unreachable is not None:
@@ -138,16 +155,16 @@ class RayExecutor:
             raise CampaignError(f"{RUN_FAILED} check=lost: {len(self.lost)} workload(s) lost on Ray: "
                                 + "; ".join(self.lost) + "; their rows say so (card_failed, 'lost: ...')"
                                 + (f"; not started: {', '.join(left)}" if left else "")
-                                + f"; `campaign run {self.setup.root}` (with or without --ray) runs them again")
+                                + f"; {self._again()} (with or without --ray) runs them again")
         return Outcome(COMPLETED)
 
-    def _wave(self, ray, remote, workloads: list[str], rows: list[StatusRow], gpus: int,  # noqa: C901 (a wave's wait, timeout, death and result paths side by side)
+    def _wave(self, ray, remote, workloads: list[str], rows: list[StatusRow], slots: int,  # noqa: C901 (a wave's wait, timeout, death and result paths side by side)
               probe: raywatch.GcsProbe) -> Optional[Outcome]:
         waiting = list(workloads)
         refs: dict[Any, tuple[str, float, float]] = {}     # ref -> (workload, deadline, budget)
         canary = None
         while refs or (waiting and self.unreachable is None):
-            while waiting and len(refs) < gpus and self.unreachable is None and not self.stop.is_set():
+            while waiting and len(refs) < slots and self.unreachable is None and not self.stop.is_set():
                 name = waiting.pop(0)
                 self.submitted.add(name)
                 budget = raywatch.budget_s(self._unsettled(name, rows), self.setup.grace_s, self.setup_s)
@@ -184,6 +201,11 @@ class RayExecutor:
                     self._lose(name, rows, f"lost: no answer: its Ray task gave nothing back within {budget:.0f} s "
                                "(its cells' timeout_s and grace, and the node's setup); cancelled")
         return Outcome(CANARY_FAILED, canary) if canary is not None else None
+
+    def _again(self) -> str:
+        """The command that resumes the root: a screen root is resumed by the screen."""
+        mode, root = self.setup.root.mode, self.setup.root
+        return f"`campaign run {root}`" if mode in (None, "campaign") else f"`campaign {mode} --resume {root}`"
 
     def _unsettled(self, workload: str, rows: list[StatusRow]) -> list:
         latest = status.settled(rows)
@@ -222,9 +244,10 @@ class RayExecutor:
         for task in sorted(self.setup.matrix.tasks, key=lambda t: t.order):
             if task.workload == workload and task.id not in latest:
                 # device "": not known (the card a lost task had never came back), yet a device
-                # column, which status.tsv takes from its first row: the node rows after it keep theirs
+                # column, which status.tsv takes from its first row: the node rows after it keep theirs.
+                # A compile-only backend's rows name no card, as on one host: no device column.
                 row = StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,
-                                rc=None, rc_name=name, note=note, device="")
+                                rc=None, rc_name=name, note=note, device="" if self.executes else None)
                 self._append(task, row, rows)
 
     def _append(self, task, row: StatusRow, rows: list[StatusRow]) -> None:
@@ -234,7 +257,7 @@ class RayExecutor:
 
     def _merge(self, workload: str, result: dict[str, Any], rows: list[StatusRow]) -> None:
         """The node's cell folders into the root, then its rows: never a row without its folder."""
-        node = f"{result['node']} ({result['card']})"
+        node = result["node"] if result["card"] is None else f"{result['node']} ({result['card']})"
         ids = {t.id: t for t in self.setup.matrix.tasks if t.workload == workload}
 
         incoming = Path(tempfile.mkdtemp(prefix="ray-cells-", dir=self.setup.scratch))

@@ -7,7 +7,7 @@ checked against the prepared digests (a node with other code would measure other
 the node's own bytecode store seeds the workers' prefix (`campaign.running.bytecode.reused`),
 and `campaign.running.cards.run_group` runs the group exactly as on one host: the same
 worker subprocess per cell, resume, adaptive rounds, a telemetry sampler on the card Ray
-assigned. What comes back is a tar of the new cell folders, the new status rows, and the
+assigned (on a compile-only backend no card: the task asked a CPU, and its rows name none). What comes back is a tar of the new cell folders, the new status rows, and the
 card's telemetry samples and sampler errors (each sample's device named ``<id>@<node>``:
 two nodes' card 0 are two devices); the head unpacks the folders into its root, refusing
 any path outside ``cells/``, appends the samples to its telemetry.tsv, then the rows, and
@@ -39,7 +39,7 @@ from campaign.contract.plans import Matrix
 from campaign.contract.rootrecords import Prepare
 from campaign.contract.runroot import RunRoot
 from campaign.planning import harness
-from campaign.planning.cardplan import VIRTUAL, Card
+from campaign.planning.cardplan import Card
 from campaign.running import bytecode, runchecks, workerlaunch
 from campaign.running.cards import run_group
 from campaign.running.cellenv import pinned_env
@@ -127,17 +127,14 @@ def task_folders(root: Path, task_ids: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
-def card_here(backend, variable: Optional[str]) -> Card:
-    """The card Ray assigned this task: its uuid from the backend, or a labelled virtual one on cpu."""
-    visible = (os.environ.get(variable) or "").split(",")[0].strip() if variable else ""
-    devices = backend.enumerate_devices() if backend.capabilities.executes else []
-    if devices:   # the first visible device is the one Ray assigned (one per task)
-        return Card(slot=0, index=devices[0].index, uuid=devices[0].uuid, name=devices[0].name)
-    import ray  # only a Ray task gets here: the card Ray assigned, by its id there
-
-    ids = ray.get_runtime_context().get_accelerator_ids().get("GPU") or [visible or "0"]
-    index = int(ids[0]) if str(ids[0]).isdigit() else 0
-    return Card(slot=0, index=index, uuid=f"{VIRTUAL}{index}@{socket.gethostname()}")
+def card_here(backend) -> Optional[Card]:
+    """The card Ray assigned this task: the first visible device (one per task; `_check_node` has
+    seen one). None on a compile-only backend: its task asked a CPU, and its rows name no card, as
+    a one-card run's on one host."""
+    if not backend.capabilities.executes:
+        return None
+    device = backend.enumerate_devices()[0]
+    return Card(slot=0, index=device.index, uuid=device.uuid, name=device.name)
 
 
 def _check_node(prepare: Prepare, manifest: Manifest, backend) -> None:
@@ -207,14 +204,14 @@ def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
         backend = get_backend(matrix.backend)
         _check_node(prepare, manifest, backend)
         variable = backend.visibility_variable
-        card = card_here(backend, variable)
+        card = card_here(backend)
         devices = visible_devices(os.environ.get(variable) if variable else None)
         sampler = Sampler(root, lambda: NodeSource(make_source(backend.capabilities.telemetry, devices,
                                                                not backend.capabilities.executes),
                                                    socket.gethostname()), job["telemetry_interval"])
         events = _Notes()
         if not sampler.start():
-            events.note(f"{card.uuid}: {sampler.reason}")
+            events.note(sampler.reason if card is None else f"{card.uuid}: {sampler.reason}")
         setup = _setup(root, prepare, matrix, manifest, backend, scratch, job["grace_s"])
         try:   # the node's own bytecode store, as a session's on one host: torch is not compiled per task
             with bytecode.reused(workerlaunch.pycache_dir(setup), Path(prepare.project_root), prepare.harness):
@@ -224,7 +221,7 @@ def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
         rows, _ = root.status()
         new_cells = [path for path in task_folders(root.path, job["task_ids"]) if path not in sent_cells]
         return {"state": outcome.state, "detail": outcome.detail, "node": socket.gethostname(),
-                "card": card.uuid, "notes": events.notes,
+                "card": None if card is None else card.uuid, "notes": events.notes,
                 "rows": [dataclasses.asdict(row) for row in rows[len(sent_rows):]],
                 "cells": pack(root.path, new_cells), "telemetry": _samples(sampler.tsv),
                 "telemetry_err": sampler.err.read_text(encoding="utf-8") if sampler.err.is_file() else ""}

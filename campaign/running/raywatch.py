@@ -3,8 +3,8 @@
 A Ray task holds a workload's unsettled cells, each bounded on its node by its own
 ``timeout_s`` plus the runner's grace; the task is bounded by their sum plus `SETUP_S`
 (unpacking the root, the node's code check, the worker's start), counted from its
-submission -- the head submits no more tasks than the cluster has GPUs, so a submitted
-task is a running one. Past that deadline it is cancelled and named, never waited on.
+submission -- the head submits no more tasks than the cluster has GPUs (CPUs on a
+compile-only backend), so a submitted task is a running one. Past that deadline it is cancelled and named, never waited on.
 
 A dead cluster raises nothing for a task not yet placed: its reference just never
 resolves, and Ray ends a driver whose GCS has been unreachable for 60 s
