@@ -19,7 +19,7 @@ from campaign.flows import freeze
 from campaign.planning import shards
 
 EXAMPLE = ("examples:\n  campaign prepare manifests/demo.yaml\n  campaign prepare my.yaml --runs-dir /data/runs\n"
-           "  campaign prepare screened.yaml --shard-budget 1500   # one root per 30-minute GPU job")
+           "  campaign prepare changed.yaml --shard-budget 1500")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +70,8 @@ def _sharded(checked: freeze.Checked, args: argparse.Namespace) -> int:
     print(f"prepared {checked.manifest.campaign} as {len(roots)} shards of {len(checked.resolved)} workloads "
           f"(set {set_id[:12]}); each runs and seals on its own")
     for index, (root, names, seconds) in enumerate(zip(roots, split.workloads, split.predicted_s), start=1):
-        print(f"shard {index} of {len(roots)}: {', '.join(names)} (predicted {seconds:g} s): {root}")
+        weighed = "" if len(split.equal) == len(checked.resolved) else f" (predicted {seconds:g} s)"
+        print(f"shard {index} of {len(roots)}: {', '.join(names)}{weighed}: {root}")
     print("next: " + "; ".join(f"campaign run {root}" for root in roots))
     print("then: campaign report " + " ".join(str(root) for root in roots))
     for root in roots:

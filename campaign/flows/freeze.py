@@ -119,10 +119,11 @@ def installed_record() -> InstalledCode:
 
 
 def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJECT_ROOT, mode: str = "campaign",
-           shard: Optional[ShardText] = None) -> Path:
+           shard: Optional[ShardText] = None, now: Optional[datetime] = None) -> Path:
     """A campaign root is named ``<campaign>-<stamp>``, a shard's ``<campaign>-shard<k>of<n>-<stamp>``,
-    any other mode ``<campaign>-<mode>-<stamp>``. A shard's root holds its own manifest text."""
-    now = datetime.now(timezone.utc)
+    any other mode ``<campaign>-<mode>-<stamp>``. A shard's root holds its own manifest text; the shards
+    of one set share ``now``, so one stamp names them."""
+    now = now or datetime.now(timezone.utc)
     record = prepare_record(checked, project_root, now, mode, shard)
     name = checked.manifest.campaign if mode == "campaign" else f"{checked.manifest.campaign}-{mode}"
     name += f"-shard{shard.record.index}of{shard.record.of}" if shard is not None else ""
@@ -172,6 +173,7 @@ def freeze_shards(checked: Checked, runs_dir: Path, split: shards.Split) -> list
     """One root a shard, each a prepared root of its own workloads; all or none (a failed shard
     removes the roots made before it)."""
     whole = canonical.sha256_file(checked.manifest_path)
+    now = datetime.now(timezone.utc)
     roots: list[Path] = []
     try:
         for index, names in enumerate(split.workloads, start=1):
@@ -180,7 +182,7 @@ def freeze_shards(checked: Checked, runs_dir: Path, split: shards.Split) -> list
             part = narrowed(checked, names)
             if Manifest.model_validate(yamlio.load_text(text, f"shard {index}")[0]) != part.manifest:
                 raise AssertionError(f"shard {index}'s manifest text does not read back as its workloads")
-            roots.append(freeze(part, runs_dir, shard=ShardText(split.shard(index, whole), text)))
+            roots.append(freeze(part, runs_dir, shard=ShardText(split.shard(index, whole), text), now=now))
     except BaseException:
         for root in roots:
             shutil.rmtree(root, ignore_errors=True)
