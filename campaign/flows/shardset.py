@@ -38,9 +38,13 @@ class Member:
 
 
 def is_shard(root: Path) -> bool:
-    """A prepared root made by `campaign prepare --shards` (one of a set, even a set of one)."""
+    """A prepared root made by `campaign prepare --shards` (one of a set, even a set of one); a prepare.json
+    that cannot be read is left to the one root's report, which names it (its verify gate first)."""
     found = RunRoot.of(root)
-    return found.prepared and found.prepare.shard is not None
+    try:
+        return found.prepared and found.prepare.shard is not None
+    except CampaignError:
+        return False
 
 
 def gather(roots: Sequence[Path], allow_schema: Collection[int] = ()) -> list[Member]:
