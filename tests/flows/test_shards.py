@@ -124,3 +124,22 @@ def test_shard_budget_takes_the_fewest_shards_within_it_and_refuses_a_workload_o
     done = run_cli("prepare", tmp_path / "shards.yaml", "--runs-dir", tmp_path / "over", "--shards", "4")
     assert done.returncode == EXIT_REFUSED and "check=shards: --shards 4: the manifest has 3 workloads" in done.stderr
     assert run_cli("prepare", tmp_path / "shards.yaml", "--shards", "0").returncode == EXIT_INPUT
+
+
+def test_a_caliber_field_that_differs_between_shards_refuses_unless_released(sealed_set):
+    from campaign.contract.errors import EXIT_CALIBER, CampaignError
+    from campaign.contract.records import Verdicts
+    from campaign.flows import shardset
+    members = shardset.gather(sealed_set)
+    own = [Verdicts.model_validate(canonical.read_json(root / "receipt.json")["verdicts"]) for root in sealed_set]
+    # as if shard 2's job ran another Triton: one field of its sealed caliber table, in memory
+    other = own[1].model_copy(update={"caliber": own[1].caliber.model_copy(
+        update={"fields": {**own[1].caliber.fields, "triton": "3.5.0", "device_uuid": "GPU-other"}})})
+    with pytest.raises(CampaignError) as refused:
+        shardset.merged(members, [own[0], other], allow_caliber_mismatch=False)
+    assert refused.value.exit_code == EXIT_CALIBER
+    assert refused.value.lines[0] == ("!!! [caliber] between shards: triton differs between shards: "
+                                      "shard 1 of 2: 3.6.0; shard 2 of 2: 3.5.0")     # device_uuid may differ
+    one, origin = shardset.merged(members, [own[0], other], allow_caliber_mismatch=True)
+    assert one.caliber.released and one.caliber.fields["triton"] == "3.6.0 | 3.5.0"
+    assert origin == {"add": "1/2", "row_sum": "2/2"} and one.counts["X"] == 2
