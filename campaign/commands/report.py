@@ -12,7 +12,9 @@ that ran is compared before any latency is read (exit 4 on a mismatch unless
 released; released, a warning is printed every time). ``--key PUB`` first checks the root's signed
 envelope as `campaign verify --key` does (exit 5 naming each mismatch, nothing rendered). ``--html DIR`` also writes the review page,
 DIR/index.html (`campaign.reporting.page`: the same report, the forest plot and the IR diff of
-every changed workload), which the markdown links.
+every changed workload), which the markdown links. Given the shard roots of one set
+(`campaign prepare --shards`), every shard is verified and the set rendered as one answer
+(`campaign.flows.shardset`): one verdict table, each row naming its shard, the class counts over the set.
 """
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ import sys
 from pathlib import Path
 
 from campaign.commands import add_key_arguments, add_schema_arguments, signature_differences
+from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, CampaignError, InputError
 from campaign.flows import report as flow
+from campaign.flows import shardset
 from campaign.flows.report import PREFIX
 from campaign.judging import irdiffroot
 from campaign.reporting import page, report
@@ -30,7 +34,9 @@ from campaign.reporting import page, report
 EXAMPLE = "examples:\n  campaign report runs/demo-20261201T120000Z > report.md\n  campaign report ROOT --format json --html review/"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("root", type=Path, help="run root (sealed, or unsealed and complete)")
+    parser.add_argument("roots", type=Path, nargs="+", metavar="ROOT",
+                        help="run root (sealed, or unsealed and complete); or every shard root of one set "
+                             "(`campaign prepare --shards`), each sealed: one answer over them all")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="markdown for a PR (default) or JSON")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="also write a forest plot (needs the 'plot' extra)")
     parser.add_argument("--html", type=Path, metavar="DIR",
@@ -52,7 +58,9 @@ def _page_dir(root: Path, folder: Path) -> Path:
 
 
 def main(args: argparse.Namespace) -> int:
-    root = Path(args.root)
+    if len(args.roots) > 1 or shardset.is_shard(args.roots[0]):
+        return _shard_set(args)
+    args.root = root = Path(args.roots[0])
     folder = _page_dir(root, Path(args.html)) if args.html is not None else None
     verified = flow.verified(root, args.allow_schema)
     _check_signature(args, verified)
@@ -73,6 +81,35 @@ def main(args: argparse.Namespace) -> int:
                                                         page=link, logs=shown.logs))
     if args.plot is not None:   # after the report: a root with nothing timed still gets its report
         why = report.forest_plot(shown.verdicts, args.plot)
+        if why is not None:
+            print(f"note: {why}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _shard_set(args: argparse.Namespace) -> int:
+    """The shard roots of one set as one answer; the review page and a signed envelope are a root's own."""
+    for flag, given in (("--html", args.html), ("--key", args.key)):
+        if given is not None:
+            raise InputError(f"{flag}: for one root; report each shard root with it on its own")
+    members = shardset.gather(args.roots, args.allow_schema)
+    shown, banners = [], []
+    for member in members:
+        derived = flow.derive(member.root, flow.verified(member.root, args.allow_schema), args.allow_caliber_mismatch)
+        verdicts, banner = derived.verdicts, derived.banner
+        shown.append(verdicts)
+        banners.append(banner and f"> **{member.label}** ({member.root}):\n" + banner)
+    verdicts, origin = shardset.merged(members, shown, args.allow_caliber_mismatch)
+    if args.format == "json":
+        sys.stdout.write(canonical.dumps({"shard_set": members[0].shard.set_id, "verdicts": verdicts.dump(),
+                                          "shards": [{"shard": m.shard.index, "of": m.shard.of, "root": str(m.root),
+                                                      "workloads": sorted(w for w, k in origin.items()
+                                                                          if k == f"{m.shard.index}/{m.shard.of}")}
+                                                     for m in members]}))
+    else:
+        listed = tuple(report.shard_lines(members[0].shard.set_id, [(m.label, str(m.root)) for m in members]))
+        sys.stdout.write("".join(banners) + report.markdown(verdicts, listed, shards=origin))
+    if args.plot is not None:
+        why = report.forest_plot(verdicts, args.plot)
         if why is not None:
             print(f"note: {why}", file=sys.stderr)
     return EXIT_OK

@@ -48,6 +48,23 @@ class InstalledCode(SealedRecord):
     startup: dict[str, Sha256]
 
 
+class Shard(SealedRecord):
+    """One root of a campaign prepared as shards (`campaign prepare --shards`): each runs and seals
+    on its own, and `campaign report` reads the whole set as one answer (`campaign.flows.shardset`)."""
+
+    index: int                                     # this shard, 1-based
+    of: int                                        # how many shards the set has
+    set_id: Sha256                                 # digest of the whole manifest's sha256 and the partition
+    manifest_sha256: Sha256                        # the whole manifest's (prepare.json's own is this shard's)
+    workloads: tuple[tuple[str, ...], ...]         # every shard's workloads, shard 1 first
+
+    @model_validator(mode="after")
+    def _one_of_its_set(self) -> "Shard":
+        if not 1 <= self.index <= self.of or len(self.workloads) != self.of:
+            raise ValueError(f"shard {self.index} of {self.of} with {len(self.workloads)} workload lists")
+        return self
+
+
 class Prepare(SealedRecord):
     """prepare.json: digests taken before anything runs."""
 
@@ -72,6 +89,8 @@ class Prepare(SealedRecord):
     # "chained" since each line of digests.jsonl carries the digest of the one before (`campaign.contract.journal`);
     # absent before: an older root, checked against its receipt and its cell lines only
     journal: Optional[Literal["chained"]] = None
+    # absent on a root prepared whole: present where `campaign prepare --shards` made it one of a set
+    shard: Optional[Shard] = None
 
 
 class Timer(SealedRecord):

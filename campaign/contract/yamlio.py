@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
@@ -204,8 +204,11 @@ def _yaml_error(exc: YAMLError, text: str, where: str) -> InputError:
 
 def load(path: Path) -> tuple[Any, Any]:
     """Return (plain data, round-trip document) or raise InputError naming the position."""
-    where = str(path)
-    text = read_text(path)
+    return load_text(read_text(path), str(path))
+
+
+def load_text(text: str, where: str) -> tuple[Any, Any]:
+    """`load` of text already read; ``where`` names it in every error."""
     try:
         _guard(text, where)
         document = _parser().load(text)
@@ -288,6 +291,21 @@ def extended(document: Any, key: str, items: list[dict], lead: list[str]) -> str
         listed[-1].fa.set_flow_style()
     if lead:                             # the comment lines lead the first item added
         listed.yaml_set_comment_before_after_key(len(listed) - len(items), before="\n".join(lead), indent=2)
+    return _written(document)
+
+
+def kept(document: Any, key: str, keep: Callable[[Any], bool], by: str) -> str:
+    """``document`` (from `load`) written back with its comments, its ``key`` list narrowed to the items
+    whose ``by`` value ``keep`` holds."""
+    listed = document[key]
+    for index in reversed(range(len(listed))):
+        if not keep(listed[index].get(by)):
+            del listed[index]
+    return _written(document)
+
+
+def _written(document: Any) -> str:
+    """A round-trip document as text, one line per list item's mapping, comments kept."""
     yaml = _parser()
     yaml.width, yaml.map_indent, yaml.sequence_indent, yaml.sequence_dash_offset = 4096, 2, 4, 2
     out = io.StringIO()

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, Sequence
 
 from campaign import __version__
 from campaign.contract import canonical, faults, journal, yamlio
@@ -23,8 +23,8 @@ from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE
 from campaign.contract.errors import PREPARE_REFUSED, Refused
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
-from campaign.contract.rootrecords import InstalledCode, Prepare
-from campaign.planning import harness, installedcode, inventory, pinning
+from campaign.contract.rootrecords import InstalledCode, Prepare, Shard
+from campaign.planning import harness, installedcode, inventory, pinning, shards
 from campaign.planning.matrix import expand
 from campaign.planning.resolve import Resolved, resolve
 from campaign.sealing import rootfiles, verification
@@ -94,7 +94,10 @@ def claim_root(runs_dir: Path, campaign: str, now: datetime) -> Path:
     return first_free(lambda n: runs_dir / (base if n == 1 else f"{base}-{n}"), Path.mkdir)
 
 
-def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: str = "campaign") -> dict[str, Any]:
+def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: str = "campaign",
+                   shard: Optional[ShardText] = None) -> dict[str, Any]:
+    manifest_sha256 = (canonical.sha256_file(checked.manifest_path) if shard is None
+                       else canonical.sha256_bytes(shard.text.encode("utf-8")))
     return Prepare.model_validate({
         "schema_version": SCHEMA_VERSION,
         "campaign": checked.manifest.campaign,
@@ -102,7 +105,7 @@ def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: st
         "created_utc": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "project_root": str(project_root),
         "manifest_source": str(checked.manifest_path),
-        "manifest_sha256": canonical.sha256_file(checked.manifest_path),
+        "manifest_sha256": manifest_sha256,
         "inventory_sha256": canonical.sha256_file(project_root / "ops" / "inventory.csv"),
         "harness": checked.digests,
         "harness_digest": harness.combined_digest(checked.digests),
@@ -113,6 +116,7 @@ def prepare_record(checked: Checked, project_root: Path, now: datetime, mode: st
         "resolved_targets": resolved_targets(checked.resolved),
         "installed": installed_record().dump(),
         "journal": journal.CHAINED,      # digests.jsonl's first line is written right after this file
+        **({"shard": shard.record.dump()} if shard is not None else {}),
     }).dump()
 
 
@@ -125,11 +129,15 @@ def installed_record() -> InstalledCode:
                       "RECORD; reinstall it (pip install --force-reinstall) and prepare again") from None
 
 
-def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJECT_ROOT, mode: str = "campaign") -> Path:
-    """A campaign root is named ``<campaign>-<stamp>``, any other mode ``<campaign>-<mode>-<stamp>``."""
-    now = datetime.now(timezone.utc)
-    record = prepare_record(checked, project_root, now, mode)
+def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJECT_ROOT, mode: str = "campaign",
+           shard: Optional[ShardText] = None, now: Optional[datetime] = None) -> Path:
+    """A campaign root is named ``<campaign>-<stamp>``, a shard's ``<campaign>-shard<k>of<n>-<stamp>``,
+    any other mode ``<campaign>-<mode>-<stamp>``. A shard's root holds its own manifest text; the shards
+    of one set share ``now``, so one stamp names them."""
+    now = now or datetime.now(timezone.utc)
+    record = prepare_record(checked, project_root, now, mode, shard)
     name = checked.manifest.campaign if mode == "campaign" else f"{checked.manifest.campaign}-{mode}"
+    name += f"-shard{shard.record.index}of{shard.record.of}" if shard is not None else ""
     again = f"`campaign {'prepare' if mode == 'campaign' else mode} {checked.manifest_path}` makes a new root"
     try:
         root = claim_root(runs_dir, name, now)
@@ -137,7 +145,10 @@ def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJEC
         raise faults.write_failed(exc, again, PREPARE_REFUSED, "no root was made") from None
     try:
         with faults.naming(root):
-            shutil.copyfile(checked.manifest_path, root / MANIFEST_FILE)
+            if shard is None:
+                shutil.copyfile(checked.manifest_path, root / MANIFEST_FILE)
+            else:
+                canonical.write_new(root / MANIFEST_FILE, shard.text)
             canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))
             canonical.write_json_new(root / PREPARE_FILE, record)
             pinning.pin(checked.pinned, root)
@@ -149,3 +160,42 @@ def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJEC
         shutil.rmtree(root, ignore_errors=True)
         raise
     return root
+
+
+@dataclass(frozen=True)
+class ShardText:
+    """A shard's record and its manifest: the whole one's text, its workloads narrowed to the shard's."""
+
+    record: Shard
+    text: str
+
+
+def narrowed(checked: Checked, names: Sequence[str]) -> Checked:
+    """``checked`` as if its manifest listed only ``names``: their resolved targets, matrix and recordings
+    (the harness digests stay the whole manifest's, so every shard of a set holds one harness)."""
+    manifest = checked.manifest.model_copy(
+        update={"workloads": tuple(w for w in checked.manifest.workloads if w.name in names)})
+    resolved = {name: found for name, found in checked.resolved.items() if name in names}
+    return dataclasses.replace(checked, manifest=manifest, resolved=resolved, matrix=expand(manifest, resolved),
+                               pinned={name: path for name, path in checked.pinned.items() if name in names})
+
+
+def freeze_shards(checked: Checked, runs_dir: Path, split: shards.Split) -> list[Path]:
+    """One root a shard, each a prepared root of its own workloads; all or none (a failed shard
+    removes the roots made before it)."""
+    whole = canonical.sha256_file(checked.manifest_path)
+    now = datetime.now(timezone.utc)
+    roots: list[Path] = []
+    try:
+        for index, names in enumerate(split.workloads, start=1):
+            _, document = yamlio.load(checked.manifest_path)
+            text = yamlio.kept(document, "workloads", frozenset(names).__contains__, "name")
+            part = narrowed(checked, names)
+            if Manifest.model_validate(yamlio.load_text(text, f"shard {index}")[0]) != part.manifest:
+                raise AssertionError(f"shard {index}'s manifest text does not read back as its workloads")
+            roots.append(freeze(part, runs_dir, shard=ShardText(split.shard(index, whole), text), now=now))
+    except BaseException:
+        for root in roots:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+    return roots

@@ -16,6 +16,7 @@ Pure functions: the caller reads roots and manifests.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
@@ -82,6 +83,21 @@ def lpt(weights: Mapping[str, Weight], cards: int) -> Partition:
         placed[card].append(name)
         loads[card] += weights[name].seconds
     return Partition(cards=tuple(tuple(p) for p in placed), weights=dict(weights))
+
+
+def fewest_within(weights: Mapping[str, Weight], budget_s: float) -> Partition:
+    """The LPT partition over the fewest bins whose heaviest bin is within ``budget_s`` (one GPU job's
+    seconds); raises ValueError naming each workload that alone exceeds it (no partition fits)."""
+    over = sorted(name for name, w in weights.items() if w.seconds > budget_s)
+    if over:
+        raise ValueError(", ".join(f"{name} ({weights[name].seconds:g} s)" for name in over)
+                         + f" alone exceed{'s' if len(over) == 1 else ''} {budget_s:g} s")
+    bins = max(1, math.ceil(sum(w.seconds for w in weights.values()) / budget_s)) if budget_s > 0 else 1
+    while True:    # LPT over the even-share floor first; one bin more until the heaviest fits
+        placed = lpt(weights, bins)
+        if placed.critical_path_s <= budget_s or bins >= len(weights):
+            return placed
+        bins += 1
 
 
 def root_seconds(rows: Sequence[tuple[str, Optional[float]]]) -> dict[str, float]:

@@ -71,12 +71,20 @@ def log_lines(tasks: Iterable[TaskEvidence]) -> dict[str, dict[str, LogLine]]:
     return out
 
 
+def shard_lines(set_id: str, shards: list[tuple[str, str]]) -> list[str]:
+    """The section naming each shard's root, under a set's one table (`campaign.flows.shardset`)."""
+    return [f"## Shards (set {set_id[:12]})", "", "| shard | root |", "| --- | --- |"] + [
+        f"| {label} | `{root}` |" for label, root in shards] + [""]
+
+
 def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optional[dict[str, str]] = None,
-             logs: Optional[Mapping[str, Mapping[str, LogLine]]] = None, page: Optional[str] = None) -> str:
+             logs: Optional[Mapping[str, Mapping[str, LogLine]]] = None, page: Optional[str] = None,
+             shards: Optional[Mapping[str, str]] = None) -> str:
     """``beside``: sections read from the root's rows beside the verdicts (`campaign.reporting.speedup`);
     ``ir_pass``: a screen's IR-pass cells' caliber table (`campaign.judging.caliber.CaliberCheck.ir_pass`);
     ``logs``: per workload and cell, the last error line of a cell that ran nothing (`log_lines`);
-    ``page``: the path of the page `campaign report --html` wrote, which each changed workload links."""
+    ``page``: the path of the page `campaign report --html` wrote, which each changed workload links;
+    ``shards``: per workload, the shard ("k/N") whose sealed verdict it is, a first column of the table."""
     verdicts = Verdicts.read(verdicts)
     ir_pass, logs = ir_pass or {}, logs or {}
     rule, cal, env = verdicts.rule, verdicts.caliber, verdicts.environment
@@ -113,10 +121,12 @@ def markdown(verdicts: AnyVerdicts, beside: tuple[str, ...] = (), ir_pass: Optio
     out += ["", "## Classes", "", "| " + " | ".join(CLASSES) + " |", "|" + " --- |" * len(CLASSES),
             "| " + " | ".join(str(verdicts.counts[k]) for k in CLASSES) + " |", "",
             "## Workloads", "",
-            "| workload | class | screen | scoped | unscoped | geomean Δ |" + (" cycles Δ |" if with_cycles else "")
+            ("| shard " if shards else "")
+            + "| workload | class | screen | scoped | unscoped | geomean Δ |" + (" cycles Δ |" if with_cycles else "")
             + " interval | A/A floor | faster/slower/neutral/flip | markers |",
-            "|" + " --- |" * (11 if with_cycles else 10)]
-    out += [workloadtext.table_row(name, w, with_cycles) for name, w in verdicts.workloads.items()]
+            "|" + " --- |" * ((11 if with_cycles else 10) + (1 if shards else 0))]
+    out += [(f"| {shards[name]} " if shards else "") + workloadtext.table_row(name, w, with_cycles)
+            for name, w in verdicts.workloads.items()]
     out.append("")
     for name, w in verdicts.workloads.items():
         out += workloadtext.details(name, w, verdicts.backend, logs.get(name, {}), page)

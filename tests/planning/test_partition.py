@@ -79,3 +79,16 @@ def test_no_weight_anywhere_is_equal_weights_labelled():
 def test_root_seconds_counts_every_attempt_and_rows_without_time_add_nothing():
     rows = [("a", 10.0), ("a", 12.5), ("b", None), ("a", 3.0), ("b", 4.0)]
     assert partition.root_seconds(rows) == {"a": 25.5, "b": 4.0}
+
+
+def test_fewest_within_takes_the_fewest_bins_whose_heaviest_fits_the_budget():
+    weights = _w(a=900.0, b=500.0, c=400.0, d=300.0)
+    # the even share says 3 bins of 2100 / 1000; LPT puts a | b | c, d (700): within 1000
+    placed = partition.fewest_within(weights, 1000.0)
+    assert placed.cards == (("a",), ("b",), ("c", "d"))
+    assert partition.fewest_within(weights, 2100.0).cards == (("a", "b", "c", "d"),)
+    # even share 2 bins of 1200, but LPT over 2 gives a, d (1200) | b, c (900): fits; over 1100 it needs 3
+    assert len(partition.fewest_within(weights, 1200.0).cards) == 2
+    assert len(partition.fewest_within(weights, 1100.0).cards) == 3
+    with pytest.raises(ValueError, match=r"a \(900 s\) alone exceeds 800 s"):
+        partition.fewest_within(weights, 800.0)
