@@ -46,15 +46,7 @@ from typing import Mapping, Optional
 from campaign.contract import errorlines
 from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL
 from campaign.contract.platforms import platform
-from campaign.contract.verdictnames import (
-    IR_CHANGED,
-    NEEDS_CARD,
-    NO_COMPARABLE_IR,
-    NO_IR_DIFF,
-    NO_ROWS,
-    NO_TRITON,
-    TIMEOUT,
-)
+from campaign.contract.verdictnames import IR_CHANGED, NEEDS_CARD, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
 from campaign.judging import irevidence, stats
 from campaign.judging.stats import Sample
 

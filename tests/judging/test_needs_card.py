@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import rootbuilder as rb
+
 from campaign.contract import canonical, yamlio
 from campaign.contract.artifacts import OFFLINE_FILE, cell_dir
 from campaign.contract.cellfiles import OfflineTrust, Site

@@ -12,10 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from taskplan import run_worker, write_plan
 
 from campaign.contract import canonical
 from campaign.contract.artifacts import OFFLINE_FILE
-from campaign.contract.cellfiles import OfflineTrust
+from campaign.contract.cellfiles import CellResult, OfflineTrust
+from campaign.contract.errors import WorkerExit
 from campaign.plugins import flaggems_offline
 
 HERE = Path(__file__).resolve().parents[1]
@@ -66,3 +68,18 @@ def test_a_flaggems_the_screen_cannot_answer_for_is_refused_by_name(tmp_path, mo
 def test_the_screened_flaggems_with_its_vendor_configs_passes(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(_install(tmp_path, "5.0.2", True)))
     assert flaggems_offline.screenable("nvidia", {"GEMS_VENDOR": "nvidia"}) == "5.0.2"
+
+
+def test_the_worker_refuses_another_flaggems_at_preflight_with_its_reason(tmp_path):
+    """Through the real worker: a cpu cell of a FlagGems workload, FlagGems 5.1.0 first on the path, is a
+    failed preflight check that says which version it found; the screen reads it back as the NO_ROWS reason."""
+    site = _install(tmp_path / "site", "5.1.0", True)
+    (site / "flag_gems" / "__init__.py").write_text('__version__ = "5.1.0"\n', encoding="utf-8")
+    plan = write_plan(tmp_path / "cell", task={"provider": "flaggems"})
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    proc = run_worker(plan, {**os.environ, "PYTHONPATH": path, "GEMS_VENDOR": "nvidia"})
+    assert proc.returncode == WorkerExit.PREFLIGHT_FAILED, proc.stderr[-2000:]
+    result = CellResult.model_validate(canonical.read_json(Path(plan.cell_dir) / "result.json"))
+    assert result.preflight.failed_check == "offline_flaggems_version"
+    assert result.preflight.checks[-1][0] == "offline_flaggems_version"
+    assert "flag_gems 5.1.0 is installed" in result.preflight.checks[-1][2]
