@@ -83,3 +83,38 @@ def test_the_worker_refuses_another_flaggems_at_preflight_with_its_reason(tmp_pa
     assert result.preflight.failed_check == "offline_flaggems_version"
     assert result.preflight.checks[-1][0] == "offline_flaggems_version"
     assert "flag_gems 5.1.0 is installed" in result.preflight.checks[-1][2]
+
+
+BROKEN = '''
+import tempfile, os, sys
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="broken-")
+import torch, triton, triton.language as tl
+from triton.runtime.driver import driver
+from campaign.plugins import compile_only, flaggems_offline, offline_torch
+
+@triton.jit
+def broken_kernel(x_ptr, N: tl.constexpr):
+    tl.static_assert(N < 4, "N must stay under 4 on this card")
+
+driver.set_active(compile_only.build_driver("cuda:90"))
+shim = flaggems_offline.Shim(target="cuda:90", digest="-")
+offline_torch.compile_errors_named(shim)
+try:
+    broken_kernel[(1,)](torch.empty(8), N=8)
+except Exception:
+    pass
+else:
+    raise SystemExit("compiled")
+flaggems_offline.write_trust(sys.argv[1], shim)
+'''
+
+
+def test_a_kernel_that_does_not_compile_for_the_target_is_named_with_its_error(tmp_path):
+    script = tmp_path / "broken.py"            # @triton.jit reads its source from a file
+    script.write_text(BROKEN, encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    trust = OfflineTrust.model_validate(canonical.read_json(tmp_path / OFFLINE_FILE))
+    (site,) = trust.compile_errors
+    assert (site.site, site.count) == ("broken_kernel: CompileTimeAssertionFailure: N must stay under 4 on this card", 1)
+    assert trust.reasons == (), "a compile error alone proves nothing about the card's IR: NO_ROWS names it"
