@@ -29,8 +29,20 @@ the configuration FlagGems chooses on the card, and nothing is launched:
   hold whatever the allocation held. The storage of every tensor handed to a launch is marked, and a
   host read of a tensor on a marked storage (``item``, ``tolist``, ``bool``, ``int``, ``float``,
   ``numpy``) is counted: host logic that reads kernel results (nonzero, unique, masked_select) chose
-  its next kernels from garbage, and the cell says how often (`reads`). A value derived from a kernel's
+  its next kernels from garbage, and the cell says where and how often. A value derived from a kernel's
   output by further torch ops before it is read is not followed: the count is a floor.
+- **FlagGems handing an op back to torch is counted**: its ``OpOverload.redispatch`` calls (``to``,
+  ``copy_`` under their conditions) compile no Triton kernel, by op and call site.
+
+Both are written to the cell's offline.json (`campaign.contract.cellfiles.OfflineTrust`), and the screen
+gives a workload whose cell holds either NEEDS_CARD (`campaign.judging.screening`). Not detected: aten's
+C++ branches on the device type (``at::dropout``'s fused kernel, answered by hand in `offline_torch.fused_dropout`;
+another would take the host's composite path unseen), FlagGems' Python device branches (answered: tensors
+say ``cuda``, so they take the card's path), and a kernel result read after further torch ops.
+
+FlagGems is screened only as 5.0.2 (the device record's properties and the vendor's tune configs are
+read as that version reads them) with its vendor's configs present: `install` refuses anything else by
+name (`Unscreenable`), and the worker records the refusal as a failed preflight check.
 
 The shim is installed once per process (a batch runs several workloads in one) before any conftest
 is imported (FlagGems' benchmark conftest imports flag_gems at its top), and only where flag_gems is
@@ -42,7 +54,9 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.util
+import os
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -51,20 +65,55 @@ from typing import Optional
 import pytest
 
 from campaign.backends import devicerecord
+from campaign.contract.artifacts import OFFLINE_FILE
+from campaign.contract.canonical import write_json_new
+from campaign.contract.cellfiles import OfflineTrust, Site
 from campaign.contract.platforms import gems_vendor
 from campaign.plugins import compile_only, offline_torch
+
+SCREENED_VERSION = "5.0.2"      # the FlagGems whose configuration the device record and vendor configs answer
+
+
+class Unscreenable(ValueError):
+    """FlagGems cannot be screened offline here: ``check`` names the preflight check it fails."""
+
+    def __init__(self, check: str, detail: str):
+        super().__init__(detail)
+        self.check = check
 
 
 @dataclass
 class Shim:
     target: str
     digest: str
+    flag_gems: str = ""
     marked: set = field(default_factory=set)     # data_ptr of every storage a skipped launch was handed
-    reads: int = 0                               # host reads of marked tensors, this session
+    host_reads: Counter = field(default_factory=Counter)   # call site -> host reads of marked tensors
+    fallbacks: Counter = field(default_factory=Counter)    # "op from call site" -> FlagGems' redispatches
+    compile_errors: Counter = field(default_factory=Counter)   # "kernel: error" -> compiles that raised
 
     @property
     def answered_from(self) -> str:
         return f"{self.target} sha256:{self.digest}"
+
+    @property
+    def reads(self) -> int:
+        return sum(self.host_reads.values())
+
+    def reset(self) -> None:
+        """A session counts its own: storages marked by an earlier workload of the process are freed by
+        now, and an address the allocator hands out again is not that launch's output."""
+        self.marked.clear()
+        self.host_reads.clear()
+        self.fallbacks.clear()
+        self.compile_errors.clear()
+
+    def trust(self) -> OfflineTrust:
+        def sites(counts: Counter) -> tuple[Site, ...]:
+            return tuple(Site(site=k, count=v) for k, v in sorted(counts.items()))
+        return OfflineTrust(answered_from=self.answered_from, flag_gems=self.flag_gems,
+                            host_reads=sites(self.host_reads), torch_fallbacks=sites(self.fallbacks),
+                            compile_errors=sites(self.compile_errors))
 
 
 ACTIVE: Optional[Shim] = None
@@ -142,22 +191,44 @@ def _installed() -> bool:
     return spec is not None and spec.origin is not None and Path(spec.origin).resolve().parent == package
 
 
+def screenable(vendor: str, environ=os.environ) -> str:
+    """The installed FlagGems' version, where it is the one screened and ``vendor``'s configs are present
+    and chosen; `Unscreenable` names what is not."""
+    version = metadata.version("flag_gems")
+    if version != SCREENED_VERSION:
+        raise Unscreenable("offline_flaggems_version", f"flag_gems {version} is installed; the offline screen answers "
+                           f"as FlagGems {SCREENED_VERSION} configures (its device properties and vendor tune configs)")
+    chosen = environ.get("GEMS_VENDOR")
+    if chosen != vendor:
+        raise Unscreenable("offline_gems_vendor", f"GEMS_VENDOR is {chosen or 'unset'}, the target's vendor is "
+                           f"{vendor}: FlagGems would probe for a device and choose other configs")
+    configs = Path(str(metadata.distribution("flag_gems").locate_file("flag_gems"))) / "runtime" / "backend" / f"_{vendor}"
+    if not (configs / "tune_configs.yaml").is_file():
+        raise Unscreenable("offline_gems_vendor", f"{configs}/tune_configs.yaml is absent: FlagGems' {vendor} "
+                           "vendor configs are not installed, its tuners would run on other configs")
+    return version
+
+
 def install(target: str, provider: str) -> Optional[Shim]:
     """Answer for ``target``'s card in this process (once; later calls return the shim in place).
     None where the provider runs no FlagGems, flag_gems is not installed, or the target's family has
-    no FlagGems vendor."""
+    no FlagGems vendor; `Unscreenable` where the installed FlagGems cannot be screened."""
     global ACTIVE
     if ACTIVE is not None:
         return ACTIVE
-    if provider not in PROVIDERS or gems_vendor("cpu", target) is None or not _installed():
+    vendor = gems_vendor("cpu", target)
+    if provider not in PROVIDERS or vendor is None or not _installed():
         return None
+    version = screenable(vendor)
     import torch
 
     record = devicerecord.load(target)
-    shim = Shim(target=target, digest=devicerecord.digest(record))
+    shim = Shim(target=target, digest=devicerecord.digest(record), flag_gems=version)
     offline_torch.answer_torch_cuda(torch.cuda, record)
     offline_torch.tensors_on_host(torch, shim)
     offline_torch.fused_dropout(torch)
+    offline_torch.fallbacks_counted(torch, shim)
+    offline_torch.compile_errors_named(shim)
     if "flag_gems" in sys.modules:
         dispatch_on_host(sys.modules["flag_gems"])
     else:
@@ -178,16 +249,21 @@ class FlagGemsOffline:
         except (FileNotFoundError, ValueError) as exc:
             raise pytest.UsageError(f"flaggems offline: {exc}") from None
         if shim is not None:
-            # a session counts its own reads: storages marked by an earlier workload of the process are
-            # freed by now, and an address the allocator hands out again is not that launch's output
-            shim.reads = 0
-            shim.marked.clear()
+            shim.reset()
             self.ctx.log.line(f"flaggems offline: torch.cuda answers as {shim.answered_from}; tensors built "
                               "for cuda live on the host; FlagGems dispatches on the CPU key")
 
     def pytest_unconfigure(self, config):
         if ACTIVE is not None:
             self.ctx.log.line(f"flaggems offline: {ACTIVE.reads} host reads of tensors a skipped launch was handed")
+            write_trust(self.ctx.cell_dir, ACTIVE)
+
+
+def write_trust(cell_dir: Path, shim: Shim) -> None:
+    """offline.json, once per cell: the benchmark session's (the correctness session runs nothing offline)."""
+    path = Path(cell_dir) / OFFLINE_FILE
+    if not path.exists():
+        write_json_new(path, shim.trust().model_dump(mode="json"))
 
 
 def make(ctx) -> FlagGemsOffline:

@@ -8,7 +8,9 @@ torch.cuda), so code called from the dispatcher below any torch function mode is
 from __future__ import annotations
 
 import functools
+import os
 import re
+import sys
 import types
 from typing import Optional
 
@@ -131,13 +133,63 @@ def _to_host(to):
     return call
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def call_site(depth: int = 2) -> str:
+    """The first caller outside torch and this shim: ``allclose (flag_gems/ops/allclose.py:88)``."""
+    import torch
+    skipped = (os.path.dirname(torch.__file__) + os.sep, HERE + os.sep)
+    frame = sys._getframe(depth)
+    while frame is not None and frame.f_code.co_filename.startswith(skipped):
+        frame = frame.f_back
+    if frame is None:
+        return "torch"
+    path = frame.f_code.co_filename.replace(os.sep, "/")
+    shown = path[path.rindex("flag_gems/"):] if "flag_gems/" in path else os.path.basename(path)
+    return f"{frame.f_code.co_name} ({shown}:{frame.f_lineno})"
+
+
 def _counted(read, shim):
     @functools.wraps(read)
     def call(self, *args, **kwargs):
         if shim.marked and storage_ptr(self) in shim.marked:
-            shim.reads += 1
+            shim.host_reads[call_site()] += 1
         return read(self, *args, **kwargs)
     return call
+
+
+def compile_errors_named(shim) -> None:
+    """A kernel that does not compile for the target is named (kernel, the error's first line) before the
+    error goes on: where no row ran, the screen says that instead of "nothing ran"."""
+    from triton.runtime.jit import JITFunction
+    do_compile = JITFunction._do_compile
+
+    @functools.wraps(do_compile)
+    def named(self, *args, **kwargs):
+        try:
+            return do_compile(self, *args, **kwargs)
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[-1][:200]
+            shim.compile_errors[f"{getattr(self, '__name__', '?')}: {type(exc).__name__}: {first}"] += 1
+            raise
+    JITFunction._do_compile = named
+
+
+def fallbacks_counted(torch, shim) -> None:
+    """FlagGems handing an op back to aten (``OpOverload.redispatch`` called from its code: ``to`` and
+    ``copy_`` under their conditions) is counted by op and call site: that op compiled no Triton kernel,
+    on the card's path or not, and the screen names it rather than comparing what did not compile."""
+    overload = torch._ops.OpOverload
+    redispatch = overload.redispatch
+
+    @functools.wraps(redispatch)
+    def counted(self, keyset, *args, **kwargs):
+        site = call_site()
+        if "flag_gems/" in site:
+            shim.fallbacks[f"{self.name()} from {site}"] += 1
+        return redispatch(self, keyset, *args, **kwargs)
+    overload.redispatch = counted
 
 
 FILLED = ("randn", "rand")                     # float fills no kernel reads here: left uninitialised

@@ -86,7 +86,9 @@ class Cell:
     def refused(self, check: str, detail: str, checks=()) -> CellResult:
         self.say(f"{PREFLIGHT_FAILED} check={check}: {detail}")
         if self.preflight is None:
-            self.preflight = Preflight(ok=False, interpreter=sys.executable, checks=tuple(checks), failed_check=check)
+            # a refusal before the checks ran (the offline shim's) is its own check, detail and all
+            self.preflight = Preflight(ok=False, interpreter=sys.executable,
+                                       checks=tuple(checks) or ((check, False, detail),), failed_check=check)
         reason = f"preflight failed: check={check}"
         return self.result(WorkerExit.PREFLIGHT_FAILED, Correctness(state="not_run", reason=reason), [reason])
 
@@ -102,7 +104,8 @@ class Cell:
             try:
                 flaggems_offline.install(plan.terms.device.target, plan.task.provider)
             except (FileNotFoundError, ValueError) as exc:      # no record of the target's card: named, not a crash
-                return self.refused("offline_device", str(exc))
+                # another FlagGems than the screened one, or its vendor's configs absent: named by its check
+                return self.refused(getattr(exc, "check", "offline_device"), str(exc))
         facts.import_errors(preflight.needed_modules(plan.task.provider))
         self.phases.begin("preflight")
         self.preflight = preflight.run(plan, backend, os.environ, self.say)

@@ -29,8 +29,10 @@ rule (plus any ``--strip-annotation``) without running anything: the sealed root
 is never written; ``<root>.rescore-<n>/`` gets the new screen.tsv, the original
 as screen.original.tsv, and rescore.json naming the rule and what moved.
 
-``--emit-manifest FILE`` writes the IR_CHANGED workloads as a campaign manifest
-(each with ``weight_s``); an existing FILE is refused before anything runs.
+``--emit-manifest FILE`` writes the IR_CHANGED and NEEDS_CARD workloads (an offline cell that
+proved its own IR untrustworthy) as a campaign manifest (each with ``weight_s``); an existing FILE
+is refused before anything runs. Before the table's path, one line counts the verdicts, NEEDS_CARD
+apart from the IR verdicts.
 Refusals: ``SCREEN_REFUSED check=<name>: ...``. ``--format json`` prints the table as
 `campaign.contract.outputs.ScreenOutput` (schemas/screen.schema.json) and nothing else on stdout.
 """
@@ -62,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_schema_arguments(parser)   # --rescore of a root sealed under an older receipt schema
     parser.add_argument("--time-unchanged", action="store_true", help="time round 1 also where the IR is unchanged")
     parser.add_argument("--emit-manifest", type=Path, metavar="FILE",
-                        help="write the IR_CHANGED workloads as a manifest")
+                        help="write the IR_CHANGED and NEEDS_CARD workloads as a manifest")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text (default) or json (schemas/screen.schema.json)")
     add_execution_arguments(parser)
@@ -99,6 +101,8 @@ def main(args: argparse.Namespace) -> int:
             return code
         for r in rows if not as_json else ():
             print(line(r))
+        if not as_json:
+            print(screentable.summary(rows))
         if args.emit_manifest is not None:
             flow.emit(args.rescore or out, rows, args.emit_manifest)
     if as_json:

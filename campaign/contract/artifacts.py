@@ -19,6 +19,7 @@ Root layout::
         autotune.json             `AutotuneFile`: what was recorded / replayed
         autotune-correctness.json `AutotuneFile` of the correctness session (same configs)
         phases.json               `Phases`: where the cell's seconds went (`campaign.worker.phases`)
+        offline.json              `OfflineTrust`: what made an offline cell's IR untrustworthy (cpu backend, FlagGems)
         ir/<hash>-<kernel>.<stage> every compiled variant's stages
         ir/index.tsv              `INDEX_COLUMNS`: variant -> launch count
     <root>/batches/<nnnn>/        one worker process that ran several workloads (`BatchRecord`;
@@ -78,6 +79,7 @@ OUTCOMES_FILE = "outcomes.json"
 AUTOTUNE_FILE = "autotune.json"
 AUTOTUNE_CORRECTNESS_FILE = "autotune-correctness.json"
 PHASES_FILE = "phases.json"
+OFFLINE_FILE = "offline.json"
 BATCHES_DIR = "batches"
 BATCH_FILE = "batch.json"
 PROGRESS_FILE = "progress.tsv"

@@ -1,5 +1,5 @@
 """What a cell writes: the worker's result.json and its plugins' rows.json, outcomes.json,
-autotune*.json and phases.json. `campaign.contract.artifacts` says where each file lives.
+autotune*.json, phases.json and (offline FlagGems cells) offline.json. `campaign.contract.artifacts` says where each file lives.
 
 A timed row of rows.json carries its timing window (``window_start_unix``..``window_end_unix``)
 and its own clock (`RowClock`): the SM clock and clocks-event reasons the worker read inside
@@ -188,3 +188,37 @@ class Phases(Record):
     schema_version: Literal[1] = SCHEMA_VERSION
     task_id: str
     phases: tuple[Phase, ...]
+
+
+class Site(Record):
+    """Where something happened, and how often: ``allclose (flag_gems/ops/allclose.py:88)``."""
+
+    site: str
+    count: int
+
+
+class OfflineTrust(Record):
+    """offline.json: what made an offline FlagGems cell's IR untrustworthy (`campaign.plugins.flaggems_offline`).
+
+    ``host_reads``: host reads (``item``, ``tolist``, ``bool``...) of a tensor a skipped launch was handed,
+    by the first frame outside torch: host logic chose its next kernels from garbage. ``torch_fallbacks``:
+    FlagGems' own ``OpOverload.redispatch`` calls (its ops handing the call back to aten: ``to``, ``copy_``
+    under their conditions), by op and call site: no Triton kernel of that op compiled. A cell whose lists
+    are both empty was not proved untrustworthy; what the shim cannot see (aten's C++ device branches, a
+    value derived from a kernel's output before it is read) is not in it.
+    """
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    answered_from: str                   # the device record the shim answered as
+    flag_gems: str                       # the installed FlagGems version
+    host_reads: tuple[Site, ...] = ()
+    torch_fallbacks: tuple[Site, ...] = ()
+    # kernels that raised compiling for the target (an autotune config may, harmlessly): not a reason for
+    # the card, but where no row ran, what the screen names instead of "nothing ran"
+    compile_errors: tuple[Site, ...] = ()
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Each proof that the IR needs the card, named: ``host reads kernel results: allclose x3``."""
+        return (tuple(f"host reads kernel results: {s.site} x{s.count}" for s in self.host_reads)
+                + tuple(f"FlagGems fell back to torch: {s.site} x{s.count}" for s in self.torch_fallbacks))

@@ -11,7 +11,7 @@ it. ``execution.ray`` runs the cells on a Ray cluster's nodes (`campaign.running
 CPU each on the compile-only backend), the table and the seal staying here. `resume` completes a
 screen root stopped before its seal. `rescore` re-judges
 a sealed screen root beside it (``<root>.rescore-<n>/``), never writing inside it.
-`emit` writes the IR_CHANGED workloads as a campaign manifest.
+`emit` writes the IR_CHANGED and NEEDS_CARD workloads as a campaign manifest.
 """
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ from campaign.contract import canonical, stripregex
 from campaign.contract.artifacts import RECEIPT_FILE, RESCORE_SUFFIX, SCHEMA_VERSION, first_free
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, SCREEN_REFUSED, InputError, Refused
 from campaign.contract.rootrecords import Rescore
+from campaign.contract.verdictnames import EMITTED
 from campaign.flows import freeze, session
 from campaign.flows.roots import root_mode
-from campaign.judging import screening, screenroot, screentable
+from campaign.judging import screenroot, screentable
 from campaign.planning import harness
 from campaign.planning.matrix import expand
 from campaign.sealing import receipt, verification
@@ -126,10 +127,11 @@ def pinned_to(root: Path) -> dict[str, str]:
 def emit(root: Path, rows: list[dict[str, str]], path: Path) -> None:
     text = screenroot.emitted_manifest(root, rows, pinned_to(root))
     if text is None:
-        raise Refused(PREFIX, "emit_empty", "no workload is IR_CHANGED: nothing deserves rounds, no manifest written")
+        raise Refused(PREFIX, "emit_empty", "no workload is IR_CHANGED or NEEDS_CARD: nothing deserves rounds, "
+                      "no manifest written")
     try:
         canonical.write_new(path, text)
     except FileExistsError:
         raise Refused(PREFIX, "emit_exists", f"{path} exists: an emitted manifest never overwrites one") from None
-    chosen = [r["workload"] for r in rows if r["verdict"] == screening.IR_CHANGED]
-    print(f"wrote {path}: {len(chosen)} IR_CHANGED workload(s): {', '.join(chosen)}")
+    chosen = [f"{r['workload']} ({r['verdict']})" for r in rows if r["verdict"] in EMITTED]
+    print(f"wrote {path}: {len(chosen)} workload(s) for the card: {', '.join(chosen)}")

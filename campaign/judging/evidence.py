@@ -24,6 +24,7 @@ from campaign.contract.artifacts import (
     AUTOTUNE_FILE,
     FAILED_SUFFIX,
     IR_DIR,
+    OFFLINE_FILE,
     OUTCOMES_FILE,
     REPLAY_FALLBACK_MARKER,
     RESULT_FILE,
@@ -33,7 +34,7 @@ from campaign.contract.artifacts import (
     TELEMETRY_FILE,
     cell_dir_name,
 )
-from campaign.contract.cellfiles import AutotuneEntry, AutotuneFile, CellResult, Outcomes, Row, Rows
+from campaign.contract.cellfiles import AutotuneEntry, AutotuneFile, CellResult, OfflineTrust, Outcomes, Row, Rows
 from campaign.contract.fields import PER_SIDE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix, Task
@@ -67,6 +68,7 @@ class TaskEvidence:
     # where the cell ran no row or left no IR: its logs' last error line (`log_error`); None elsewhere
     error_line: Optional[errorlines.LogLine] = None
     chosen: tuple[AutotuneEntry, ...] = ()       # the configs its benchmark session recorded (per_side: its own winners)
+    offline: Optional[OfflineTrust] = None       # an offline FlagGems cell's offline.json; None: not offline, or absent
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -247,12 +249,14 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
     autotune, tuned = _autotune(cell, problems, manifest.defaults.tuning)
     fallbacks = max(result.markers.get(REPLAY_FALLBACK_MARKER, 0) if result else 0,
                     len(autotune.fallbacks) if autotune else 0)
+    offline = read_model(cell / OFFLINE_FILE, OfflineTrust, problems)
     ran_nothing = result is None or not ir.variants or not result.rows.ok + result.rows.compiled
     return TaskEvidence(task, state, result, rc_name, ir.fingerprint, len(ir.variants), topology,
                         outcomes, rows_file.rows if rows_file else None, fallbacks, tuple(problems), tuned,
                         ir.variants, identity, row=row, coverage=irevidence.untimed_coverage(autotune),
                         error_line=log_error(cell) if ran_nothing else None,
-                        chosen=autotune.entries if autotune else ())
+                        chosen=autotune.entries if autotune else (),
+                        offline=offline)
 
 
 def load_rounds(root: Path, manifest: Manifest, matrix: Matrix, workload: str, before: int,

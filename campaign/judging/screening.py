@@ -8,6 +8,13 @@ deserves rounds from round 1's pair where it ran, else from the IR pass's pair
 (``Facts.ir_pass_only``: its fingerprints, no range, `IR_PASS_NOTE`):
 
 - ``TIMEOUT``    a cell ended by its timeout (rc 124/137): a cost problem, not a verdict.
+- ``NEEDS_CARD`` an offline cell (FlagGems on the compile-only backend) proved its own IR untrustworthy
+  (its offline.json, `campaign.contract.cellfiles.OfflineTrust`): host logic read a skipped launch's
+  output, or FlagGems handed an op back to torch. Whatever its fingerprints say, it is emitted for
+  the card, which compiles it with real data. Error sides: a false NEEDS_CARD costs one workload's card
+  time (its IR checked and timed there though the offline verdict was right); a missed one is a wrong
+  offline verdict -- NO_IR_DIFF skips a workload whose card code the switch changed, or IR_CHANGED
+  times one for a difference the garbage data made -- so the rule flags on any proof, in any cell.
 - ``NO_ROWS``    no cell produced a row: nothing ran, usually the dtype.
 - ``NO_TRITON``  rows but no IR file in any cell: aten or a vendor library ran.
 - ``NO_COMPARABLE_IR`` no pair of cells can be compared: one side has no IR, or the
@@ -39,7 +46,7 @@ from typing import Mapping, Optional
 from campaign.contract import errorlines
 from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL
 from campaign.contract.platforms import platform
-from campaign.contract.verdictnames import IR_CHANGED, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
+from campaign.contract.verdictnames import IR_CHANGED, NEEDS_CARD, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
 from campaign.judging import irevidence, stats
 from campaign.judging.stats import Sample
 
@@ -88,6 +95,9 @@ class Side:
     timed: bool = False
     samples: Mapping[tuple, Sample] = field(default_factory=dict)
     error_line: Optional[errorlines.LogLine] = None   # where it ran no row or left no IR: its logs' (`evidence.log_error`)
+    needs_card: tuple[str, ...] = ()     # an offline cell's proofs that its IR needs the card (`OfflineTrust.reasons`)
+    compile_errors: tuple[str, ...] = () # an offline cell's kernels that did not compile for the target
+    refused: Optional[str] = None        # ``check=<name>: <detail>`` where its preflight refused it
 
     @property
     def timed_out(self) -> bool:
@@ -123,19 +133,51 @@ def _rc(side: Side) -> str:
     return f"rc {side.rc if side.rc is not None else '-'} {side.rc_name}".rstrip()
 
 
-def verdict(f: Facts) -> Verdict:
+def needs_card(sides: Mapping[str, Side]) -> str:
+    """The NEEDS_CARD rule: every cell's proof that its offline IR is untrustworthy, named once with the
+    cells that hold it; "" where no cell holds one."""
+    grouped: dict[str, list[str]] = {}
+    for cell, side in sides.items():
+        for reason in side.needs_card:
+            grouped.setdefault(reason, []).append(cell)
+    return "; ".join(f"{reason} ({', '.join(cells)})" for reason, cells in grouped.items())
+
+
+def _nothing_ran(f: Facts) -> str:
+    """Why no row ran, named where a cell says: a refusal at preflight, a kernel that did not compile for
+    the target, before the usual suspect (the dtype)."""
+    refused = [f"{c} refused at preflight ({s.refused})" for c, s in f.sides.items() if s.refused]
+    failed = [f"{c}: a kernel did not compile offline ({'; '.join(s.compile_errors)})"
+              for c, s in f.sides.items() if s.compile_errors]
+    if refused or failed:
+        return "; ".join(refused + failed)
+    own = "the op's own set" if f.dtypes_own else "named by the manifest"
+    return (f"nothing ran, usually the dtype ({','.join(f.dtypes)}: {own})" if f.provider != "pytest" else
+            "the test times nothing: no call of triton.testing.do_bench (or do_bench_cudagraph) ran in it")
+
+
+def _before_ir(f: Facts) -> Optional[Verdict]:
+    """The verdicts no IR comparison is made for: TIMEOUT, NEEDS_CARD, NO_ROWS; None: compare the IR."""
     sides = f.sides
     late = [s for s in sides.values() if s.timed_out]
     if late:
         return Verdict(TIMEOUT, "; ".join(f"{s.cell} ended by its timeout ({_rc(s)}, {s.elapsed_s}s)" for s in late)
                        + ": a cost problem, not a verdict about the switch")
-    ran = {cell: s.rows or 0 for cell, s in sides.items()}
-    if not any(ran.values()):
-        own = "the op's own set" if f.dtypes_own else "named by the manifest"
-        why = (f"nothing ran, usually the dtype ({','.join(f.dtypes)}: {own})" if f.provider != "pytest" else
-               "the test times nothing: no call of triton.testing.do_bench (or do_bench_cudagraph) ran in it")
+    card = needs_card(sides)
+    if card:
+        return Verdict(NEEDS_CARD, f"the offline IR is not evidence, check and time it on the card: {card}")
+    if not any(s.rows for s in sides.values()):
         return Verdict(NO_ROWS, f"no cell produced a row ({', '.join(f'{c} {_rc(s)}' for c, s in sides.items())}): "
-                       + why)
+                       + _nothing_ran(f))
+    return None
+
+
+def verdict(f: Facts) -> Verdict:
+    early = _before_ir(f)
+    if early is not None:
+        return early
+    sides = f.sides
+    ran = {cell: s.rows or 0 for cell, s in sides.items()}
     notes = [f"{c} ran nothing ({_rc(sides[c])}) where {max(ran, key=ran.get)} produced {max(ran.values())} rows: "
              "not a dtype problem, the switch may break the operator" for c in sides if not ran[c]]
     if all(s.ir_files == 0 for s in sides.values()):

@@ -44,7 +44,19 @@ def side(t: TaskEvidence) -> screening.Side:
         timed=bool(result and result.timed),
         samples=stats.samples(t.rows) if t.rows else {},
         error_line=t.error_line,
+        needs_card=t.offline.reasons if t.offline else (),
+        compile_errors=tuple(f"{s.site} x{s.count}" for s in t.offline.compile_errors) if t.offline else (),
+        refused=_refused(t),
     )
+
+
+def _refused(t: TaskEvidence) -> Optional[str]:
+    """``check=<name>: <detail>`` of a cell its preflight refused (an offline FlagGems of another version,
+    its vendor's configs absent); None where it ran."""
+    if t.result is None or t.result.preflight.ok:
+        return None
+    named = [c for c in t.result.preflight.checks if c[0] == t.result.preflight.failed_check]
+    return f"check={t.result.preflight.failed_check}: {named[-1][2] if named else 'no detail recorded'}"
 
 
 def load(root: Path) -> tuple[Manifest, Matrix]:
@@ -91,11 +103,12 @@ def table(root: Path, extra_strip: tuple[str, ...] = ()) -> list[dict[str, str]]
 
 
 def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Optional[dict[str, str]] = None) -> Optional[str]:
-    """The root's manifest narrowed to its IR_CHANGED workloads, each with ``weight_s``, pinned to
-    ``autotune_from`` (``defaults.autotune_from``: the sealed screen root) where given; None when
-    there are none."""
+    """The root's manifest narrowed to its IR_CHANGED and NEEDS_CARD workloads (an offline IR that is
+    no evidence is checked on the card), each with ``weight_s``, pinned to ``autotune_from``
+    (``defaults.autotune_from``: the sealed screen root) where given; None when there are none."""
     data, _ = yamlio.load(RunRoot.of(root).manifest_file)     # the manifest's own YAML, narrowed and re-emitted
-    weights = {r["workload"]: r["weight_s"] for r in rows if r["verdict"] == verdictnames.IR_CHANGED}
+    weights = {r["workload"]: r["weight_s"] for r in rows if r["verdict"] in verdictnames.EMITTED}
+    card = sum(r["verdict"] == verdictnames.NEEDS_CARD for r in rows)
     workloads = []
     for workload in data["workloads"]:
         if workload["name"] in weights:
@@ -111,7 +124,8 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Opti
     pinned = ("\nautotune_from replays the configs the screen recorded and timed; drop it to tune afresh."
               if autotune_from is not None else "")
     return yamlio.dump(data, (
-        f"Emitted by `campaign screen` from {Path(root).name}: its {len(workloads)} IR_CHANGED workload(s).\n"
+        f"Emitted by `campaign screen` from {Path(root).name}: its {len(workloads) - card} IR_CHANGED and {card} "
+        "NEEDS_CARD workload(s) (their offline IR is no evidence: the card compiles them with real data).\n"
         "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it." + pinned + offline))
 
 

@@ -4,11 +4,11 @@ and note) and screen.tsv's format (`render`, `parse`). The verdict and the range
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, get_args
 
 from campaign.contract import errorlines
 from campaign.contract.fields import CELL_NAMES
-from campaign.contract.verdictnames import IR_CHANGED, NO_IR_DIFF
+from campaign.contract.verdictnames import IR_CHANGED, NEEDS_CARD, NO_IR_DIFF, ScreenVerdict
 from campaign.judging import caliber, irevidence
 from campaign.judging.screening import (
     COVERAGE,
@@ -68,6 +68,16 @@ def _text(value: object) -> str:
     if value is None:
         return ""
     return " ".join(str(value).replace("\r", " ").replace("\n", " | ").split("\t"))
+
+
+def summary(rows: list[dict[str, str]]) -> str:
+    """``screened 12: IR_CHANGED 3, NO_IR_DIFF 8; NEEDS_CARD 1 (offline IR not evidence, emitted for the card)``:
+    the verdicts in vocabulary order, NEEDS_CARD counted apart (it is no IR verdict)."""
+    counts = {name: sum(r["verdict"] == name for r in rows) for name in get_args(ScreenVerdict)}
+    shown = ", ".join(f"{name} {n}" for name, n in counts.items() if n and name != NEEDS_CARD) or "none"
+    card = (f"; {NEEDS_CARD} {counts[NEEDS_CARD]} (offline IR not evidence, emitted for the card)"
+            if counts[NEEDS_CARD] else "")
+    return f"screened {len(rows)}: {shown}{card}"
 
 
 def render(rows: list[dict[str, str]]) -> str:
