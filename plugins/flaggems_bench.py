@@ -25,6 +25,7 @@ are put back at unconfigure. A subclass that bypasses them still gets rows: role
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from typing import Any, Callable, Optional
 
@@ -32,6 +33,29 @@ from campaign.backends import plan
 from campaign.plugins import dobench
 
 FRAMEWORK_MODULES = ("benchmark.performance_utils", "benchmark.base")
+CODEGEN_CONFIGS = "flag_gems.utils.codegen_config_utils"       # its CODEGEN_COFIGS: one shared config a vendor
+_FIRST_SEEN: dict[int, dict] = {}     # id of each codegen config -> its fields when this process first saw it
+
+
+def fresh_codegen_configs() -> list[str]:
+    """FlagGems' pointwise code generation configs put back as the process first saw them; the fields
+    put back. FlagGems 5.0.2's pointwise_dynamic sets its vendor's one shared ``CodeGenConfig
+    .prefer_block_pointer`` to False the first time an input has more than 2**31-1 elements, and
+    never back, so every later pointwise kernel of the process is generated without block pointers.
+    A batch runs several workloads in one process: clamp compiled other code after add's complex64
+    2**30 shape (viewed as 2**31 reals) than alone. Called at each session's start (collection's
+    end: flag_gems imported, nothing run), a workload's code no longer depends on what ran before it."""
+    module = sys.modules.get(CODEGEN_CONFIGS)
+    put_back = []
+    for config in getattr(module, "CODEGEN_COFIGS", {}).values():
+        if config is None or not dataclasses.is_dataclass(config):
+            continue
+        first = _FIRST_SEEN.setdefault(id(config), {f.name: getattr(config, f.name) for f in dataclasses.fields(config)})
+        for name, value in first.items():
+            if getattr(config, name) != value:
+                setattr(config, name, value)
+                put_back.append(f"{name}={value!r}")
+    return put_back
 
 
 class Tracking(list):
@@ -133,6 +157,9 @@ class UpstreamBench(dobench.DoBenchPlugin):
         flag_gems = sys.modules.get("flag_gems")
         if flag_gems is not None and hasattr(flag_gems, "use_gems"):
             self._wrap_use_gems(flag_gems)
+        if put_back := fresh_codegen_configs():
+            self.ctx.log.line(f"flaggems_bench: FlagGems' codegen config put back as the process first saw it "
+                              f"({', '.join(put_back)}): an earlier workload of this process had changed it")
         if found:
             self.ctx.log.line(f"flaggems_bench: {', '.join(found)}.Benchmark keyed by FlagGems' shape and dtype; "
                               "torch side reference rows, FlagGems side measured rows")

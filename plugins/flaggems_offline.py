@@ -24,7 +24,9 @@ the configuration FlagGems chooses on the card, and nothing is launched:
   ``enable`` route host tensors to its Triton ops.
 - **Float inputs are not filled**: ``torch.randn``/``rand`` (and ``_like``) build the tensor unfilled
   (integer draws -- indices, counts -- are drawn as ever): a skipped launch reads no input, and
-  FlagGems' 2**30-element shapes cost seconds and gigabytes per filled tensor.
+  FlagGems' 2**30-element shapes cost seconds and gigabytes per filled tensor. The integer and bool
+  inputs of its benchmark's input builder (``generate_tensor_input``: the whole dtype's range) are
+  left unfilled too, their storages marked (a host read of one is counted below).
 - **What the card decides from data is counted, not trusted**: a launch is skipped, so its outputs
   hold whatever the allocation held. The storage of every tensor handed to a launch is marked, and a
   host read of a tensor on a marked storage (``item``, ``tolist``, ``bool``, ``int``, ``float``,
@@ -87,7 +89,7 @@ class Shim:
     target: str
     digest: str
     flag_gems: str = ""
-    marked: set = field(default_factory=set)     # data_ptr of every storage a skipped launch was handed
+    marked: set = field(default_factory=set)     # data_ptr of every storage a skipped launch was handed, or unfilled
     host_reads: Counter = field(default_factory=Counter)   # call site -> host reads of marked tensors
     fallbacks: Counter = field(default_factory=Counter)    # "op from call site" -> FlagGems' redispatches
     compile_errors: Counter = field(default_factory=Counter)   # "kernel: error" -> compiles that raised
@@ -165,6 +167,24 @@ def dispatch_on_host(flag_gems) -> None:
             module.philox_backend_seed_offset = philox_backend_seed_offset
 
 
+def after_import(name: str, then) -> None:
+    """``then(module)`` now if ``name`` is imported, else when it has finished importing."""
+    if name in sys.modules:
+        then(sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, then))
+
+
+BENCHMARK_INPUTS = "benchmark.performance_utils"    # FlagGems 5.0.2's benchmark framework module
+
+
+def unfill_inputs(module, shim: Shim) -> None:
+    """Its input builder (read by the test modules imported after it) draws no integers."""
+    generate = getattr(module, offline_torch.DRAWN_INPUTS, None)
+    if generate is not None:
+        setattr(module, offline_torch.DRAWN_INPUTS, offline_torch.unfilled_inputs(generate, shim))
+
+
 def mark_launch_args(args) -> None:
     """Called by the compile-only launcher with a skipped launch's arguments."""
     if ACTIVE is None:
@@ -229,10 +249,8 @@ def install(target: str, provider: str) -> Optional[Shim]:
     offline_torch.fused_dropout(torch)
     offline_torch.fallbacks_counted(torch, shim)
     offline_torch.compile_errors_named(shim)
-    if "flag_gems" in sys.modules:
-        dispatch_on_host(sys.modules["flag_gems"])
-    else:
-        sys.meta_path.insert(0, _AfterImport("flag_gems", dispatch_on_host))
+    after_import("flag_gems", dispatch_on_host)
+    after_import(BENCHMARK_INPUTS, lambda module: unfill_inputs(module, shim))
     compile_only.LAUNCH_HOOKS.append(mark_launch_args)
     ACTIVE = shim
     return shim

@@ -208,6 +208,27 @@ def _unfilled(fill, empty):
     return call
 
 
+DRAWN_INPUTS = "generate_tensor_input"       # FlagGems' benchmark inputs: (shape, dtype, device)
+
+
+def unfilled_inputs(generate, shim):
+    """FlagGems' benchmark input builder with its integer and bool draws left unfilled, as its float
+    draws are (`FILLED`): it draws them over the dtype's whole range (bool: 0 or 1), so no value is
+    one a kernel's code depends on, and at 2**30 elements one draw cost 20 CPU-s (int32; logical_and's
+    cell drew six). The storage is marked: a host read of such an input is counted with the reads of
+    what a skipped launch was handed, so a cell whose host code reads one says so (`reads`)."""
+    @functools.wraps(generate)
+    def call(shape, dtype, device, *args, **kwargs):
+        import torch
+        if args or kwargs or dtype.is_floating_point or dtype.is_complex:
+            return generate(shape, dtype, device, *args, **kwargs)
+        tensor = torch.empty(shape, dtype=dtype, device=_host(device))
+        if ptr := storage_ptr(tensor):
+            shim.marked.add(ptr)
+        return tensor
+    return call
+
+
 def fused_dropout(torch) -> None:
     """aten's ``dropout`` takes its fused kernel (``native_dropout``, FlagGems' dropout on the card)
     where C++ sees a CUDA input (``is_fused_kernel_acceptable``); a host tensor takes the composite
