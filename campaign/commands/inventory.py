@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from campaign.contract import canonical, toolenv, yamlio
+from campaign.contract import canonical, toolenv, yamlio, yamlwrite
 from campaign.contract.artifacts import CODE_PATH_VARIABLES
 from campaign.contract.canonical import read_json
 from campaign.contract.cellenv_rules import PINNED
@@ -143,7 +143,7 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
     head = (f"# Emitted by `campaign inventory {args.checkout} --emit-manifest {out} --from {template}`: "
             f"{planned.items} items of the checkout,\n# {planned.units} units, {len(planned.workloads)} emitted. "
             "Edit the template and emit again, not this file.\n")
-    text = head + yamlio.extended(document, "workloads", list(planned.workloads), lead)
+    text = head + yamlwrite.extended(document, "workloads", list(planned.workloads), lead)
     try:
         with open(out, "x", encoding="utf-8") as handle:
             handle.write(text)

@@ -2,8 +2,7 @@
 
 Loads with ruamel.yaml's round-trip parser (for line and column of every key),
 refuses duplicate keys, and turns pydantic errors into ``FILE:LINE:COL: key ->
-path: message`` lines, all of them, not just the first. `dump` writes plain data
-back as block YAML; `extended` writes a loaded document back, comments kept, with a list grown.
+path: message`` lines, all of them, not just the first. Writing is `campaign.contract.yamlwrite`'s.
 
 A manifest may come from anyone, so reading is bounded before anything is built:
 only a regular file is opened (a FIFO or a device would block or never end), at
@@ -15,10 +14,9 @@ at its line and column. Every reader or OS error is an InputError (exit 2).
 """
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Optional, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
@@ -40,7 +38,7 @@ MAX_INT_DIGITS = 18       # every integer a manifest holds fits in 64 bits
 _INTEGER = re.compile(r"[-+]?(0[xob][0-9a-fA-F_]+|[0-9][0-9_]*)")
 
 
-def _parser() -> YAML:
+def parser() -> YAML:
     yaml = YAML(typ="rt", pure=True)
     yaml.allow_duplicate_keys = False
     yaml.preserve_quotes = True          # `extended` writes a manifest back quoted as it was
@@ -80,7 +78,7 @@ def _guard(text: str, where: str) -> None:  # noqa: C901 (one pass over the YAML
         parts = [frame.part for frame in stack if frame.part is not None]
         raise InputError(f"{where}:{mark.line + 1}:{mark.column + 1}: {_keypath(tuple(parts))}: {message}")
 
-    for event in _parser().parse(text):
+    for event in parser().parse(text):
         if isinstance(event, CollectionEndEvent):
             frame = stack.pop()
             if frame.anchor is not None:
@@ -211,7 +209,7 @@ def load_text(text: str, where: str) -> tuple[Any, Any]:
     """`load` of text already read; ``where`` names it in every error."""
     try:
         _guard(text, where)
-        document = _parser().load(text)
+        document = parser().load(text)
     except YAMLError as exc:
         raise _yaml_error(exc, text, where) from None
     problems: list[tuple[tuple, str]] = []
@@ -266,48 +264,3 @@ def errors_to_lines(exc: ValidationError, document: Any, where: str,
 def _located(where: str, document: Any, loc: tuple, message: str) -> str:
     line, col = position(document, loc)
     return f"{where}:{line}:{col}: {_keypath(loc)}: {message}"
-
-
-def dump(data: Any, comment: str = "") -> str:
-    """Plain data as block YAML (keys in the order given); ``comment`` lines lead it as ``# ...``."""
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False
-    yaml.width = 4096                    # one line per value: a wrapped string diffs badly in review
-    out = io.StringIO()
-    yaml.dump(data, out)
-    head = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines())
-    return head + out.getvalue()
-
-
-def extended(document: Any, key: str, items: list[dict], lead: list[str]) -> str:
-    """``document`` (from `load`) written back with its comments, its ``key`` list grown by ``items`` (one line each)."""
-    listed = document.get(key)
-    if not isinstance(listed, CommentedSeq):
-        listed = document[key] = CommentedSeq()
-    listed.fa.set_block_style()          # an empty template list is written `[]`, a flow list
-    for item in items:
-        listed.append(CommentedMap(item))
-        listed[-1].fa.set_flow_style()
-    if lead:                             # the comment lines lead the first item added
-        listed.yaml_set_comment_before_after_key(len(listed) - len(items), before="\n".join(lead), indent=2)
-    return _written(document)
-
-
-def kept(document: Any, key: str, keep: Callable[[Any], bool], by: str) -> str:
-    """``document`` (from `load`) written back with its comments, its ``key`` list narrowed to the items
-    whose ``by`` value ``keep`` holds."""
-    listed = document[key]
-    for index in reversed(range(len(listed))):
-        if not keep(listed[index].get(by)):
-            del listed[index]
-    return _written(document)
-
-
-def _written(document: Any) -> str:
-    """A round-trip document as text, one line per list item's mapping, comments kept."""
-    yaml = _parser()
-    yaml.width, yaml.map_indent, yaml.sequence_indent, yaml.sequence_dash_offset = 4096, 2, 4, 2
-    out = io.StringIO()
-    yaml.dump(document, out)
-    return out.getvalue()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from campaign import __version__
-from campaign.contract import canonical, faults, journal, yamlio
+from campaign.contract import canonical, faults, journal, yamlio, yamlwrite
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, SCHEMA_VERSION, first_free
 from campaign.contract.errors import PREPARE_REFUSED, Refused
 from campaign.contract.manifest import Manifest
@@ -189,7 +189,7 @@ def freeze_shards(checked: Checked, runs_dir: Path, split: shards.Split) -> list
     try:
         for index, names in enumerate(split.workloads, start=1):
             _, document = yamlio.load(checked.manifest_path)
-            text = yamlio.kept(document, "workloads", frozenset(names).__contains__, "name")
+            text = yamlwrite.kept(document, "workloads", frozenset(names).__contains__, "name")
             part = narrowed(checked, names)
             if Manifest.model_validate(yamlio.load_text(text, f"shard {index}")[0]) != part.manifest:
                 raise AssertionError(f"shard {index}'s manifest text does not read back as its workloads")

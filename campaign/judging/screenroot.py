@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import status, verdictnames, yamlio
+from campaign.contract import status, verdictnames, yamlio, yamlwrite
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix
 from campaign.contract.platforms import card_backend, platform
@@ -123,7 +123,7 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Opti
     Manifest.model_validate(data)  # what is written must be a manifest
     pinned = ("\nautotune_from replays the configs the screen recorded and timed; drop it to tune afresh."
               if autotune_from is not None else "")
-    return yamlio.dump(data, (
+    return yamlwrite.dump(data, (
         f"Emitted by `campaign screen` from {Path(root).name}: its {len(workloads) - card} IR_CHANGED and {card} "
         "NEEDS_CARD workload(s) (their offline IR is no evidence: the card compiles them with real data).\n"
         "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it." + pinned + offline))

@@ -56,7 +56,6 @@ from campaign.contract.artifacts import (
 from campaign.contract.errors import RUN_FAILED, RUN_REFUSED, CampaignError, Refused
 from campaign.contract.platforms import platform
 from campaign.contract.status import StatusRow
-from campaign.contract.telemetryfile import COLUMNS
 from campaign.planning.pinning import PINNED_DIR
 from campaign.running import raynode, raywatch
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Events, Outcome, RunSetup
@@ -279,30 +278,6 @@ class RayExecutor:
             raise Refused(PREFIX, "ray_rows", f"the Ray task of {workload} on {node} returned rows "
                           + (f"for tasks not its own: {', '.join(foreign)}" if foreign else
                              f"without their cell folders: {', '.join(bare)}") + "; none was written")
-        self._telemetry(workload, node, result)
+        raynode.append_telemetry(self.setup.root, workload, node, result)
         for row in returned:
             self._append(ids[row.task_id], row, rows)
-
-    def _telemetry(self, workload: str, node: str, result: dict[str, Any]) -> None:
-        """The node's samples of its card appended to the root's telemetry.tsv (the header first if
-        the root has none), its sampler's errors to telemetry.err, each named with the node."""
-        lines = [line for line in result["telemetry"].splitlines() if line]
-        for line in lines:
-            fields = line.split("\t")
-            try:
-                if len(fields) != len(COLUMNS):
-                    raise ValueError(f"{len(fields)} fields for {len(COLUMNS)} columns")
-                float(fields[1])
-            except ValueError as exc:
-                raise Refused(PREFIX, "ray_telemetry", f"the Ray task of {workload} on {node} returned a line "
-                              f"that is not a telemetry sample ({exc}): {line[:200]!r}; none was written") from None
-        tsv = self.setup.root / TELEMETRY_FILE
-        if lines:
-            with open(tsv, "a", encoding="utf-8") as out:
-                if out.tell() == 0:
-                    out.write("\t".join(COLUMNS) + "\n")
-                out.write("".join(line + "\n" for line in lines))
-        errors = [line.partition("\t") for line in result["telemetry_err"].splitlines() if line]
-        if errors:
-            with open(self.setup.root / ERR_FILE, "a", encoding="utf-8") as out:
-                out.write("".join(f"{stamp}\t{node}: {text}\n" for stamp, _, text in errors))

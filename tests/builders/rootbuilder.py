@@ -23,7 +23,7 @@ from typing import Callable, Optional
 import taskplan
 from rootcells import DEMO, write_cell
 
-from campaign.contract import canonical, journal, status, yamlio
+from campaign.contract import canonical, journal, status, yamlio, yamlwrite
 from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE, STATUS_FILE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
@@ -140,7 +140,7 @@ def manifest_text(options: Options, workloads: list[Workload]) -> str:
                "target": "cuda:90"})
     cells = {"baseline": {}, **({"control": {"DISABLE_MMA_V3": "0"}} if options.control else {}),
              "candidate": {"DISABLE_MMA_V3": "1"}}
-    return yamlio.dump(taskplan.manifest_data(
+    return yamlwrite.dump(taskplan.manifest_data(
         campaign=f"test-{options.backend}", description="DISABLE_MMA_V3 over built roots", device=device,
         switch={"name": "DISABLE_MMA_V3", "cells": cells, "ir_stage": "ttgir"},
         timer={"kind": "event" if cpu else "graph",

@@ -106,9 +106,9 @@ def test_the_ways_tried_admit_a_knob_of_the_list():
 
 
 def test_validate_names_a_git_config_declared_with_a_reason(tmp_path: Path, cli):
-    from campaign.contract import yamlio
+    from campaign.contract import yamlio, yamlwrite
     path = tmp_path / "m.yaml"
-    path.write_text(yamlio.dump({**BASE, "switch": _ways("GIT_CONFIG_GLOBAL", "/tmp/evil.gitconfig")[1]}))
+    path.write_text(yamlwrite.dump({**BASE, "switch": _ways("GIT_CONFIG_GLOBAL", "/tmp/evil.gitconfig")[1]}))
     done = cli("validate", path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "switch -> also -> GIT_CONFIG_GLOBAL: GIT_CONFIG_GLOBAL can never be declared: GIT_CONFIG_GLOBAL is not " \
