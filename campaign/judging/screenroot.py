@@ -117,7 +117,10 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Opti
     if not workloads:
         return None
     data["workloads"] = workloads
+    screened_on = data["device"]["backend"]
     offline = _to_the_card(data)
+    if data["device"]["backend"] != screened_on:     # compiled offline, timed on the card: no winner was timed
+        autotune_from = None
     if autotune_from is not None:
         data["defaults"] = {**(data.get("defaults") or {}), "autotune_from": dict(autotune_from)}
     Manifest.model_validate(data)  # what is written must be a manifest

@@ -29,3 +29,29 @@ def test_an_offline_screen_of_an_unnamed_card_keeps_its_device_and_says_how_to_n
     line = _to_the_card(data)
     assert data["device"] == {"backend": "cpu", "target": "cuda:90"} and "give device.name" in line
     Manifest.model_validate(data)
+
+
+def _emitted(tmp_path, device: dict) -> Manifest:
+    from campaign.contract import yamlio, yamlwrite
+    from campaign.contract.artifacts import MANIFEST_FILE
+    from campaign.judging.screenroot import emitted_manifest
+
+    data = manifest_data(device=device)
+    (tmp_path / MANIFEST_FILE).write_text(yamlwrite.dump(data), encoding="utf-8")
+    rows = [{"workload": w["name"], "verdict": "IR_CHANGED", "weight_s": "3.5"} for w in data["workloads"]]
+    text = emitted_manifest(tmp_path, rows, {"root": "/runs/screen-root", "receipt_sha256": "0" * 64})
+    path = tmp_path / "emitted.yaml"
+    path.write_text(text, encoding="utf-8")
+    return yamlio.validate(Manifest, path)
+
+
+def test_an_offline_screen_moved_to_the_card_pins_no_configs_it_never_timed(tmp_path):
+    # offline, each autotuned kernel compiled its first config untimed: replaying that on the card would
+    # time FlagGems' first config, not its winner; the card tunes for itself
+    emitted = _emitted(tmp_path, {"backend": "cpu", "name": "NVIDIA H200", "target": "cuda:90"})
+    assert emitted.device.backend == "cuda" and emitted.defaults.autotune_from is None
+
+
+def test_a_screen_that_stays_where_it_ran_replays_its_configs(tmp_path):
+    emitted = _emitted(tmp_path, {"backend": "cpu", "target": "cuda:90"})
+    assert emitted.device.backend == "cpu" and emitted.defaults.autotune_from.root == "/runs/screen-root"
