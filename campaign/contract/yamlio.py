@@ -35,7 +35,7 @@ MAX_BYTES = 1 << 20       # the largest real manifest is under 10 kB
 MAX_DEPTH = 32            # a manifest nests 5 deep
 MAX_NODES = 100_000       # after alias expansion; a 500-workload manifest has ~10,000
 MAX_INT_DIGITS = 18       # every integer a manifest holds fits in 64 bits
-_INTEGER = re.compile(r"[-+]?(0[xob][0-9a-fA-F_]+|[0-9][0-9_]*)")
+_INTEGER = re.compile(r"[-+]?(0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+|[0-9][0-9_]*)")   # what the YAML 1.2 resolver reads as an int
 
 
 def parser() -> YAML:

@@ -278,6 +278,6 @@ class RayExecutor:
             raise Refused(PREFIX, "ray_rows", f"the Ray task of {workload} on {node} returned rows "
                           + (f"for tasks not its own: {', '.join(foreign)}" if foreign else
                              f"without their cell folders: {', '.join(bare)}") + "; none was written")
-        raynode.append_telemetry(self.setup.root, workload, node, result)
+        raynode.append_telemetry(self.setup.root / TELEMETRY_FILE, self.setup.root / ERR_FILE, workload, node, result)
         for row in returned:
             self._append(ids[row.task_id], row, rows)

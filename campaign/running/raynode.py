@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Optional
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
 from campaign.contract import status
-from campaign.contract.artifacts import CELLS_DIR, INTERRUPTED_SUFFIX, TELEMETRY_FILE, first_free
+from campaign.contract.artifacts import CELLS_DIR, INTERRUPTED_SUFFIX, first_free
 from campaign.contract.errors import RUN_REFUSED, Refused
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
@@ -44,7 +44,7 @@ from campaign.planning.cardplan import Card
 from campaign.running import bytecode, runchecks, workerlaunch
 from campaign.running.cards import run_group
 from campaign.running.cellenv import pinned_env
-from campaign.running.telemetry import ERR_FILE, Sampler, make_source, visible_devices
+from campaign.running.telemetry import Sampler, make_source, visible_devices
 
 PREFIX = RUN_REFUSED
 
@@ -242,9 +242,9 @@ def _setup(root: RunRoot, prepare: Prepare, matrix: Matrix, manifest: Manifest, 
                     visibility_variable=backend.visibility_variable)
 
 
-def append_telemetry(root: Path, workload: str, node: str, result: dict[str, Any]) -> None:
-    """On the head: a node's samples of its card appended to the root's telemetry.tsv (the header first if
-    the root has none), its sampler's errors to telemetry.err, each named with the node."""
+def append_telemetry(tsv: Path, err: Path, workload: str, node: str, result: dict[str, Any]) -> None:
+    """On the head: a node's samples of its card appended to the root's ``tsv`` (telemetry.tsv: the header
+    first if it has none), its sampler's errors to ``err`` (telemetry.err), each named with the node."""
     lines = [line for line in result["telemetry"].splitlines() if line]
     for line in lines:
         fields = line.split("\t")
@@ -255,7 +255,6 @@ def append_telemetry(root: Path, workload: str, node: str, result: dict[str, Any
         except ValueError as exc:
             raise Refused(PREFIX, "ray_telemetry", f"the Ray task of {workload} on {node} returned a line "
                           f"that is not a telemetry sample ({exc}): {line[:200]!r}; none was written") from None
-    tsv = root / TELEMETRY_FILE
     if lines:
         with open(tsv, "a", encoding="utf-8") as out:
             if out.tell() == 0:
@@ -263,5 +262,5 @@ def append_telemetry(root: Path, workload: str, node: str, result: dict[str, Any
             out.write("".join(line + "\n" for line in lines))
     errors = [line.partition("\t") for line in result["telemetry_err"].splitlines() if line]
     if errors:
-        with open(root / ERR_FILE, "a", encoding="utf-8") as out:
+        with open(err, "a", encoding="utf-8") as out:
             out.write("".join(f"{stamp}\t{node}: {text}\n" for stamp, _, text in errors))

@@ -364,9 +364,9 @@ MUTATIONS = [
     ("cheaper run: a killed run's unfinished cell of a batch is kept aside on resume", "campaign/running/batch.py",
      "                moved = set_aside(folder)\n", "                moved = folder\n                shutil.rmtree(folder)\n",
      "tests/running/test_runner_resume.py::test_runner_killed_mid_cell_then_run_again_completes"),
-    ("cheaper run: a resumed screen runs no finished canary again", "campaign/running/runner.py",
-     "        task = group[0]\n        latest = status.settled(rows)\n",
-     "        task = group[0]\n        latest = {} if task.canary else status.settled(rows)\n",
+    ("cheaper run: a resumed screen runs no finished canary again", "campaign/running/scheduler.py",
+     "    latest = status.settled(rows)\n    while True:\n",
+     "    latest = {} if group[0].canary else status.settled(rows)\n    while True:\n",
      "tests/running/test_runner_resume.py::test_an_interrupted_screen_is_resumed_by_the_screen_and_sealed_with_its_table"),
     ("lean tests: FlagGems' reference rows never keyed (one-round category root)", "campaign/judging/stats.py",
      '        if row.role == "reference":     # another implementation\'s time (FlagGems\' torch side): never paired\n'

@@ -146,6 +146,18 @@ def test_a_5000_digit_integer_is_located(tmp_path: Path):
                               "(quote it if it is a string)"]
 
 
+@pytest.mark.parametrize("text", ["0b3f9a6c1d2e0b3f9a6c1d2e0b3f9a6c1d2e0b3f", "0b1010101010101010101010101010101010101f"])
+def test_a_long_string_that_only_looks_numeric_is_a_string_not_a_refused_integer(text: str):
+    # a git commit starting 0b (1 in 256) read as "an integer of 40 characters": YAML reads it as a string
+    assert yamlio.load_text(f"commit: {text}\n", "m.yaml")[0] == {"commit": text}
+
+
+@pytest.mark.parametrize("text", ["0x" + "f" * 38, "0b" + "1" * 38, "0o" + "7" * 38, "-" + "1" * 39])
+def test_a_long_integer_in_each_base_is_refused(text: str):
+    with pytest.raises(InputError, match="an integer of 40 characters is out of range"):
+        yamlio.load_text(f"count: {text}\n", "m.yaml")
+
+
 @pytest.mark.parametrize(("tagged", "tag"), [("!!omap [{kind: event}]", "tag:yaml.org,2002:omap"),
                                              ("{kind: !!str event}", "tag:yaml.org,2002:str"),
                                              ("!custom {kind: event}", "!custom")])
