@@ -94,7 +94,7 @@ def _shard_set(args: argparse.Namespace) -> int:
     members = shardset.gather(args.roots, args.allow_schema)
     shown, banners = [], []
     for member in members:
-        derived = flow.derive(member.root, flow.verified(member.root, args.allow_schema), args.allow_caliber_mismatch)
+        derived = flow.derive(member.root, member.verified, args.allow_caliber_mismatch)   # verified in gather
         verdicts, banner = derived.verdicts, derived.banner
         shown.append(verdicts)
         banners.append(banner and f"> **{member.label}** ({member.root}):\n" + banner)

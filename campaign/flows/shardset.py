@@ -10,9 +10,10 @@ of one run, `campaign.judging.caliber.WORKLOAD_ONLY` aside, that differs between
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Collection, Sequence
+from typing import Collection, Optional, Sequence
 
 from campaign.contract.errors import EXIT_CALIBER, EXIT_REFUSED, REPORT_REFUSED, CampaignError
 from campaign.contract.records import CaliberTable, Verdicts
@@ -21,6 +22,7 @@ from campaign.contract.runroot import RunRoot
 from campaign.contract.verdictnames import CLASSES
 from campaign.judging.caliber import MISSING, WORKLOAD_ONLY
 from campaign.sealing import receipt
+from campaign.sealing.verification import Verification
 
 PREFIX = REPORT_REFUSED
 ACROSS = "!!! [caliber] between shards:"
@@ -31,6 +33,7 @@ ONE_VALUE = ("campaign", "backend", "switch", "cells", "production_default_polic
 class Member:
     root: Path
     shard: Shard
+    verified: Optional[Verification] = None     # the verify gate's answer, once `gather` took it
 
     @property
     def label(self) -> str:
@@ -49,10 +52,9 @@ def is_shard(root: Path) -> bool:
 
 def gather(roots: Sequence[Path], allow_schema: Collection[int] = ()) -> list[Member]:
     """The shards given, in shard order, each sealed one verified; refused unless they are one whole set."""
-    members = [_member(Path(root)) for root in roots]
-    for member in members:     # the verify gate first: a hand-edited prepare.json is a digest difference
-        if receipt.is_sealed(member.root):
-            receipt.require_verified(member.root, PREFIX, allow_schema)
+    # the verify gate first, once a shard: a hand-edited prepare.json is a digest difference
+    members = [dataclasses.replace(m, verified=receipt.require_verified(m.root, PREFIX, allow_schema))
+               if receipt.is_sealed(m.root) else m for m in (_member(Path(root)) for root in roots)]
     problems = _set_problems(members) or _shard_problems(members)
     if problems:
         raise CampaignError([f"{PREFIX} check={check}: {detail}" for check, detail in problems], EXIT_REFUSED)
