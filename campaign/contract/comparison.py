@@ -21,8 +21,15 @@ COMPARISON_VERSION = 1
 OVERLAP, DISJOINT, NO_INTERVAL = "overlap", "disjoint", "no interval"
 
 
+class ShardRoot(Record):
+    """One shard of a set compared as one column (`campaign prepare --shards`)."""
+
+    root: str                                      # the path as given
+    receipt_sha256: Sha256                         # of its receipt.json as read
+
+
 class RootColumn(Record):
-    """One sealed root, as its receipt describes it."""
+    """One sealed root, as its receipt describes it; or one shard set, its shards' verdicts merged."""
 
     index: int = Field(ge=1)                       # the column's number, #1 first, in the order given
     root: str                                      # the path as given
@@ -30,7 +37,8 @@ class RootColumn(Record):
     mode: str                                      # prepare.json's: "campaign" or "screen"
     sealed_utc: str
     tool_version: str                              # the campaign version that sealed it
-    receipt_sha256: Sha256                         # of receipt.json as read
+    receipt_sha256: Sha256                         # of receipt.json as read; a set's: of its shards' digests (below)
+    shards: tuple[ShardRoot, ...] = ()             # a shard set: each shard in order (`root` joins their paths)
     backend: str
     switch: str
     cells: tuple[str, ...]

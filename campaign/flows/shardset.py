@@ -50,22 +50,30 @@ def is_shard(root: Path) -> bool:
         return False
 
 
-def gather(roots: Sequence[Path], allow_schema: Collection[int] = ()) -> list[Member]:
-    """The shards given, in shard order, each sealed one verified; refused unless they are one whole set."""
+def gather(roots: Sequence[Path], allow_schema: Collection[int] = (), prefix: str = PREFIX) -> list[Member]:
+    """The shards given, in shard order, each sealed one verified; refused unless they are one whole set
+    (``prefix``: the refusing command's, `campaign report`'s or `campaign compare`'s)."""
     # the verify gate first, once a shard: a hand-edited prepare.json is a digest difference
-    members = [dataclasses.replace(m, verified=receipt.require_verified(m.root, PREFIX, allow_schema))
-               if receipt.is_sealed(m.root) else m for m in (_member(Path(root)) for root in roots)]
+    members = [dataclasses.replace(m, verified=receipt.require_verified(m.root, prefix, allow_schema))
+               if receipt.is_sealed(m.root) else m for m in (_member(Path(root), prefix) for root in roots)]
     problems = _set_problems(members) or _shard_problems(members)
     if problems:
-        raise CampaignError([f"{PREFIX} check={check}: {detail}" for check, detail in problems], EXIT_REFUSED)
+        raise CampaignError([f"{prefix} check={check}: {detail}" for check, detail in problems], EXIT_REFUSED)
     return sorted(members, key=lambda m: m.shard.index)
 
 
-def _member(root: Path) -> Member:
+def set_id(root: Path) -> str:
+    """The set a shard root belongs to (`is_shard` said it is one)."""
+    shard = RunRoot.of(root).prepare.shard
+    assert shard is not None, "the caller asked is_shard first"
+    return shard.set_id
+
+
+def _member(root: Path, prefix: str) -> Member:
     found = RunRoot.of(root)
     shard = found.prepare.shard
     if shard is None:
-        raise CampaignError(f"{PREFIX} check=shard: {root} was not prepared as a shard (no shard in its "
+        raise CampaignError(f"{prefix} check=shard: {root} was not prepared as a shard (no shard in its "
                             "prepare.json): report a whole root on its own", EXIT_REFUSED)
     return Member(root, shard)
 
@@ -111,14 +119,14 @@ def _shard_problems(members: list[Member]) -> list[tuple[str, str]]:
 
 
 def merged(members: Sequence[Member], verdicts: Sequence[Verdicts],
-           allow_caliber_mismatch: bool) -> tuple[Verdicts, dict[str, str]]:
+           allow_caliber_mismatch: bool, prefix: str = PREFIX) -> tuple[Verdicts, dict[str, str]]:
     """One Verdicts over the set, and workload -> the shard whose verdict it is ("k/N"); a caliber field
     that differs between shards refuses (exit 4) unless released."""
     first = verdicts[0]
     for member, own in zip(members[1:], verdicts[1:]):
         differ = [key for key in ONE_VALUE if getattr(own, key) != getattr(first, key)]
         if differ:
-            raise CampaignError(f"{PREFIX} check=shard_set: {member.label} ({member.root}) differs from shard "
+            raise CampaignError(f"{prefix} check=shard_set: {member.label} ({member.root}) differs from shard "
                                 f"{members[0].shard.index} in {', '.join(differ)}: not one campaign", EXIT_REFUSED)
     workloads, origin = {}, {}
     for member, own in zip(members, verdicts):

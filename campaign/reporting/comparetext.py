@@ -30,6 +30,9 @@ def _legend(c: Comparison) -> list[str]:
         differs = ", ".join(r.differs_from_first) if r.index > 1 else ABSENT
         out.append(f"| {r.index} | `{r.root}` | {r.campaign} | {r.mode} | {r.sealed_utc} | {r.backend} "
                    f"| `{r.switch}` | {differs or 'nothing compared'} |")
+    out += [f"- #{r.index} is a shard set read as one root: " + "; ".join(
+        f"shard {k} of {len(r.shards)} `{one.root}` (receipt {one.receipt_sha256[:12]})" for k, one in enumerate(r.shards, 1))
+        for r in c.roots if r.shards]
     out += [f"- #{r.index} holds {r.caliber_findings} caliber finding(s) among its own cells: its affected "
             "workloads are X as sealed" for r in c.roots if r.caliber_findings]
     return out + [""]

@@ -23,6 +23,7 @@ from campaign.contract.comparison import (
     Difference,
     Entry,
     RootColumn,
+    ShardRoot,
     WorkloadRow,
 )
 from campaign.contract.receiptmodel import Receipt, ReceiptV1
@@ -42,6 +43,7 @@ class SealedRoot:
     receipt_sha256: str
     receipt: Union[Receipt, ReceiptV1]
     manifest: Mapping[str, Any]                  # the root's manifest.yaml as its model dumps it, defaults spelt out
+    shards: tuple[ShardRoot, ...] = ()           # a shard set read as one root: each shard's root and receipt
 
     @property
     def verdicts(self) -> Verdicts:
@@ -163,7 +165,7 @@ def compare(roots: list[SealedRoot]) -> Comparison:
         v = s.verdicts
         columns.append(RootColumn(
             index=k + 1, root=s.root, campaign=v.campaign, mode=s.mode, sealed_utc=s.receipt.sealed_utc,
-            tool_version=s.receipt.tool_version, receipt_sha256=s.receipt_sha256, backend=v.backend,
+            tool_version=s.receipt.tool_version, receipt_sha256=s.receipt_sha256, shards=s.shards, backend=v.backend,
             switch=v.switch, cells=v.cells, caliber=caliber_table(s), caliber_findings=len(v.caliber.findings),
             differs_from_first=tuple(name for name, vals in differing.items() if vals[k] != vals[0])))
     rows = _rows(roots)

@@ -143,3 +143,30 @@ def test_a_caliber_field_that_differs_between_shards_refuses_unless_released(sea
     one, origin = shardset.merged(members, [own[0], other], allow_caliber_mismatch=True)
     assert one.caliber.released and one.caliber.fields["triton"] == "3.6.0 | 3.5.0"
     assert origin == {"add": "1/2", "row_sum": "2/2"} and one.counts["X"] == 2
+
+
+def test_compare_reads_a_shard_set_as_one_root_beside_a_whole_one(sealed_set, tmp_path):
+    whole = runroots.prepare(tmp_path, WORKLOADS, campaign="shards")          # the same manifest, unsharded
+    assert runroots.run(whole).returncode == 0
+    done = run_cli("compare", whole, *reversed(sealed_set), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert len(out["roots"]) == 2                                # the set is one column, not two
+    column = out["roots"][1]
+    assert [s["root"] for s in column["shards"]] == [str(r) for r in sealed_set]           # in shard order
+    assert [s["receipt_sha256"] for s in column["shards"]] == [canonical.sha256_file(r / "receipt.json")
+                                                               for r in sealed_set]
+    assert out["roots"][0]["shards"] == []
+    rows = {row["workload"]: row["entries"] for row in out["workloads"]}
+    assert sorted(rows) == ["add", "row_sum"] and all(None not in entries for entries in rows.values())
+    sealed = {name: v["class"] for root in sealed_set
+              for name, v in canonical.read_json(root / "receipt.json")["verdicts"]["workloads"].items()}
+    assert {name: entries[1]["class"] for name, entries in rows.items()} == sealed        # as each shard sealed it
+    text = run_cli("compare", whole, *sealed_set).stdout
+    assert f"#2 is a shard set read as one root: shard 1 of 2 `{sealed_set[0]}`" in text
+
+
+def test_compare_refuses_an_incomplete_shard_set_with_its_own_prefix(sealed_set):
+    done = run_cli("compare", sealed_set[1])
+    assert done.returncode == EXIT_REFUSED
+    assert "COMPARE_REFUSED check=shard_missing: shard 1 of 2 not given (add)" in done.stderr
