@@ -210,7 +210,7 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
                          python=sys.executable, grace_s=execution.grace_s, lock=lock,
                          visibility_variable=backend.visibility_variable)
         if any(not task.timed for task in matrix.tasks) and not execution.ray:   # a Ray task holds one workload
-            lanes, why = batching.lanes(manifest.defaults.ir_pass_lanes, len(os.sched_getaffinity(0)),
+            lanes, why = batching.lanes(matrix.ir_pass_lanes, len(os.sched_getaffinity(0)),
                                         manifest.device.cards, matrix.tuner_cache)
             setup = dataclasses.replace(setup, lanes=lanes, lanes_why=why)
         progress = make_progress(sys.stdout)   # read now: a caller may have redirected it
