@@ -57,7 +57,7 @@ from campaign.contract.errors import RUN_FAILED, RUN_REFUSED, CampaignError, Ref
 from campaign.contract.platforms import platform
 from campaign.contract.status import StatusRow
 from campaign.planning.pinning import PINNED_DIR
-from campaign.running import raynode, raywatch
+from campaign.running import raynode, raywatch, scheduler
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Events, Outcome, RunSetup
 from campaign.running.telemetry import ERR_FILE
 
@@ -207,8 +207,7 @@ class RayExecutor:
         return f"`campaign run {root}`" if mode in (None, "campaign") else f"`campaign {mode} --resume {root}`"
 
     def _unsettled(self, workload: str, rows: list[StatusRow]) -> list:
-        latest = status.settled(rows)
-        return [t for t in self.setup.matrix.tasks if t.workload == workload and t.id not in latest]
+        return list(scheduler.unsettled(tuple(t for t in self.setup.matrix.tasks if t.workload == workload), rows))
 
     def _lose(self, workload: str, rows: list[StatusRow], note: str) -> None:
         self.lost.append(f"{workload}: {note[len('lost: '):]}")
@@ -239,17 +238,14 @@ class RayExecutor:
                 "grace_s": self.setup.grace_s, "telemetry_interval": self.telemetry_interval}
 
     def _unfinished(self, workload: str, rows: list[StatusRow], name: str, note: str) -> None:
-        latest = status.settled(rows)
-        for task in sorted(self.setup.matrix.tasks, key=lambda t: t.order):
-            if task.workload == workload and task.id not in latest:
-                # device "": not known (the card a lost task had never came back), yet a device
-                # column, which status.tsv takes from its first row: the node rows after it keep theirs.
-                # A compile-only backend's rows name no card, as on one host: no device column.
-                row = StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,
-                                rc=None, rc_name=name, note=note, device="" if self.executes else None)
-                self._append(task, row, rows)
+        # device "": not known (the card a lost task had never came back), yet a device
+        # column, which status.tsv takes from its first row: the node rows after it keep theirs.
+        # A compile-only backend's rows name no card, as on one host: no device column.
+        scheduler.mark(self, tuple(t for t in self.setup.matrix.tasks if t.workload == workload), rows,
+                       lambda task: StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,
+                                              rc=None, rc_name=name, note=note, device="" if self.executes else None))
 
-    def _append(self, task, row: StatusRow, rows: list[StatusRow]) -> None:
+    def record(self, task, row: StatusRow, rows: list[StatusRow]) -> None:
         journal.record(self.setup.root, task.id, row, self.status_path)   # the node's folder as placed in the root
         rows.append(row)
         self.events.cell_ended(task, row, task.id in status.settled(rows))
@@ -280,4 +276,4 @@ class RayExecutor:
                              f"without their cell folders: {', '.join(bare)}") + "; none was written")
         raynode.append_telemetry(self.setup.root / TELEMETRY_FILE, self.setup.root / ERR_FILE, workload, node, result)
         for row in returned:
-            self._append(ids[row.task_id], row, rows)
+            self.record(ids[row.task_id], row, rows)
