@@ -6,7 +6,8 @@ A placement is where the runnable cells run, and nothing else: one worker proces
 (`campaign.running.oneprocess.OneProcess`), one batch process for several workloads of one side
 (`campaign.running.batch.BatchRun`), or a process of one IR-pass lane over its side's queue
 (`campaign.running.sidequeue.SideQueue`: several lanes settle one group at once, each taking only
-what no other lane holds). It records each cell's row through the runner as the cell ends, and
+what no other lane holds), or a Ray head's wave of workloads, one Ray task each
+(`campaign.running.raywave.RayWave`). It records each cell's row through the runner as the cell ends, and
 says whether the runner was stopped. The rounds policy (`campaign.running.rounds`) is asked before
 every launch, so a skip is decided per workload, before its process starts.
 
@@ -22,7 +23,7 @@ from typing import Callable, Protocol
 from campaign.contract import status
 from campaign.contract.plans import Task
 from campaign.contract.status import StatusRow
-from campaign.running.rounds import Rounds, skipped_row
+from campaign.running.rounds import Skip, skipped_row
 
 
 class Records(Protocol):
@@ -30,10 +31,15 @@ class Records(Protocol):
         """Append ``task``'s row to status.tsv and ``rows``."""
 
 
+class Skips(Protocol):
+    def skip(self, task: Task, latest: dict[str, StatusRow]) -> Skip:
+        """Whether ``task`` is not worth running (`campaign.running.rounds.Rounds`)."""
+
+
 class Recorder(Records, Protocol):
-    """What the loop uses of the runner (`campaign.running.runner.Runner`)."""
+    """What the loop uses of the runner (`campaign.running.runner.Runner`, a Ray head)."""
     stop: threading.Event
-    rounds: Rounds
+    rounds: Skips
 
     def record(self, task: Task, row: StatusRow, rows: list[StatusRow]) -> dict[str, StatusRow]: ...
 
