@@ -116,8 +116,7 @@ def plan(setup: RunSetup, backend, devices: Optional[Sequence[int]], weights_fro
     weights = {name: partition.Weight(float(w["seconds"]), w["source"]) for name, w in data["weights"].items()}
     failed_slots = {card.slot for card, _why in failed}
     placement = {slot: names for slot, names in cardplan.placed(data).items() if slot not in failed_slots}
-    settled = status.settled(evidence.read_status(setup.root)[0])
-    unfinished = {t.workload for t in setup.matrix.tasks if t.id not in settled}
+    unfinished = {t.workload for t in scheduler.unsettled(setup.matrix.tasks, evidence.read_status(setup.root)[0])}
     groups, moved = cardplan.replace_onto(placement, [c.slot for c in cards], unfinished, weights)
     if moved:
         by_slot = {c.slot: c for c in cards}

@@ -22,11 +22,11 @@ def test_one_loop_asks_the_rounds_policy():
 
 # Where `campaign.contract.status.settled` is asked, per module: the scheduler's loop and what it
 # leaves unsettled (`scheduler.unsettled`, `scheduler.mark`); the runner's start, canary check and
-# record; the Ray head's start, its claim of a node's folders and its record; the cards' start and
-# partition; the seal's check. The count may only fall: a second loop that settles cells of its own
+# record; the Ray head's start, its claim of a node's folders and its record; the cards' start; the
+# seal's check. The count may only fall: a second loop that settles cells of its own
 # (the side queues', the cards' card_failed rows, the Ray head's lost rows had one each) fails here.
 SETTLED_CALLS = {
-    "campaign/flows/cardrun.py": 2,
+    "campaign/flows/cardrun.py": 1,
     "campaign/running/rayexec.py": 3,
     "campaign/running/runner.py": 3,
     "campaign/running/scheduler.py": 3,
