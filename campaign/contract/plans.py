@@ -143,10 +143,12 @@ class Matrix(Record):
     stopping: Optional[Stopping] = None  # None: fixed rounds (every root before adaptive rounds)
     # The manifest's process defaults, frozen here so the runner reads the plan, not the root's manifest
     # copy: whether a side's cells share one tuner store, and the most workloads one process runs
-    # (`campaign.running.batching.bound`; None: the runner's choice). A root prepared before they were
-    # recorded here reads the manifest's defaults.
+    # (`campaign.running.batching.bound`; None: the runner's choice), how many IR-pass processes run at
+    # once on one card (`campaign.running.batching.lanes`; None: the runner's choice). A root prepared
+    # before they were recorded here reads the defaults.
     tuner_cache: Literal["isolated", "shared"] = "isolated"
     workloads_per_process: Optional[int] = None
+    ir_pass_lanes: Optional[int] = None
 
     @model_serializer(mode="wrap")
     def _old_roots_unchanged(self, handler):
@@ -163,6 +165,8 @@ class Matrix(Record):
             data.pop("tuner_cache", None)
         if self.workloads_per_process is None:
             data.pop("workloads_per_process", None)
+        if self.ir_pass_lanes is None:
+            data.pop("ir_pass_lanes", None)
         return data
 
 

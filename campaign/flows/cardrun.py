@@ -24,6 +24,7 @@ from campaign.contract.errors import InputError
 from campaign.judging import evidence
 from campaign.planning import cardplan, partition
 from campaign.planning.cardplan import PARTITION_FILE, Card
+from campaign.running import scheduler
 from campaign.running.cards import FAILED, CardLines, LocalCards, group_runner
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Outcome, RunSetup
 from campaign.running.telemetry import CardSource, Sampler, make_source, visible_devices
@@ -90,14 +91,11 @@ def _mark(setup: RunSetup, card: Card, why: str, workloads: Sequence[str], lines
     """A card_failed row for each unsettled task of ``workloads``, appended by that card's runner."""
     runner = group_runner(setup, workloads, card, CardLines(card, lines), _NoTelemetry())
     rows = evidence.read_status(setup.root)[0]
-    settled = status.settled(rows)
-    runner.events.started(tuple(sorted((t for t in setup.matrix.tasks if t.workload in workloads),
-                                       key=lambda t: t.order)), settled)
-    for task in sorted(setup.matrix.tasks, key=lambda t: t.order):
-        if task.workload in workloads and task.id not in settled:
-            runner.record(task, status.StatusRow(
-                task_id=task.id, round=task.round, workload=task.workload, cell=task.cell, rc=None,
-                rc_name=status.CARD_FAILED, note=f"card {card.index} failed its check: {why}"), rows)
+    tasks = tuple(sorted((t for t in setup.matrix.tasks if t.workload in workloads), key=lambda t: t.order))
+    runner.events.started(tasks, status.settled(rows))
+    scheduler.mark(runner, tasks, rows, lambda task: status.StatusRow(
+        task_id=task.id, round=task.round, workload=task.workload, cell=task.cell, rc=None,
+        rc_name=status.CARD_FAILED, note=f"card {card.index} failed its check: {why}"))
 
 
 def plan(setup: RunSetup, backend, devices: Optional[Sequence[int]], weights_from: Optional[Path],
@@ -118,8 +116,7 @@ def plan(setup: RunSetup, backend, devices: Optional[Sequence[int]], weights_fro
     weights = {name: partition.Weight(float(w["seconds"]), w["source"]) for name, w in data["weights"].items()}
     failed_slots = {card.slot for card, _why in failed}
     placement = {slot: names for slot, names in cardplan.placed(data).items() if slot not in failed_slots}
-    settled = status.settled(evidence.read_status(setup.root)[0])
-    unfinished = {t.workload for t in setup.matrix.tasks if t.id not in settled}
+    unfinished = {t.workload for t in scheduler.unsettled(setup.matrix.tasks, evidence.read_status(setup.root)[0])}
     groups, moved = cardplan.replace_onto(placement, [c.slot for c in cards], unfinished, weights)
     if moved:
         by_slot = {c.slot: c for c in cards}

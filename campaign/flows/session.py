@@ -127,21 +127,22 @@ def check(root: Path, prepare: Prepare, manifest: Manifest, backend) -> None:
         raise Refused(PREFIX, "device", "; ".join(problems))
 
 
-def judge(root: Path) -> receipt.Judgement:
+def judge(root: RunRoot) -> receipt.Judgement:
     """The verdicts the seal records. A changed harness is handed to the classifier: no G or R
     stands on it. A classifier that fails is recorded as the reason for null verdicts, and the
-    evidence is still sealed."""
+    evidence is still sealed. The root is read as it is (its manifest and matrix parsed once)."""
     drift = tuple(receipt.harness_drift(root))
     try:
-        return receipt.Judgement(classify_root(Path(root), harness_drift=drift), None, drift)
+        return receipt.Judgement(classify_root(root, harness_drift=drift), None, drift)
     except Exception as exc:   # the seal names the failure; the evidence is still sealed
         return receipt.Judgement(None, f"campaign.judging.classify.classify_root failed: {type(exc).__name__}: {exc}",
                                  drift)
 
 
-def seal_root(root: Path, release: Callable[[], None] = lambda: None,
+def seal_root(root: RunRoot | Path, release: Callable[[], None] = lambda: None,
               now: Optional[datetime] = None) -> dict[str, Any]:
     """Judge a finished root and seal it with those verdicts; refusals that need no verdicts first."""
+    root = RunRoot.of(root)
     receipt.require_sealable(root)
     return receipt.seal(root, judge(root), release=release, now=now)
 
@@ -210,7 +211,7 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
                          python=sys.executable, grace_s=execution.grace_s, lock=lock,
                          visibility_variable=backend.visibility_variable)
         if any(not task.timed for task in matrix.tasks) and not execution.ray:   # a Ray task holds one workload
-            lanes, why = batching.lanes(manifest.defaults.ir_pass_lanes, len(os.sched_getaffinity(0)),
+            lanes, why = batching.lanes(matrix.ir_pass_lanes, len(os.sched_getaffinity(0)),
                                         manifest.device.cards, matrix.tuner_cache)
             setup = dataclasses.replace(setup, lanes=lanes, lanes_why=why)
         progress = make_progress(sys.stdout)   # read now: a caller may have redirected it

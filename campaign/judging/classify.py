@@ -34,6 +34,7 @@ from campaign.contract.records import (
     Verdicts,
     WorkloadVerdict,
 )
+from campaign.contract.runroot import RunRoot
 from campaign.contract.verdictnames import CLASSES, NO_CHANGE, NOISE_FLOOR, RESULT, TIMING_MOVED
 from campaign.judging import choices, direction, shaperule, significance, stats, stopping
 from campaign.judging.classrules import decide, topology_class
@@ -189,7 +190,7 @@ def classify(ev: RootEvidence) -> Verdicts:
         counts={k: sum(1 for v in workloads.values() if v.klass == k) for k in CLASSES}, workloads=workloads)
 
 
-def classify_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,
+def classify_root(root: RunRoot | Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,
                   harness_drift: tuple[str, ...] = ()) -> dict:
     """The verdicts of the root at ``root`` in their JSON form: what the seal writes into receipt.json."""
-    return classify(load_root(Path(root), floor, allow_caliber_mismatch, harness_drift)).dump()
+    return classify(load_root(root, floor, allow_caliber_mismatch, harness_drift)).dump()

@@ -271,11 +271,12 @@ def load_rounds(root: Path, manifest: Manifest, matrix: Matrix, workload: str, b
     return RootEvidence(manifest, matrix, manifest.measured_launch_floor, read, check, False)
 
 
-def load_root(root: Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,
+def load_root(run_root: RunRoot | Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,
               harness_drift: tuple[str, ...] = ()) -> RootEvidence:
-    """Everything the classifier needs; ``floor`` overrides the manifest's measured_launch_floor."""
-    root = Path(root)
-    manifest, matrix = load_frame(root)
+    """Everything the classifier needs; ``floor`` overrides the manifest's measured_launch_floor. A
+    `RunRoot` handed in is read as it is: its manifest and matrix, parsed once, are not parsed again."""
+    manifest, matrix = load_frame(RunRoot.of(run_root))
+    root = Path(run_root)
     floor = manifest.measured_launch_floor if floor is None else floor
     latest = latest_status(root)
     # a screen's IR pass (untimed, each side running its first config) is no timing round: its caliber is

@@ -24,8 +24,8 @@ The runner times round 1 of a workload only where round 0's IR differs, unless
 round 1's IR differs while ``later_only_if_ir_changed``, frozen here from the manifest. Adaptive
 rounds (``rounds.stop: decided``) expand to ``max`` and freeze ``stopping``: rounds after ``min`` run
 only while the workload is undecided (`campaign.judging.stopping`).
-The manifest's process defaults (``tuner_cache``, ``workloads_per_process``) are frozen here too: the runner
-reads the plan, never the root's manifest copy.
+The manifest's process defaults (``tuner_cache``, ``workloads_per_process``, ``ir_pass_lanes``) are frozen here
+too: the runner reads the plan, never the root's manifest copy.
 
 The matrix also carries the cells' terms (`CellTerms`: device, pins, timer, bench level, IR
 stage) and each task's correctness dtypes, so a worker reads its cell from task.json alone.
@@ -123,6 +123,7 @@ def expand(manifest: Manifest, resolved: dict[str, Resolved], ir_pass: bool = Fa
                   if manifest.rounds.stop == "decided" else None),
         tuner_cache=manifest.defaults.tuner_cache,
         workloads_per_process=manifest.defaults.workloads_per_process,
+        ir_pass_lanes=manifest.defaults.ir_pass_lanes,
     )
 
 

@@ -73,6 +73,9 @@ class BatchRun:
 
     # -- the placement (`campaign.running.scheduler`) ---------------------------------------
 
+    def available(self, todo: tuple[Task, ...]) -> tuple[Task, ...]:
+        return todo
+
     def claim(self, task: Task) -> None:
         """Nothing yet: a folder this batch prepared is reused, any other set aside when the process is planned."""
 

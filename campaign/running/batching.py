@@ -13,8 +13,8 @@ the manifest sets it (frozen in the matrix), else the runner's choice, `RUNNER_B
   before a later round, whose skip (adaptive rounds) is decided before its batch starts.
 
 Lanes: the untimed tasks of a screen's IR pass (round 0) time nothing, so the runner may run
-several of their processes at once on one card (`lanes`: ``defaults.ir_pass_lanes``, else the
-runner's choice); each side of the IR pass is then one group, a queue its lanes' processes claim
+several of their processes at once on one card (`lanes`: ``defaults.ir_pass_lanes``, frozen in the
+matrix, else the runner's choice); each side of the IR pass is then one group, a queue its lanes' processes claim
 workloads from one at a time (`campaign.running.sidequeue`), so one long workload holds up no
 other and the lanes end together whatever the workloads cost. Untimed canaries share lanes only with each other: both
 sides of a screen's canary run at once, and everything else waits for them, so a broken canary

@@ -26,6 +26,9 @@ class OneProcess:
     def __init__(self, runner: CellRunner):
         self.runner = runner
 
+    def available(self, todo: tuple[Task, ...]) -> tuple[Task, ...]:
+        return todo
+
     def claim(self, task: Task) -> None:
         folder = cell_dir(self.runner.setup.root.path, task.id)
         if folder.exists():

@@ -57,7 +57,8 @@ from campaign.contract.errors import RUN_FAILED, RUN_REFUSED, CampaignError, Ref
 from campaign.contract.platforms import platform
 from campaign.contract.status import StatusRow
 from campaign.planning.pinning import PINNED_DIR
-from campaign.running import raynode, raywatch
+from campaign.running import raynode, raywatch, scheduler
+from campaign.running.raywave import OnTheNode, RayWave
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Events, Outcome, RunSetup
 from campaign.running.telemetry import ERR_FILE
 
@@ -91,6 +92,7 @@ class RayExecutor:
         self.lost: list[str] = []
         self.unreachable: Optional[str] = None
         self.submitted: set[str] = set()
+        self.rounds = OnTheNode()       # the loop's rounds policy: each node decides its workloads' rounds
 
     def interrupt(self, reason: str) -> None:
         self.stop_reason = reason
@@ -143,12 +145,13 @@ class RayExecutor:
         canaries = {t.workload for t in tasks if t.canary}
         asks = {"num_gpus": 1} if self.executes else {"num_cpus": 1}
         remote = ray.remote(max_retries=0, **asks)(raynode.run_on_node)
+        placement = RayWave(self, ray, remote, slots, probe)
         for wave in ([w for w in todo if w in canaries], [w for w in todo if w not in canaries]):
-            outcome = self._wave(ray, remote, wave, rows, slots, probe)
-            if outcome is not None:
-                return outcome
-            if self.unreachable is not None:
-                break
+            group = tuple(task for name in wave for task in tasks if task.workload == name)
+            if scheduler.settle(self, group, rows, placement):
+                return Outcome(INTERRUPTED, self.stop_reason)
+            if placement.canary is not None:
+                return placement.canary
         if self.lost:
             left = [w for w in todo if w not in self.submitted]
             raise CampaignError(f"{RUN_FAILED} check=lost: {len(self.lost)} workload(s) lost on Ray: "
@@ -157,8 +160,10 @@ class RayExecutor:
                                 + f"; {self._again()} (with or without --ray) runs them again")
         return Outcome(COMPLETED)
 
-    def _wave(self, ray, remote, workloads: list[str], rows: list[StatusRow], slots: int,  # noqa: C901 (a wave's wait, timeout, death and result paths side by side)
-              probe: raywatch.GcsProbe) -> Optional[Outcome]:
+    def wave(self, ray, remote, workloads: list[str], rows: list[StatusRow], slots: int,  # noqa: C901 (a wave's wait, timeout, death and result paths side by side)
+             probe: raywatch.GcsProbe) -> Optional[Outcome]:
+        """``workloads`` as Ray tasks, up to ``slots`` out at once, until each answered or was lost
+        (the launch of `campaign.running.raywave.RayWave`)."""
         waiting = list(workloads)
         refs: dict[Any, tuple[str, float, float]] = {}     # ref -> (workload, deadline, budget)
         canary = None
@@ -207,8 +212,7 @@ class RayExecutor:
         return f"`campaign run {root}`" if mode in (None, "campaign") else f"`campaign {mode} --resume {root}`"
 
     def _unsettled(self, workload: str, rows: list[StatusRow]) -> list:
-        latest = status.settled(rows)
-        return [t for t in self.setup.matrix.tasks if t.workload == workload and t.id not in latest]
+        return list(scheduler.unsettled(tuple(t for t in self.setup.matrix.tasks if t.workload == workload), rows))
 
     def _lose(self, workload: str, rows: list[StatusRow], note: str) -> None:
         self.lost.append(f"{workload}: {note[len('lost: '):]}")
@@ -239,20 +243,20 @@ class RayExecutor:
                 "grace_s": self.setup.grace_s, "telemetry_interval": self.telemetry_interval}
 
     def _unfinished(self, workload: str, rows: list[StatusRow], name: str, note: str) -> None:
-        latest = status.settled(rows)
-        for task in sorted(self.setup.matrix.tasks, key=lambda t: t.order):
-            if task.workload == workload and task.id not in latest:
-                # device "": not known (the card a lost task had never came back), yet a device
-                # column, which status.tsv takes from its first row: the node rows after it keep theirs.
-                # A compile-only backend's rows name no card, as on one host: no device column.
-                row = StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,
-                                rc=None, rc_name=name, note=note, device="" if self.executes else None)
-                self._append(task, row, rows)
+        # device "": not known (the card a lost task had never came back), yet a device
+        # column, which status.tsv takes from its first row: the node rows after it keep theirs.
+        # A compile-only backend's rows name no card, as on one host: no device column.
+        scheduler.mark(self, tuple(t for t in self.setup.matrix.tasks if t.workload == workload), rows,
+                       lambda task: StatusRow(task_id=task.id, round=task.round, workload=task.workload, cell=task.cell,
+                                              rc=None, rc_name=name, note=note, device="" if self.executes else None))
 
-    def _append(self, task, row: StatusRow, rows: list[StatusRow]) -> None:
+    def record(self, task, row: StatusRow, rows: list[StatusRow]) -> dict[str, StatusRow]:
+        """Append ``task``'s row to status.tsv and ``rows``; the settled rows."""
         journal.record(self.setup.root, task.id, row, self.status_path)   # the node's folder as placed in the root
         rows.append(row)
-        self.events.cell_ended(task, row, task.id in status.settled(rows))
+        latest = status.settled(rows)
+        self.events.cell_ended(task, row, task.id in latest)
+        return latest
 
     def _merge(self, workload: str, result: dict[str, Any], rows: list[StatusRow]) -> None:
         """The node's cell folders into the root, then its rows: never a row without its folder."""
@@ -280,4 +284,4 @@ class RayExecutor:
                              f"without their cell folders: {', '.join(bare)}") + "; none was written")
         raynode.append_telemetry(self.setup.root / TELEMETRY_FILE, self.setup.root / ERR_FILE, workload, node, result)
         for row in returned:
-            self._append(ids[row.task_id], row, rows)
+            self.record(ids[row.task_id], row, rows)

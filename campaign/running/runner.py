@@ -153,9 +153,8 @@ class Runner:
         def lane() -> Optional[Outcome]:
             first = self.lane % len(queues)
             for queue in queues[first:] + queues[:first]:
-                while (stopped := queue.step()) is not None:
-                    if stopped:
-                        return Outcome(INTERRUPTED, self.stop_reason)
+                if scheduler.settle(self, queue.group, rows, queue):
+                    return Outcome(INTERRUPTED, self.stop_reason)
             return None
         return self._in_lanes(self.setup.lanes, lane)
 

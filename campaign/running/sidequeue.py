@@ -11,8 +11,10 @@ workload a process):
   task.json an earlier run prepared, never claimed, is prepared again), and an empty queue folder,
   ``batches/queue-<nnnn>/`` (`campaign.contract.artifacts.QUEUE_PREFIX`), fresh for each run of
   the runner, so a resumed run's queue holds only what is still to run;
-- each lane starts a worker process on the side's unclaimed workloads (``batches/<nnnn>/batch.json``
-  with ``queue``, `campaign.contract.plans.BatchRecord`); the process claims each workload before it
+- each lane settles the side through the one loop (`campaign.running.scheduler.settle`, this queue
+  its placement) until nothing is left to claim: it starts a worker process on the side's unclaimed
+  workloads (``batches/<nnnn>/batch.json`` with ``queue``, `campaign.contract.plans.BatchRecord`); the
+  process claims each workload before it
   runs it (`campaign.contract.artifacts.claim`: a claim file naming its batch, made with one link,
   so two processes never claim one workload), at most the bound of workloads, with caches of its
   own, fresh for the process;
@@ -34,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical, faults, status
+from campaign.contract import canonical, faults
 from campaign.contract.artifacts import (
     BATCH_FILE,
     BATCHES_DIR,
@@ -51,7 +53,7 @@ from campaign.contract.artifacts import (
 )
 from campaign.contract.plans import BatchRecord, CellPlan, Task
 from campaign.contract.status import StatusRow
-from campaign.running import batching, workerlaunch
+from campaign.running import batching, scheduler, workerlaunch
 from campaign.running.batch import CellRunner, Watch
 from campaign.running.cellproc import Clock, Ended
 
@@ -66,10 +68,8 @@ class SideQueue:
         batches.mkdir(exist_ok=True)
         self.folder = first_free(lambda n: batches / f"{QUEUE_PREFIX}{n:04d}", lambda path: path.mkdir())
         self.plans: dict[str, CellPlan] = {}
-        latest = status.settled(rows)
-        for task in group:
-            if task.id not in latest:
-                self._prepare(task)
+        for task in scheduler.unsettled(group, rows):
+            self._prepare(task)
 
     def _prepare(self, task: Task) -> None:
         folder = cell_dir(self.setup.root, task.id)
@@ -88,17 +88,21 @@ class SideQueue:
     def owner(self, task_id: str) -> Optional[str]:
         return claimed_by(self.folder, task_id)
 
-    def step(self) -> Optional[bool]:
-        """One worker process over the side's unclaimed workloads: None when none is left to claim,
-        True when the runner was stopped, False when the process ended."""
+    # -- the placement of one lane (`campaign.running.scheduler.settle`) ---------------------
+
+    def available(self, todo: tuple[Task, ...]) -> tuple[Task, ...]:
+        """The unsettled workloads no process has claimed: none left, the lane moves on."""
         with self.lock:
-            latest = status.settled(self.rows)
-            candidates = tuple(t for t in self.group if t.id not in latest and self.owner(t.id) is None)
-        if not candidates:
-            return None
-        if self.runner.stop.is_set():
-            return True
-        return self._process(candidates)
+            return tuple(t for t in todo if self.owner(t.id) is None)
+
+    def claim(self, task: Task) -> None:
+        """Nothing: every unsettled workload was prepared when the queue was made, or when given back."""
+
+    def launch(self, tasks: tuple[Task, ...], rows: list[StatusRow]) -> bool:
+        """One worker process over the side's unclaimed workloads; True when the runner was stopped."""
+        return self._process(tasks)
+
+    # -- one process -------------------------------------------------------------------
 
     def _process(self, candidates: tuple[Task, ...]) -> bool:
         setup, runner = self.setup, self.runner
@@ -145,11 +149,9 @@ class SideQueue:
         if self.runner.stop.is_set():
             return
         with self.lock:
-            latest = status.settled(self.rows)
-            for task in watch.claimed():
-                if task.id not in latest:
-                    self._prepare(task)
-                    claim_file(self.folder, task.id).unlink()
+            for task in scheduler.unsettled(watch.claimed(), self.rows):
+                self._prepare(task)
+                claim_file(self.folder, task.id).unlink()
 
 
 class QueueWatch(Watch):

@@ -100,7 +100,7 @@ class Judgement:
     harness_drift: tuple[str, ...]              # `harness_drift`: the files the verdicts were judged with changed
 
 
-def harness_drift(root: Path) -> list[str]:
+def harness_drift(root: RunRoot | Path) -> list[str]:
     """Harness files changed since prepare (digests taken now, against prepare.json's)."""
     prepare = RunRoot.of(root).prepare
     return harness.changed_files(prepare.harness, harness.prepared_digests(Path(prepare.project_root), prepare))

@@ -213,7 +213,7 @@ MUTATIONS = [
      "    yield from [t for t in record.tasks if claim(Path(record.queue), t, record.id)]\n    return\n    taken = 0\n",
      "tests/running/test_sidequeue.py::test_a_slow_and_a_hung_workload_hold_up_no_other_and_nothing_runs_twice"),
     ("queue: a first death by a signal gives its workload back", "campaign/running/sidequeue.py",
-     "                    claim_file(self.folder, task.id).unlink()\n", "                    pass\n",
+     "                claim_file(self.folder, task.id).unlink()\n", "                pass\n",
      "tests/running/test_sidequeue.py::test_a_first_death_by_a_signal_goes_back_to_the_queue_and_runs_once_more"),
     ("shared root: the seal refuses a finished cell whose folder is missing", "campaign/sealing/receipt.py",
      "    missing = missing_cell_folders(root)\n    if missing:\n", "    missing = missing_cell_folders(root)\n    if False:\n",

@@ -14,8 +14,9 @@ import pytest
 import rootbuilder as rb
 from conftest import PROJECT_ROOT
 
-from campaign.contract.artifacts import first_free, set_aside
+from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, first_free, set_aside
 from campaign.contract.errors import Refused
+from campaign.contract.runroot import RunRoot
 from campaign.flows import session
 from campaign.running.cellproc import end_group
 
@@ -125,3 +126,16 @@ def test_a_fifo_in_a_root_is_refused_before_anything_judges_it(tmp_path: Path):
         signal.signal(signal.SIGALRM, previous)
     assert refused.value.check == "files" and "run_identity.json" in refused.value.detail
     assert not (root / "receipt.json").exists()
+
+
+def test_the_session_judges_the_run_root_it_holds(tmp_path: Path):
+    """`session.judge` hands the classifier the session's `RunRoot`: its manifest and matrix, parsed when
+    the run began, are not parsed again (moved away here after the first read, the verdicts stand)."""
+    root = rb.build(tmp_path, [rb.mm(), rb.pointwise()])
+    expected = session.judge(RunRoot.of(root))
+    held = RunRoot.of(root)
+    assert held.matrix.tasks and held.manifest.workloads and held.prepare   # read, as `session.execute` reads them first
+    for name in (MANIFEST_FILE, MATRIX_FILE):
+        (root / name).rename(tmp_path / name)
+    judged = session.judge(held)
+    assert judged.note is None and judged.verdicts == expected.verdicts and expected.verdicts is not None

@@ -33,6 +33,18 @@ def test_the_runner_chooses_a_lane_per_four_cores_of_a_card_and_none_beside_a_sh
     assert batching.lanes(3, 16, 1, "shared")[0] == 1, "processes at once would write one FlagGems tuner store"
 
 
+def test_the_manifests_lanes_are_frozen_in_the_matrix(tmp_path: Path):
+    """Prepare freezes ``ir_pass_lanes`` into matrix.json: the session reads the plan, not the root's
+    manifest copy (`tests/structure/test_read_road.py` holds that it reads no manifest default); unset,
+    the key is left out (older roots: same bytes)."""
+    for lanes, expected in ((3, {"ir_pass_lanes": 3}), (None, {})):
+        (tmp_path / str(lanes)).mkdir()
+        checked = freeze.check(manifest(tmp_path / str(lanes), [demo("add"), demo("softmax")], lanes=lanes))
+        matrix = expand(checked.manifest, checked.resolved, ir_pass=True)
+        assert matrix.ir_pass_lanes == lanes
+        assert {k: v for k, v in matrix.model_dump(mode="json").items() if k == "ir_pass_lanes"} == expected
+
+
 def test_lanes_cut_only_the_ir_pass_into_batches_and_leave_canaries_and_timed_sides_alone(tmp_path: Path):
     path = manifest(tmp_path, [demo("add", canary=True), demo("softmax"), demo("row_sum"), demo("matmul")])
     checked = freeze.check(path)

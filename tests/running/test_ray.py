@@ -493,3 +493,19 @@ def test_a_nodes_card_samples_reach_the_roots_telemetry(tmp_path):
     with pytest.raises(Refused, match="not a telemetry sample .8 fields for 9 columns"):
         executor._merge("add", {**result, "telemetry": "1\t2\t3\t4\t5\t6\t7\t8\n"}, [])
     assert len(telemetryfile.read_samples(root / "telemetry.tsv")) == 8      # nothing of it was written
+
+
+def test_a_head_stopped_before_its_first_wave_submits_nothing(cluster, tmp_path):
+    """The head's waves settle through the one loop (`campaign.running.scheduler.settle`, placement
+    `campaign.running.raywave.RayWave`): a stop that came first is the run's outcome, nothing submitted,
+    no row written, the reason kept."""
+    executor = _executor(tmp_path, cluster[0], workloads=("add", "softmax"))
+    executor.interrupt("SIGTERM")
+    saved = dict(os.environ)
+    try:
+        outcome = executor.run()
+    finally:   # ray.init sets variables of its own in this process (PYTHONBREAKPOINT)
+        os.environ.clear()
+        os.environ.update(saved)
+    assert (outcome.state, outcome.detail) == ("interrupted", "SIGTERM")
+    assert executor.submitted == set() and not (executor.setup.root / "status.tsv").exists()

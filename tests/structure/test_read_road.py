@@ -270,11 +270,13 @@ def test_the_screen_the_runner_and_the_classifier_give_one_answer(tmp_path, case
 
 def test_the_runner_reads_the_plan_not_the_manifests_defaults():
     """What a run does is frozen in matrix.json at prepare (``tuner_cache``, ``workloads_per_process``,
-    the rounds policy): nothing under campaign/running/ reads a ``<manifest>.defaults`` attribute."""
+    ``ir_pass_lanes``, the rounds policy): nothing under campaign/running/, nor the session that sets the
+    runner up (campaign/flows/session.py), reads a manifest's ``defaults`` attribute."""
     found = []
-    for path in sorted((PROJECT_ROOT / "campaign" / "running").rglob("*.py")):
+    paths = [*sorted((PROJECT_ROOT / "campaign" / "running").rglob("*.py")), PROJECT_ROOT / "campaign" / "flows" / "session.py"]
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Attribute) and node.attr == "defaults" and isinstance(node.value, ast.Attribute)
-                    and node.value.attr == "manifest"):
+            if (isinstance(node, ast.Attribute) and node.attr == "defaults"
+                    and "manifest" in ast.unparse(node.value).rsplit(".", 1)[-1]):
                 found.append(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}")
     assert found == []
