@@ -122,17 +122,3 @@ def pytest_configure(config):
         return
     for folder in ("campaign", "worker", "plugins", "reaccount"):
         compileall.compile_dir(PROJECT_ROOT / folder, quiet=1)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """A test that uses a module-scoped fixture joins its module's xdist group, so under the README's
-    `--dist loadgroup` the fixture (a sealed shard set, a screen, a Ray cluster) is built on one worker
-    once, not once on each worker the default `--dist load` hands one of its tests to. Before
-    xdist's own hook, which reads the groups into the node ids. Session fixtures are shared already
-    (`built_once`)."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info is not None else ()
-        if any(d.scope == "module" for group in defs for d in group):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
