@@ -39,9 +39,11 @@ def sealed_set(roots: Sequence[Path], allow_schema: Collection[int] = ()) -> com
     merged as sealed. A caliber field that differs between shards is shown, not refused (compare names
     every difference); the manifest is the first shard's with every shard's workloads, in shard order."""
     members = shardset.gather(roots, allow_schema, PREFIX)
-    receipts = [_with_verdicts(m.root, m.verified.receipt) for m in members if m.verified is not None]
-    verdicts, _ = shardset.merged(members, [r.verdicts for r in receipts if r.verdicts is not None],
-                                  allow_caliber_mismatch=True, prefix=PREFIX)
+    receipts = []
+    for m in members:
+        assert m.verified is not None, "gather refuses an unsealed shard"
+        receipts.append(_with_verdicts(m.root, m.verified.receipt))
+    verdicts, _ = shardset.merged(members, [r.verdicts for r in receipts], allow_caliber_mismatch=True, prefix=PREFIX)
     manifests = [evidence.load_frame(m.root)[0].model_dump(mode="json") for m in members]
     manifest = {**manifests[0], "workloads": [w for one in manifests for w in one["workloads"]]}
     shards = tuple(ShardRoot(root=str(m.root), receipt_sha256=canonical.sha256_file(m.root / RECEIPT_FILE))
@@ -63,10 +65,10 @@ def compare(roots: Sequence[Path], allow_schema: Collection[int] = ()) -> Compar
     entries: list[Path | str] = []
     sets: dict[str, list[Path]] = {}
     for root in map(Path, roots):
-        if not shardset.is_shard(root):
+        key = shardset.set_of(root)
+        if key is None:
             entries.append(root)
             continue
-        key = shardset.set_id(root)
         if key not in sets:
             entries.append(key)
         sets.setdefault(key, []).append(root)

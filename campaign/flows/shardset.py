@@ -40,14 +40,20 @@ class Member:
         return f"shard {self.shard.index} of {self.shard.of}"
 
 
-def is_shard(root: Path) -> bool:
-    """A prepared root made by `campaign prepare --shards` (one of a set, even a set of one); a prepare.json
-    that cannot be read is left to the one root's report, which names it (its verify gate first)."""
+def set_of(root: Path) -> Optional[str]:
+    """The set id of a prepared root made by `campaign prepare --shards` (one of a set, even a set of one);
+    None for any other root. A prepare.json that cannot be read is left to the one root's report or
+    comparison, which names it (its verify gate first)."""
     found = RunRoot.of(root)
     try:
-        return found.prepared and found.prepare.shard is not None
+        shard = found.prepare.shard if found.prepared else None
     except CampaignError:
-        return False
+        return None
+    return shard.set_id if shard is not None else None
+
+
+def is_shard(root: Path) -> bool:
+    return set_of(root) is not None
 
 
 def gather(roots: Sequence[Path], allow_schema: Collection[int] = (), prefix: str = PREFIX) -> list[Member]:
@@ -60,13 +66,6 @@ def gather(roots: Sequence[Path], allow_schema: Collection[int] = (), prefix: st
     if problems:
         raise CampaignError([f"{prefix} check={check}: {detail}" for check, detail in problems], EXIT_REFUSED)
     return sorted(members, key=lambda m: m.shard.index)
-
-
-def set_id(root: Path) -> str:
-    """The set a shard root belongs to (`is_shard` said it is one)."""
-    shard = RunRoot.of(root).prepare.shard
-    assert shard is not None, "the caller asked is_shard first"
-    return shard.set_id
 
 
 def _member(root: Path, prefix: str) -> Member:
