@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+import ratchet
 from conftest import PROJECT_ROOT
 
 FOLDERS = ("campaign", "worker", "plugins", "reaccount")
@@ -69,9 +70,8 @@ def _path_roots() -> dict[str, int]:
 
 def test_root_path_parameters_below_the_flows_only_fall():
     found = _path_roots()
-    grown = {name: (PATH_ROOTS.get(name, 0), count) for name, count in found.items() if count > PATH_ROOTS.get(name, 0)}
+    grown, fallen = ratchet.moved(found, PATH_ROOTS)
     assert not grown, f"root: Path parameters added below flows/ (take a RunRoot): {grown}"
-    fallen = {name: (count, found.get(name, 0)) for name, count in PATH_ROOTS.items() if found.get(name, 0) < count}
     assert not fallen, f"fewer root: Path parameters than PATH_ROOTS says: lower these entries {fallen}"
 
 

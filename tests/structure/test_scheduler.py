@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+import ratchet
 from conftest import PROJECT_ROOT
 
 
@@ -47,9 +48,8 @@ def _settled_calls() -> dict[str, int]:
 
 def test_what_is_settled_is_asked_in_few_places_and_only_fewer():
     found = _settled_calls()
-    grown = {name: (SETTLED_CALLS.get(name, 0), count) for name, count in found.items() if count > SETTLED_CALLS.get(name, 0)}
+    grown, fallen = ratchet.moved(found, SETTLED_CALLS)
     assert not grown, f"status.settled( asked in more places (settle through campaign.running.scheduler): {grown}"
-    fallen = {name: (count, found.get(name, 0)) for name, count in SETTLED_CALLS.items() if found.get(name, 0) < count}
     assert not fallen, f"fewer status.settled( calls than SETTLED_CALLS says: lower these entries {fallen}"
 
 
