@@ -170,17 +170,24 @@ class ShardText:
     text: str
 
 
-def narrowed(checked: Checked, names: Sequence[str]) -> Checked:
-    """``checked`` as if its manifest listed only ``names``: their resolved targets, matrix and recordings
-    (the harness digests stay the whole manifest's, so every shard of a set holds one harness)."""
+def narrowed(checked: Checked, names: Sequence[str], project_root: Path = harness.PROJECT_ROOT) -> Checked:
+    """``checked`` as if its manifest listed only ``names``: their resolved targets, matrix, recordings and
+    harness digests. The digests are the whole manifest's as `check` read them once, less the files only
+    other workloads' targets read: `run` digests the files its own prepare.json's targets name, so a
+    shard that kept another shard's files would read them as removed and refuse to run."""
     manifest = checked.manifest.model_copy(
         update={"workloads": tuple(w for w in checked.manifest.workloads if w.name in names)})
     resolved = {name: found for name, found in checked.resolved.items() if name in names}
+    targets = resolved_targets(resolved)
+    read = {harness.harness_name(project_root, path) for path in harness.harness_files(
+        project_root, harness.record_targets(targets), harness.record_own(targets))}
     return dataclasses.replace(checked, manifest=manifest, resolved=resolved, matrix=expand(manifest, resolved),
-                               pinned={name: path for name, path in checked.pinned.items() if name in names})
+                               pinned={name: path for name, path in checked.pinned.items() if name in names},
+                               digests={name: digest for name, digest in checked.digests.items() if name in read})
 
 
-def freeze_shards(checked: Checked, runs_dir: Path, split: shards.Split) -> list[Path]:
+def freeze_shards(checked: Checked, runs_dir: Path, split: shards.Split,
+                  project_root: Path = harness.PROJECT_ROOT) -> list[Path]:
     """One root a shard, each a prepared root of its own workloads; all or none (a failed shard
     removes the roots made before it)."""
     whole = canonical.sha256_file(checked.manifest_path)
@@ -190,10 +197,10 @@ def freeze_shards(checked: Checked, runs_dir: Path, split: shards.Split) -> list
         for index, names in enumerate(split.workloads, start=1):
             _, document = yamlio.load(checked.manifest_path)
             text = yamlwrite.kept(document, "workloads", frozenset(names).__contains__, "name")
-            part = narrowed(checked, names)
+            part = narrowed(checked, names, project_root)
             if Manifest.model_validate(yamlio.load_text(text, f"shard {index}")[0]) != part.manifest:
                 raise AssertionError(f"shard {index}'s manifest text does not read back as its workloads")
-            roots.append(freeze(part, runs_dir, shard=ShardText(split.shard(index, whole), text), now=now))
+            roots.append(freeze(part, runs_dir, project_root, shard=ShardText(split.shard(index, whole), text), now=now))
     except BaseException:
         for root in roots:
             shutil.rmtree(root, ignore_errors=True)

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 import runroots
-from conftest import run_cli
+from conftest import PROJECT_ROOT, run_cli
+from readmewalk import walkthrough
 
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_INPUT, EXIT_REFUSED, EXIT_VERIFY
 from campaign.contract.rootrecords import Prepare
+from campaign.planning import harness
 
 WORKLOADS = [runroots.demo("add", canary=True, float16=True), runroots.demo("row_sum", float16=True)]
 
@@ -110,6 +112,28 @@ def test_a_hand_edited_shard_record_claiming_anothers_workload_fails_verify(seal
     done = run_cli("report", sealed_set[0], copy)
     assert done.returncode == EXIT_VERIFY
     assert f"REPORT_REFUSED check=verify: {copy} does not verify" in done.stderr and "prepare.json" in done.stderr
+
+
+def test_each_shard_records_the_harness_its_run_digests_so_a_shard_of_other_files_runs(tmp_path):
+    # found on an H100: shard 1 (test_blas_perf.py) refused `run` with `check=harness` naming shard 2's
+    # files "removed since prepare", its prepare.json having kept the whole manifest's digests
+    files, _ = walkthrough()
+    kernel = tmp_path / "kernels" / "scaled_add.py"
+    kernel.parent.mkdir()
+    kernel.write_text(files["kernels/scaled_add.py"], encoding="utf-8")
+    own = ("  - {name: scaled-add, provider: pytest, benchmark: ./kernels/scaled_add.py::test_bench_scaled_add,\n"
+           '     correctness: {node_ids: ["./kernels/scaled_add.py::test_scaled_add"]}}\n')
+    roots = _prepare(tmp_path, "--shards", "2", workloads=[WORKLOADS[0], own], campaign="own-shards")
+    records = [_prepared(root) for root in roots]
+    assert [r.shard.workloads[r.shard.index - 1] for r in records] == [("add",), ("scaled-add",)]
+    for record in records:
+        assert dict(record.harness) == harness.prepared_digests(PROJECT_ROOT, record)   # what `run` compares
+    assert str(kernel) not in records[0].harness and str(kernel) in records[1].harness
+    assert set(records[0].harness) - {"ops/workloads/demo/bench_demo.py", "ops/workloads/demo/test_demo.py"} \
+        <= set(records[1].harness), "the code both shards run is recorded alike in each"
+    done = runroots.run(roots[0])
+    assert done.returncode == 0, done.stderr
+    assert "check=harness" not in done.stderr
 
 
 def test_shard_budget_takes_the_fewest_shards_within_it_and_refuses_a_workload_over_it(tmp_path):

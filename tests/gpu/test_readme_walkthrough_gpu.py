@@ -47,12 +47,22 @@ def gpu_lines() -> dict:
     return lines
 
 
+def card_lines() -> dict:
+    """The README's GPU block on this card: its device line names the card the test runs on (the README
+    asks for the card's own name, as torch reports it; an H200's block on an H100 is refused by design)."""
+    import torch
+
+    lines = gpu_lines()
+    lines["device"]["name"] = torch.cuda.get_device_name(0)
+    return lines
+
+
 def gpu_manifest(text: str) -> str:
     yaml = YAML()
     yaml.preserve_quotes = True
     yaml.width = 4096
     data = yaml.load(text)
-    for key, value in gpu_lines().items():
+    for key, value in card_lines().items():
         data[key] = value
     out = io.StringIO()
     yaml.dump(data, out)
