@@ -25,12 +25,14 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional
 
 from campaign.contract import status
 
 POLL_S = 0.2            # how late a stop, a timeout or an exit is seen, at most
 LEFT_GRACE_S = 2.0      # for what a worker that exited left in its group: it has nothing left to write
+KILLED_S = 5.0          # at most, for a SIGKILLed group to be gone: the kernel acts on it as each member runs
 
 EXITED, STOPPED, TIMED_OUT = "exited", "stopped", "timed_out"
 
@@ -81,7 +83,38 @@ def end_group(pgid: int, grace_s: float, leader: Optional[subprocess.Popen] = No
         pass
     if leader is not None:
         leader.wait()
+    _until_dead(pgid, KILLED_S)
     return how
+
+
+def _until_dead(pgid: int, limit_s: float) -> None:
+    """Wait until no member of the group runs. A SIGKILL is sent, not done: a straggler acts on it once
+    it is scheduled, which on a loaded host came after the caller had moved on (a cell's worker still
+    alive beside the next one). A member that is only a zombie (reaped by whoever adopted it) counts as
+    gone."""
+    deadline = time.monotonic() + limit_s
+    while _running_in(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _running_in(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return False                      # no process table to tell a zombie from a runner: not waited on
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue                      # gone while we looked
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def _ended(pgid: int, grace_s: float, leader: Optional[subprocess.Popen]) -> bool:
