@@ -32,6 +32,7 @@ from campaign.contract import status
 
 POLL_S = 0.2            # how late a stop, a timeout or an exit is seen, at most
 LEFT_GRACE_S = 2.0      # for what a worker that exited left in its group: it has nothing left to write
+GONE_STATES = frozenset("ZX")   # /proc/<pid>/stat states of a process that runs no more: zombie, dead
 KILLED_S = 5.0          # at most, for a SIGKILLed group to be gone: the kernel acts on it as each member runs
 
 EXITED, STOPPED, TIMED_OUT = "exited", "stopped", "timed_out"
@@ -112,7 +113,7 @@ def _running_in(pgid: int) -> bool:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue                      # gone while we looked
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+        if int(fields[2]) == pgid and fields[0] not in GONE_STATES:
             return True
     return False
 
