@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 from campaign.contract import canonical, status
 from campaign.contract.artifacts import RECEIPT_FILE, first_free
 from campaign.contract.errors import InputError
-from campaign.judging import evidence
+from campaign.contract.runroot import RunRoot
 from campaign.planning import cardplan, partition
 from campaign.planning.cardplan import PARTITION_FILE, Card
 from campaign.running import scheduler
@@ -53,11 +53,12 @@ def root_weights(weights_from: Path, setup: RunSetup) -> tuple[dict[str, float],
     weights_from = weights_from.resolve()
     if not receipt.is_sealed(weights_from):
         raise InputError(f"--weights-from {weights_from}: not a sealed root (its seconds are not final)")
-    manifest, _matrix = evidence.load_frame(weights_from)
+    source = RunRoot(weights_from)
+    manifest = source.manifest
     if _comparable(manifest) != _comparable(setup.manifest):
         raise InputError(f"--weights-from {weights_from}: its manifest is not this root's (device aside): "
                          "its seconds would weigh other work")
-    rows, _bad = evidence.read_status(weights_from)
+    rows, _bad = source.status()
     digest = canonical.sha256_file(weights_from / RECEIPT_FILE)
     return partition.root_seconds([(row.workload, row.elapsed_s) for row in rows]), f"{weights_from} (receipt {digest})"
 
@@ -90,7 +91,7 @@ class _NoTelemetry:
 def _mark(setup: RunSetup, card: Card, why: str, workloads: Sequence[str], lines: threading.Lock) -> None:
     """A card_failed row for each unsettled task of ``workloads``, appended by that card's runner."""
     runner = group_runner(setup, workloads, card, CardLines(card, lines), _NoTelemetry())
-    rows = evidence.read_status(setup.root)[0]
+    rows = setup.root.status()[0]
     tasks = tuple(sorted((t for t in setup.matrix.tasks if t.workload in workloads), key=lambda t: t.order))
     runner.events.started(tasks, status.settled(rows))
     scheduler.mark(runner, tasks, rows, lambda task: status.StatusRow(
@@ -116,7 +117,7 @@ def plan(setup: RunSetup, backend, devices: Optional[Sequence[int]], weights_fro
     weights = {name: partition.Weight(float(w["seconds"]), w["source"]) for name, w in data["weights"].items()}
     failed_slots = {card.slot for card, _why in failed}
     placement = {slot: names for slot, names in cardplan.placed(data).items() if slot not in failed_slots}
-    unfinished = {t.workload for t in scheduler.unsettled(setup.matrix.tasks, evidence.read_status(setup.root)[0])}
+    unfinished = {t.workload for t in scheduler.unsettled(setup.matrix.tasks, setup.root.status()[0])}
     groups, moved = cardplan.replace_onto(placement, [c.slot for c in cards], unfinished, weights)
     if moved:
         by_slot = {c.slot: c for c in cards}

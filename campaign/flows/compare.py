@@ -16,9 +16,9 @@ from campaign.contract import canonical
 from campaign.contract.artifacts import RECEIPT_FILE
 from campaign.contract.comparison import Comparison, ShardRoot
 from campaign.contract.errors import COMPARE_REFUSED, Refused
+from campaign.contract.runroot import RunRoot
 from campaign.flows import shardset
 from campaign.flows.roots import root_mode
-from campaign.judging import evidence
 from campaign.reporting import comparison
 from campaign.sealing import verification
 
@@ -28,7 +28,7 @@ PREFIX = COMPARE_REFUSED
 def sealed_root(root: Path, allow_schema: Collection[int] = ()) -> comparison.SealedRoot:
     verification.require_sealed(root, PREFIX)
     model = _with_verdicts(root, verification.require_verified(root, PREFIX, allow_schema).receipt)
-    manifest, _ = evidence.load_frame(root)
+    manifest = RunRoot(Path(root)).manifest
     return comparison.SealedRoot(str(root), root_mode(Path(root)) or "campaign",
                                  canonical.sha256_file(Path(root) / RECEIPT_FILE), model,
                                  manifest.model_dump(mode="json"))
@@ -44,7 +44,7 @@ def sealed_set(roots: Sequence[Path], allow_schema: Collection[int] = ()) -> com
         assert m.verified is not None, "gather refuses an unsealed shard"
         receipts.append(_with_verdicts(m.root, m.verified.receipt))
     verdicts, _ = shardset.merged(members, [r.verdicts for r in receipts], allow_caliber_mismatch=True, prefix=PREFIX)
-    manifests = [evidence.load_frame(m.root)[0].model_dump(mode="json") for m in members]
+    manifests = [RunRoot(m.root).manifest.model_dump(mode="json") for m in members]
     manifest = {**manifests[0], "workloads": [w for one in manifests for w in one["workloads"]]}
     shards = tuple(ShardRoot(root=str(m.root), receipt_sha256=canonical.sha256_file(m.root / RECEIPT_FILE))
                    for m in members)

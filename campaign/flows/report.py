@@ -17,9 +17,10 @@ from typing import Collection, Optional
 
 from campaign.contract.errors import REPORT_REFUSED
 from campaign.contract.records import Verdicts
+from campaign.contract.runroot import RunRoot
 from campaign.judging import caliber
 from campaign.judging.classify import classify
-from campaign.judging.evidence import RootEvidence, caliber_of, load_frame, load_root
+from campaign.judging.evidence import RootEvidence, caliber_of, load_root
 from campaign.reporting import cardsection, report, speedup
 from campaign.sealing import receipt
 from campaign.sealing.verification import Verification
@@ -45,7 +46,8 @@ class Derived:
     evidence: RootEvidence
 
 
-def derive(root: Path, sealed: Optional[Verification], allow_caliber_mismatch: bool) -> Derived:
+def derive(run_root: RunRoot | Path, sealed: Optional[Verification], allow_caliber_mismatch: bool) -> Derived:
+    root = RunRoot.of(run_root)     # read once: the caliber, the verdicts and the sections share its records
     check = check_caliber(root, allow_caliber_mismatch)
     if allow_caliber_mismatch:
         print("warning: --allow-caliber-mismatch: the caliber guard is released; latencies measured under "
@@ -61,16 +63,15 @@ def derive(root: Path, sealed: Optional[Verification], allow_caliber_mismatch: b
     return Derived(verdicts, banner, beside, report.log_lines(ev.tasks.values()), check.ir_pass, ev)
 
 
-def check_caliber(root: Path, allow: bool) -> caliber.CaliberCheck:
+def check_caliber(root: RunRoot, allow: bool) -> caliber.CaliberCheck:
     """The guard, before any latency is read: over every cell that ran, a screen's IR pass included
     (its timing fields held among its own cells, `campaign.judging.caliber.TIMING_FIELDS`)."""
-    _, matrix = load_frame(root)
-    check, _ = caliber_of(root, matrix.tasks)
+    check, _ = caliber_of(root, root.matrix.tasks)
     caliber.guard(check, allow, sys.stderr)
     return check
 
 
-def _shown(root: Path, verified, derived: Verdicts, released: bool) -> tuple[Verdicts, str]:
+def _shown(root: RunRoot, verified, derived: Verdicts, released: bool) -> tuple[Verdicts, str]:
     """The verdicts shown and the banner above them: the sealed ones where the receipt holds them."""
     if verified is None:
         print(f"note: {root} is not sealed: verdicts derived now, not a sealed record", file=sys.stderr)

@@ -46,7 +46,6 @@ from campaign.flows import cardrun
 from campaign.flows.roots import prepared_roots, root_mode
 from campaign.judging import runhealth
 from campaign.judging.classify import classify_root
-from campaign.judging.evidence import latest_status
 from campaign.planning import harness
 from campaign.running import batching, bytecode, rayexec, runchecks, workerlaunch
 from campaign.running.cellenv import pinned_env
@@ -269,7 +268,7 @@ def _sealed(root: RunRoot, prepare: Prepare, sealed_receipt: dict[str, Any]) -> 
         print(f"note: verdicts are null: {sealed_receipt['verdicts_note']}")
     if prepare.mode != "campaign":
         return EXIT_OK   # a screen's table says it per workload (NO_ROWS), after the seal
-    verdict = runhealth.health(latest_status(root), root)
+    verdict = runhealth.health(root.latest(), root)
     if verdict.line:
         print(verdict.line, file=sys.stderr)
     return verdict.exit_code

@@ -58,10 +58,11 @@ from pathlib import Path
 from typing import Iterable, Mapping, Optional, TextIO
 
 from campaign.contract import canonical
-from campaign.contract.artifacts import IDENTITY_FILE, cell_dir_name
+from campaign.contract.artifacts import IDENTITY_FILE
 from campaign.contract.errors import EXIT_CALIBER, CampaignError
 from campaign.contract.plans import Task
 from campaign.contract.rootrecords import ABSENT_MEANS, CALIBER_FIELDS, SEALED_AS
+from campaign.contract.runroot import RunRoot
 
 # Fields added after roots were sealed without them: absent from every cell, the table omits them.
 TIMER_FIELDS = ("kind", "warmup_ms", "rep_ms", "return_mode", "direct_repeat", "l2_flush",
@@ -256,11 +257,11 @@ def _table(tasks: list[Task], identities: Mapping[str, Optional[Mapping]]) -> di
             if not (name in RECORDED_SINCE and found == [MISSING])}
 
 
-def load_identities(root: Path, tasks: Iterable[Task]) -> dict[str, Optional[dict]]:
+def load_identities(root: RunRoot | Path, tasks: Iterable[Task]) -> dict[str, Optional[dict]]:
     """Task id -> its run_identity.json (None where missing or unreadable)."""
     out: dict[str, Optional[dict]] = {}
     for task in tasks:
-        path = Path(root) / cell_dir_name(task.id) / IDENTITY_FILE
+        path = RunRoot.of(root).cell(task.id) / IDENTITY_FILE
         try:
             data = canonical.read_json(path)
         except (OSError, ValueError):

@@ -31,8 +31,6 @@ from campaign.contract.artifacts import (
     ROWS_FILE,
     STDERR_LOG,
     STDOUT_LOG,
-    TELEMETRY_FILE,
-    cell_dir_name,
 )
 from campaign.contract.cellfiles import AutotuneEntry, AutotuneFile, CellResult, OfflineTrust, Outcomes, Row, Rows
 from campaign.contract.fields import PER_SIDE
@@ -107,29 +105,13 @@ def read_model(path: Path, model, problems: list[str]):
         return None
 
 
-def load_frame(root: Path) -> tuple[Manifest, Matrix]:
-    """The root's manifest and matrix (`campaign.contract.runroot.RunRoot`), the manifest first."""
-    root = RunRoot.of(root)
-    manifest = root.manifest
-    return manifest, root.matrix
-
-
-def read_status(root: Path) -> tuple[list[status.StatusRow], list[str]]:
-    """status.tsv's rows, and the lines that are not rows."""
-    return RunRoot.of(root).status()
-
-
-def latest_status(root: Path) -> dict[str, status.StatusRow]:
-    return status.latest(read_status(root)[0])
-
-
-def caliber_of(root: Path, tasks: Iterable[Task]) -> tuple[caliber.CaliberCheck, dict[str, Optional[dict]]]:
+def caliber_of(root: RunRoot, tasks: Iterable[Task]) -> tuple[caliber.CaliberCheck, dict[str, Optional[dict]]]:
     """The caliber of ``tasks`` and the identities it was judged on: every task whose cell
     wrote result.json takes part (an identity missing or unreadable there is a finding)."""
     tasks = list(tasks)
-    ran = [t for t in tasks if (Path(root) / cell_dir_name(t.id) / RESULT_FILE).is_file()]
+    ran = [t for t in tasks if (root.cell(t.id) / RESULT_FILE).is_file()]
     identities = caliber.load_identities(root, ran)
-    rows = latest_status(root)
+    rows = root.latest()
     preflight = frozenset(t.id for t in ran if t.id in rows and rows[t.id].preflight_failed)
     return caliber.compare(tasks, identities, preflight), identities
 
@@ -151,21 +133,21 @@ def _autotune(cell: Path, problems: list[str], tuning: str) -> tuple[Optional[Au
     return autotune, apart(autotune, tuning) or len(problems) > before
 
 
-def cell_tuned(root: Path, task: Task, manifest: Manifest) -> bool:
+def cell_tuned(root: RunRoot, task: Task, manifest: Manifest) -> bool:
     """Whether ``task``'s cell stands `apart` (benchmarked configs where the others replay)."""
-    return _autotune(Path(root) / cell_dir_name(task.id), [], manifest.defaults.tuning)[1]
+    return _autotune(root.cell(task.id), [], manifest.defaults.tuning)[1]
 
 
-def cell_coverage(root: Path, task: Task) -> Optional[str]:
+def cell_coverage(root: RunRoot, task: Task) -> Optional[str]:
     """Which autotune configs an untimed cell's IR holds (`irevidence.untimed_coverage`)."""
-    return irevidence.untimed_coverage(read_model(Path(root) / cell_dir_name(task.id) / AUTOTUNE_FILE, AutotuneFile, []))
+    return irevidence.untimed_coverage(read_model(root.cell(task.id) / AUTOTUNE_FILE, AutotuneFile, []))
 
 
-def cell_ir(root: Path, task: Task, manifest: Manifest, extra_strip: tuple[str, ...] = ()) -> irevidence.CellIR:
+def cell_ir(root: RunRoot, task: Task, manifest: Manifest, extra_strip: tuple[str, ...] = ()) -> irevidence.CellIR:
     """`irevidence.read_cell_ir` of the cell's IR stage, the manifest's annotations (and ``extra_strip``)
     stripped: its fingerprint (None: no comparable IR) and its variants, what `irevidence.ir_change` judges."""
     strip = tuple(manifest.switch.strip_annotations) + tuple(extra_strip)
-    return irevidence.read_cell_ir(Path(root) / cell_dir_name(task.id) / IR_DIR, manifest.switch.ir_stage, strip)
+    return irevidence.read_cell_ir(root.cell(task.id) / IR_DIR, manifest.switch.ir_stage, strip)
 
 
 def _log_tail(path: Path) -> str:
@@ -187,12 +169,12 @@ def log_error(cell: Path) -> Optional[errorlines.LogLine]:
     return next((errorlines.LogLine(*entry) for entry in found if entry[1]), None)
 
 
-def cell_variant_texts(root: Path, task: Task, manifest: Manifest) -> tuple[irdiff.VariantTexts, ...]:
+def cell_variant_texts(root: RunRoot, task: Task, manifest: Manifest) -> tuple[irdiff.VariantTexts, ...]:
     """Every IR variant of the cell with each captured stage's text normalised as its fingerprint is
     (`irevidence.normalize`, the manifest's annotations stripped), its signature at the manifest's
     stage (where that stage prints none, sass, at the first stage of the same variant that does) and
     its launches from index.tsv: what `campaign.judging.irdiff` pairs and diffs."""
-    ir_dir = Path(root) / cell_dir_name(task.id) / IR_DIR
+    ir_dir = root.cell(task.id) / IR_DIR
     strip, judged = tuple(manifest.switch.strip_annotations), manifest.switch.ir_stage
     texts: dict[str, dict[str, str]] = {}
     kernels: dict[str, str] = {}
@@ -217,17 +199,17 @@ def cell_variant_texts(root: Path, task: Task, manifest: Manifest) -> tuple[irdi
     return tuple(out)
 
 
-def cell_autotune_files(root: Path, task: Task) -> dict[str, Optional[AutotuneFile]]:
+def cell_autotune_files(root: RunRoot, task: Task) -> dict[str, Optional[AutotuneFile]]:
     """The cell's autotune records (benchmark and correctness sessions) that exist; an unreadable one is None."""
-    cell = Path(root) / cell_dir_name(task.id)
+    cell = root.cell(task.id)
     return {name: read_model(cell / name, AutotuneFile, [])
             for name in (AUTOTUNE_FILE, AUTOTUNE_CORRECTNESS_FILE) if (cell / name).is_file()}
 
 
-def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optional[status.StatusRow],
+def load_task(root: RunRoot, task: Task, manifest: Manifest, floor: int, row: Optional[status.StatusRow],
               read_rows: bool, identity: Optional[dict] = None, extra_strip: tuple[str, ...] = ()) -> TaskEvidence:
     """One task's evidence; ``extra_strip`` adds annotation patterns to the manifest's (a rescore)."""
-    cell = Path(root) / cell_dir_name(task.id)
+    cell = root.cell(task.id)
     problems: list[str] = []
     result = read_model(cell / RESULT_FILE, CellResult, problems)
     rc_name = row.rc_name if row is not None else ("" if result is None else status.rc_name(result.rc))
@@ -259,7 +241,7 @@ def load_task(root: Path, task: Task, manifest: Manifest, floor: int, row: Optio
                         offline=offline)
 
 
-def load_rounds(root: Path, manifest: Manifest, matrix: Matrix, workload: str, before: int,
+def load_rounds(root: RunRoot, manifest: Manifest, matrix: Matrix, workload: str, before: int,
                 latest: dict[str, status.StatusRow]) -> RootEvidence:
     """One workload's timed rounds before ``before``, read as `load_root` reads them (without telemetry:
     the clocks judge a verdict, not whether a round is worth running): what adaptive rounds decide from."""
@@ -274,11 +256,13 @@ def load_rounds(root: Path, manifest: Manifest, matrix: Matrix, workload: str, b
 def load_root(run_root: RunRoot | Path, floor: Optional[int] = None, allow_caliber_mismatch: bool = False,
               harness_drift: tuple[str, ...] = ()) -> RootEvidence:
     """Everything the classifier needs; ``floor`` overrides the manifest's measured_launch_floor. A
-    `RunRoot` handed in is read as it is: its manifest and matrix, parsed once, are not parsed again."""
-    manifest, matrix = load_frame(RunRoot.of(run_root))
-    root = Path(run_root)
+    `RunRoot` handed in is read as it is: its manifest and matrix, parsed once, are not parsed again;
+    a path (a test, a bench script) becomes one here, once."""
+    root = RunRoot.of(run_root)
+    manifest = root.manifest
+    matrix = root.matrix
     floor = manifest.measured_launch_floor if floor is None else floor
-    latest = latest_status(root)
+    latest = root.latest()
     # a screen's IR pass (untimed, each side running its first config) is no timing round: its caliber is
     # judged with its own pair (`campaign.judging.screenroot`), never against the timed rounds
     check, identities = caliber_of(root, [t for t in matrix.tasks if t.timed])
@@ -287,7 +271,7 @@ def load_root(run_root: RunRoot | Path, floor: Optional[int] = None, allow_calib
         refused = bool(check.workloads.get(task.workload)) and not allow_caliber_mismatch
         tasks[task.id] = load_task(root, task, manifest, floor, latest.get(task.id), read_rows=not refused,
                                    identity=identities.get(task.id))
-    samples = telemetryfile.read_samples(root / TELEMETRY_FILE)
+    samples = telemetryfile.read_samples(root.telemetry_file)
     worker_clocks = any(r.clock is not None for t in tasks.values() for r in (t.rows or ()))
     if samples is not None or worker_clocks:
         judged = throttle.judge(samples or [], {task_id: t.rows for task_id, t in tasks.items()},

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from campaign.contract.cellfiles import AutotuneFile
+from campaign.contract.runroot import RunRoot
 from campaign.judging import choices, evidence
 from campaign.judging.irdiff import Pair, pair_variants
 from campaign.judging.workload import WorkloadFacts
@@ -62,7 +63,7 @@ def config_lines(files: dict[str, Optional[AutotuneFile]]) -> tuple[str, ...]:
     return tuple(out) or ("no autotune record",)
 
 
-def workload_diff(root: Path, ev: evidence.RootEvidence, name: str) -> Optional[WorkloadDiff]:
+def workload_diff(root: RunRoot, ev: evidence.RootEvidence, name: str) -> Optional[WorkloadDiff]:
     """The workload's diff where the one IR rule says its IR changed; None otherwise."""
     facts = WorkloadFacts(name, [t for t in ev.tasks.values() if t.task.workload == name], ev)
     decision = facts.ir_decision()
@@ -76,8 +77,9 @@ def workload_diff(root: Path, ev: evidence.RootEvidence, name: str) -> Optional[
                         tuple(config_lines(evidence.cell_autotune_files(root, t.task)) for t in sides))
 
 
-def gather(root: Path, ev: evidence.RootEvidence) -> dict[str, WorkloadDiff]:
+def gather(root: RunRoot | Path, ev: evidence.RootEvidence) -> dict[str, WorkloadDiff]:
     """Every changed workload's diff, in the manifest's order."""
+    root = RunRoot.of(root)
     names = dict.fromkeys(t.workload for t in ev.matrix.tasks)
     diffs = {name: workload_diff(root, ev, name) for name in names}
     return {name: d for name, d in diffs.items() if d is not None}

@@ -8,10 +8,10 @@ either way, so the evidence is kept and `campaign report` can say why.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping
 
 from campaign.contract.errors import EXIT_OK, EXIT_PREFLIGHT, EXIT_REFUSED, RUN_FAILED
+from campaign.contract.runroot import RunRoot
 from campaign.contract.status import SKIPPED, StatusRow
 
 
@@ -26,7 +26,7 @@ def _detail(row: StatusRow) -> str:
     return f"{row.task_id}: {what}"
 
 
-def health(rows: Mapping[str, StatusRow], root: Path) -> RunHealth:
+def health(rows: Mapping[str, StatusRow], root: RunRoot) -> RunHealth:
     """``rows``: task id -> its last status row of the run in ``root``."""
     by_workload: dict[str, list[StatusRow]] = {}
     for row in rows.values():

@@ -59,16 +59,19 @@ def _refused(t: TaskEvidence) -> Optional[str]:
     return f"check={t.result.preflight.failed_check}: {named[-1][2] if named else 'no detail recorded'}"
 
 
-def load(root: Path) -> tuple[Manifest, Matrix]:
-    return evidence.load_frame(root)
+def load(root: RunRoot | Path) -> tuple[Manifest, Matrix]:
+    """The root's manifest (read first: its errors name the manifest) and matrix."""
+    root = RunRoot.of(root)
+    manifest = root.manifest
+    return manifest, root.matrix
 
 
-def gather(root: Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Facts]:
+def gather(run_root: RunRoot | Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Facts]:
     """The facts of every workload's round 1 (or its IR pass, where round 1 was skipped), in
-    matrix order; ``extra_strip`` adds annotation patterns."""
-    root = Path(root)
+    matrix order; ``extra_strip`` adds annotation patterns. A path becomes a `RunRoot` here, once."""
+    root = RunRoot.of(run_root)
     manifest, matrix = load(root)
-    latest = evidence.latest_status(root)
+    latest = root.latest()
     ordered = sorted(matrix.tasks, key=lambda t: t.order)
     declared = {w.name: w for w in manifest.workloads}
     out = []
@@ -98,11 +101,11 @@ def gather(root: Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Fact
     return out
 
 
-def table(root: Path, extra_strip: tuple[str, ...] = ()) -> list[dict[str, str]]:
+def table(root: RunRoot | Path, extra_strip: tuple[str, ...] = ()) -> list[dict[str, str]]:
     return [screentable.row(facts) for facts in gather(root, extra_strip)]
 
 
-def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Optional[dict[str, str]] = None) -> Optional[str]:
+def emitted_manifest(root: RunRoot | Path, rows: list[dict[str, str]], autotune_from: Optional[dict[str, str]] = None) -> Optional[str]:
     """The root's manifest narrowed to its IR_CHANGED and NEEDS_CARD workloads (an offline IR that is
     no evidence is checked on the card), each with ``weight_s``, pinned to ``autotune_from``
     (``defaults.autotune_from``: the sealed screen root) where given; None when there are none."""
@@ -127,7 +130,7 @@ def emitted_manifest(root: Path, rows: list[dict[str, str]], autotune_from: Opti
     pinned = ("\nautotune_from replays the configs the screen recorded and timed; drop it to tune afresh."
               if autotune_from is not None else "")
     return yamlwrite.dump(data, (
-        f"Emitted by `campaign screen` from {Path(root).name}: its {len(workloads) - card} IR_CHANGED and {card} "
+        f"Emitted by `campaign screen` from {RunRoot.of(root).name}: its {len(workloads) - card} IR_CHANGED and {card} "
         "NEEDS_CARD workload(s) (their offline IR is no evidence: the card compiles them with real data).\n"
         "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it." + pinned + offline))
 

@@ -9,12 +9,11 @@ on one card has no partition.json and no section. `table` is pure; `section` rea
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from campaign.contract import canonical
+from campaign.contract.runroot import RunRoot
 from campaign.contract.status import StatusRow
-from campaign.judging import evidence
 from campaign.planning.cardplan import PARTITION_FILE
 
 
@@ -57,13 +56,13 @@ def table(data: Mapping, rows: Sequence[StatusRow], moved: Mapping[str, Mapping]
     return lines
 
 
-def section(root: Path) -> list[str]:
-    path = Path(root) / PARTITION_FILE
+def section(root: RunRoot) -> list[str]:
+    path = root.file(PARTITION_FILE)
     if not path.is_file():
         return []
     data = canonical.read_json(path)
     moved: dict[str, Mapping] = {}
-    for resume in sorted(Path(root).glob("partition.resume-*.json")):
+    for resume in sorted(root.path.glob("partition.resume-*.json")):
         moved.update(canonical.read_json(resume)["moved"])
-    rows, _bad = evidence.read_status(root)
+    rows, _bad = root.status()
     return table(data, rows, moved)

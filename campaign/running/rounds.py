@@ -23,6 +23,7 @@ from campaign.contract import status
 from campaign.contract.fields import BASELINE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix, Task
+from campaign.contract.runroot import RunRoot
 from campaign.contract.status import StatusRow
 from campaign.contract.verdictnames import NO_COMPARABLE_IR, SWITCH_NO_IR_DIFF, SkipReason
 from campaign.judging import evidence, irevidence, stopping
@@ -34,8 +35,9 @@ Skip = Optional[tuple[SkipReason, str]]  # (marker, why) when a round is not wor
 class Rounds:
     """One root's skip decisions, each workload's verdict judged once per deciding round."""
 
-    def __init__(self, root: Path, matrix: Matrix, manifest: Manifest, note: Callable[[str], None]):
-        self.root, self.matrix, self.manifest, self.note = root, matrix, manifest, note
+    def __init__(self, root: RunRoot | Path, matrix: Matrix, manifest: Manifest, note: Callable[[str], None]):
+        self.root: RunRoot = RunRoot.of(root)
+        self.matrix, self.manifest, self.note = matrix, manifest, note
         self._verdicts: dict[tuple[str, int], Skip] = {}
 
     def skip(self, task: Task, latest: dict[str, StatusRow]) -> Skip:

@@ -32,7 +32,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from campaign.contract.artifacts import IR_DIR
-from campaign.judging import evidence
+from campaign.contract.runroot import RunRoot
 from campaign.judging.irevidence import read_cell_ir
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
@@ -53,7 +53,7 @@ FINISHED = ("ok", "tests_failed")             # the cell ran its session to the 
 def export(root: Path) -> list[dict]:
     """One line per variant of every finished IR-pass cell; a cell that did not finish (interrupted,
     killed, timed out) holds part of its IR and is left out, named on stderr."""
-    latest = evidence.latest_status(root)
+    latest = RunRoot(root).latest()
     lines = []
     for workload, cell, ir in ir_cells(root):
         row = latest.get(f"{workload}/r0/{cell}")

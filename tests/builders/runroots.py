@@ -100,9 +100,10 @@ def by_id(root: Path) -> dict[str, status.StatusRow]:
 def run_setup(root: Path):
     """The runner's setup for a prepared root, as a session makes it, with nothing pinned or
     inherited: for tests that plan over a root without running it."""
-    from campaign.judging.evidence import load_frame
+    from campaign.contract.runroot import RunRoot
     from campaign.running.runner import RunSetup
-    manifest, matrix = load_frame(root)
+    frame = RunRoot(root)
+    manifest, matrix = frame.manifest, frame.matrix
     return RunSetup(root=root, project_root=PROJECT_ROOT, matrix=matrix, manifest=manifest, harness_digest="",
                     plugins=(), pinned_env={}, parent_env={}, scratch=root.parent, python="python")
 

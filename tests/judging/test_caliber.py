@@ -7,13 +7,13 @@ import pytest
 import rootbuilder as rb
 
 from campaign.contract.errors import EXIT_CALIBER, CampaignError
+from campaign.contract.runroot import RunRoot
 from campaign.judging import caliber
-from campaign.judging.evidence import load_frame
 from campaign.plugins import run_identity
 
 
 def _check(root):
-    _, matrix = load_frame(root)
+    matrix = RunRoot(root).matrix
     return caliber.compare(matrix.tasks, caliber.load_identities(root, matrix.tasks))
 
 

@@ -13,8 +13,9 @@ from campaign.contract import status, yamlio
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Stopping
+from campaign.contract.runroot import RunRoot
 from campaign.flows import session
-from campaign.judging import evidence, stopping
+from campaign.judging import stopping
 from campaign.judging.classify import classify_root
 from campaign.running.rounds import Rounds
 
@@ -65,7 +66,8 @@ def test_a_resumed_runner_decides_every_round_as_the_first_did(tmp_path: Path):
     """A decision is a function of the root's settled cells: a fresh runner (a resume) skips exactly the
     rounds the first one skipped, for the same reason, and runs the rest."""
     root = _three(tmp_path)
-    manifest, matrix = evidence.load_frame(root)
+    frame = RunRoot(root)
+    manifest, matrix = frame.manifest, frame.matrix
     rows = status.read(root / "status.tsv")[0]
     settled = status.settled(rows)
     fresh = Rounds(root, matrix, manifest, lambda text: None)
@@ -79,7 +81,8 @@ def test_a_resumed_runner_decides_every_round_as_the_first_did(tmp_path: Path):
 
 def test_an_unfinished_earlier_round_runs_the_pair(tmp_path: Path):
     root = _three(tmp_path)
-    manifest, matrix = evidence.load_frame(root)
+    frame = RunRoot(root)
+    manifest, matrix = frame.manifest, frame.matrix
     notes: list[str] = []
     settled = status.settled(status.read(root / "status.tsv")[0])
     settled.pop("matmul/r4/candidate")
@@ -127,7 +130,7 @@ def test_refusals_name_the_key_and_the_fix(tmp_path: Path, rounds: str, key: str
 
 def test_adaptive_matrix_holds_max_rounds_and_the_frozen_policy(tmp_path: Path):
     root = rb.build(tmp_path, [rb.mm()], rb.Options(stopping=(4, 6)))
-    _, matrix = evidence.load_frame(root)
+    matrix = RunRoot(root).matrix
     assert matrix.rounds == 6 and matrix.stopping == Stopping(min=4, max=6)
     assert max(t.round for t in matrix.tasks) == 6
     fixed = yamlio.validate(Manifest, _manifest(tmp_path, "{count: 3}"))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import rootbuilder as rb
 
+from campaign.contract.runroot import RunRoot
 from campaign.judging import caliber, evidence
-from campaign.judging.evidence import load_frame
 
 SKIPPED_ADD = {"add/r1/baseline", "add/r1/control", "add/r1/candidate"}
 EVENT = {"kind": "event", "warmup_ms": 25.0, "rep_ms": 100.0, "return_mode": "median", "direct_repeat": None,
@@ -73,9 +73,8 @@ def test_a_screen_that_timed_nothing_shows_the_ir_pass_caliber(tmp_path, cli):
 
 
 def test_compare_scopes_the_timing_fields_by_timed_and_untimed_cells(tmp_path):
-    root = _screen(tmp_path)
-    _, matrix = load_frame(root)
-    check, _ = evidence.caliber_of(root, matrix.tasks)
+    root = RunRoot(_screen(tmp_path))
+    check, _ = evidence.caliber_of(root, root.matrix.tasks)
     assert check.ok and check.workloads == {"add": (), "matmul": ()}
     assert check.ir_pass["timer.kind"] == "none" and check.ir_pass["autotune_policy"] == "first-config"
     assert set(caliber.TIMING_FIELDS) >= {"timer.kind", "autotune_policy", "direct_repeat"}

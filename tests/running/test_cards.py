@@ -23,9 +23,9 @@ from campaign.backends.base import DeviceInfo
 from campaign.contract import status
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Device
+from campaign.contract.runroot import RunRoot
 from campaign.flows import cardrun
 from campaign.judging import caliber
-from campaign.judging.evidence import load_frame
 from campaign.planning import cardplan
 from campaign.planning.partition import Weight
 from campaign.running.lock import RunLock, _is_worker_group
@@ -182,11 +182,11 @@ def test_cards_of_one_model_are_one_caliber_a_different_model_is_a_mismatch(tmp_
     per_card = {f"matmul/r{r}/{c}": {"device_uuid": "GPU-a"} for r in (1, 2, 3, 4) for c in CELLS}
     per_card.update({f"add/r{r}/{c}": {"device_uuid": "GPU-b"} for r in (1, 2, 3, 4) for c in CELLS})
     root = rb.build(tmp_path / "same", [rb.mm(), rb.pointwise("add", "add")], rb.Options(identity=per_card))
-    _, matrix = load_frame(root)
+    matrix = RunRoot(root).matrix
     assert caliber.compare(matrix.tasks, caliber.load_identities(root, matrix.tasks)).ok
     crossed = {**per_card, "matmul/r2/candidate": {"device_uuid": "GPU-b"}}
     root = rb.build(tmp_path / "crossed", [rb.mm(), rb.pointwise("add", "add")], rb.Options(identity=crossed))
-    _, matrix = load_frame(root)
+    matrix = RunRoot(root).matrix
     assert any("device_uuid" in line for line in caliber.compare(matrix.tasks, caliber.load_identities(
         root, matrix.tasks)).lines())
     other = {**per_card, **{f"add/r{r}/{c}": {"device_uuid": "GPU-b", "device_name": "NVIDIA H100"}

@@ -43,9 +43,10 @@ def test_later_rounds_only_where_the_ir_changed(tmp_path: Path):
 def _round2_notes(root: Path) -> list[str]:
     """What the rounds policy does with round 2 of ``add`` before round 1 ran: a note when it
     asks round 1's IR (the policy is on), none when every later round runs regardless."""
-    from campaign.judging.evidence import load_frame
+    from campaign.contract.runroot import RunRoot
     from campaign.running.rounds import Rounds
-    manifest, matrix = load_frame(root)
+    frame = RunRoot(root)
+    manifest, matrix = frame.manifest, frame.matrix
     notes: list[str] = []
     task = next(t for t in matrix.tasks if t.id == "add/r2/baseline")
     assert Rounds(root, matrix, manifest, notes.append).skip(task, {}) is None

@@ -17,6 +17,7 @@ import rootbuilder as rb
 from conftest import PROJECT_ROOT
 
 from campaign.contract import artifacts
+from campaign.contract.runroot import RunRoot
 from campaign.judging import evidence, screening, screenroot
 from campaign.judging.workload import WorkloadFacts, screen_verdict
 from campaign.running.rounds import Rounds
@@ -224,7 +225,7 @@ def _three_answers(root: Path, workload: str) -> dict[str, object]:
     ev = evidence.load_root(root)
     w = WorkloadFacts(workload, [t for t in ev.tasks.values() if t.task.workload == workload], ev)
     notes = _Notes()
-    skip = Rounds(root, ev.matrix, ev.manifest, notes.note).verdict(workload, evidence.latest_status(root))
+    skip = Rounds(root, ev.matrix, ev.manifest, notes.note).verdict(workload, RunRoot(root).latest())
     runner = skip[0] if skip else ("no pair" if any("no control" in n for n in notes.lines) else "runs")
     assert screen_verdict(w) == screen, "the classifier's screen column is the screen's own verdict"
     return {"screen": screen, "runner": runner, "classifier": w.ir_changed()}
