@@ -135,6 +135,12 @@ class RunRoot:
             raise InputError(f"{self.path}: no {artifacts.MANIFEST_FILE}: not a run root")
         return yamlio.validate(Manifest, self.manifest_file)
 
+    def frame(self) -> tuple[Manifest, Matrix]:
+        """The manifest and the matrix, the manifest read first: a folder that is no root is named
+        by its missing manifest, as every reader of a root names it."""
+        manifest = self.manifest
+        return manifest, self.matrix
+
     @staticmethod
     def _model(path: Path, model, what: str):
         try:

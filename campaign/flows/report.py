@@ -66,7 +66,8 @@ def derive(run_root: RunRoot | Path, sealed: Optional[Verification], allow_calib
 def check_caliber(root: RunRoot, allow: bool) -> caliber.CaliberCheck:
     """The guard, before any latency is read: over every cell that ran, a screen's IR pass included
     (its timing fields held among its own cells, `campaign.judging.caliber.TIMING_FIELDS`)."""
-    check, _ = caliber_of(root, root.matrix.tasks)
+    _, matrix = root.frame()
+    check, _ = caliber_of(root, matrix.tasks)
     caliber.guard(check, allow, sys.stderr)
     return check
 

@@ -259,8 +259,7 @@ def load_root(run_root: RunRoot | Path, floor: Optional[int] = None, allow_calib
     `RunRoot` handed in is read as it is: its manifest and matrix, parsed once, are not parsed again;
     a path (a test, a bench script) becomes one here, once."""
     root = RunRoot.of(run_root)
-    manifest = root.manifest
-    matrix = root.matrix
+    manifest, matrix = root.frame()
     floor = manifest.measured_launch_floor if floor is None else floor
     latest = root.latest()
     # a screen's IR pass (untimed, each side running its first config) is no timing round: its caliber is

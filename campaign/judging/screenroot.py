@@ -61,9 +61,7 @@ def _refused(t: TaskEvidence) -> Optional[str]:
 
 def load(root: RunRoot | Path) -> tuple[Manifest, Matrix]:
     """The root's manifest (read first: its errors name the manifest) and matrix."""
-    root = RunRoot.of(root)
-    manifest = root.manifest
-    return manifest, root.matrix
+    return RunRoot.of(root).frame()
 
 
 def gather(run_root: RunRoot | Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Facts]:

@@ -103,7 +103,7 @@ def run_setup(root: Path):
     from campaign.contract.runroot import RunRoot
     from campaign.running.runner import RunSetup
     frame = RunRoot(root)
-    manifest, matrix = frame.manifest, frame.matrix
+    manifest, matrix = frame.frame()
     return RunSetup(root=root, project_root=PROJECT_ROOT, matrix=matrix, manifest=manifest, harness_digest="",
                     plugins=(), pinned_env={}, parent_env={}, scratch=root.parent, python="python")
 

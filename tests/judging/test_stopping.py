@@ -67,7 +67,7 @@ def test_a_resumed_runner_decides_every_round_as_the_first_did(tmp_path: Path):
     rounds the first one skipped, for the same reason, and runs the rest."""
     root = _three(tmp_path)
     frame = RunRoot(root)
-    manifest, matrix = frame.manifest, frame.matrix
+    manifest, matrix = frame.frame()
     rows = status.read(root / "status.tsv")[0]
     settled = status.settled(rows)
     fresh = Rounds(root, matrix, manifest, lambda text: None)
@@ -82,7 +82,7 @@ def test_a_resumed_runner_decides_every_round_as_the_first_did(tmp_path: Path):
 def test_an_unfinished_earlier_round_runs_the_pair(tmp_path: Path):
     root = _three(tmp_path)
     frame = RunRoot(root)
-    manifest, matrix = frame.manifest, frame.matrix
+    manifest, matrix = frame.frame()
     notes: list[str] = []
     settled = status.settled(status.read(root / "status.tsv")[0])
     settled.pop("matmul/r4/candidate")

@@ -225,8 +225,9 @@ def test_a_disassembly_that_fails_leaves_a_marker_and_the_cell_is_evidence_missi
     assert "cannot read the cubin" in markers[0].read_text()
     from campaign.contract.artifacts import cell_dir_name
     from campaign.contract.manifest import Manifest
+    from campaign.contract.runroot import RunRoot
     from campaign.judging.evidence import load_task
     root = tmp_path / "root"
     shutil.copytree(plan.cell_dir, root / cell_dir_name(plan.task.id))
-    evidence = load_task(root, plan.task, Manifest.model_validate(_sass_manifest()), 1, None, read_rows=False)
+    evidence = load_task(RunRoot(root), plan.task, Manifest.model_validate(_sass_manifest()), 1, None, read_rows=False)
     assert evidence.problems and "the sass of" in evidence.problems[0] and "could not be produced" in evidence.problems[0]

@@ -46,7 +46,7 @@ def _round2_notes(root: Path) -> list[str]:
     from campaign.contract.runroot import RunRoot
     from campaign.running.rounds import Rounds
     frame = RunRoot(root)
-    manifest, matrix = frame.manifest, frame.matrix
+    manifest, matrix = frame.frame()
     notes: list[str] = []
     task = next(t for t in matrix.tasks if t.id == "add/r2/baseline")
     assert Rounds(root, matrix, manifest, notes.append).skip(task, {}) is None
