@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import PROJECT_ROOT, run_cli
 
 from campaign.contract import canonical
@@ -21,6 +22,7 @@ def _index(cell: Path) -> list[dict[str, str]]:
     return [dict(zip(header.split("\t"), line.split("\t"))) for line in lines]
 
 
+@pytest.mark.slow
 def test_screen_for_mi300_captures_the_hip_stages_and_judges_the_switch(tmp_path: Path):
     # The manifest as shipped but for its canary: the two workloads then share one worker process a
     # side (a canary runs alone: 10 processes instead of 5); the target, switch and cells are its own.

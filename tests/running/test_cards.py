@@ -198,6 +198,7 @@ def test_cards_of_one_model_are_one_caliber_a_different_model_is_a_mismatch(tmp_
 
 # -- real runs on the compile-only backend's two declared cards --------------------------------
 
+@pytest.mark.slow
 def test_two_cards_golden_partition_sealed_verified_reported_and_verdicts_equal_one_card(tmp_path):
     two = _prepare(tmp_path, 2)
     done = rr.run(two)
@@ -239,6 +240,7 @@ def _cpu():
     return get_backend("cpu")
 
 
+@pytest.mark.slow
 def test_a_card_failing_its_check_marks_its_workloads_and_they_resume_on_another_card(tmp_path, monkeypatch, capsys):
     root = _prepare(tmp_path, 2, workloads=PLACED)
     real = cardrun.discover
@@ -267,6 +269,7 @@ def test_a_card_failing_its_check_marks_its_workloads_and_they_resume_on_another
     assert "moved on resume to cpu-virtual-0" in rr.run_cli("report", root).stdout
 
 
+@pytest.mark.slow
 def test_a_killed_runner_of_two_cards_resumes_each_card_on_its_own_workloads(tmp_path):
     root = _prepare(tmp_path, 2, workloads=PLACED)
     proc = rr.start_run(root)

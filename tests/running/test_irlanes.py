@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import PROJECT_ROOT, run_cli
 from runroots import demo, fault, manifest
 
@@ -93,6 +94,7 @@ def _started(root: Path, task_id: str) -> bool:
                for p in root.glob("batches/*/progress.tsv") for line in p.read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its_own_row(tmp_path: Path):
     # add (the canary: its two IR-pass sides at once, before anything else), softmax, a hang (candidate
     # only) and matmul; two lanes claim each IR-pass side's workloads from its queue

@@ -201,6 +201,7 @@ def dead_cluster(tmp_path_factory, reference, node_cache):
     return root, run.returncode, out + err, time.monotonic() - began, status.read(root / "status.tsv")[0]
 
 
+@pytest.mark.slow
 def test_a_dead_cluster_leaves_named_rows(dead_cluster):
     """The cluster dies under the canary: the running task is a lost node; the next one, submitted
     to a cluster that no longer answers, is named by the head's own probe, long before Ray would
@@ -216,6 +217,7 @@ def test_a_dead_cluster_leaves_named_rows(dead_cluster):
                in r.note for r in rows[3:]), [r.note for r in rows]
 
 
+@pytest.mark.slow
 def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, reference, dead_cluster, node_cache):
     """The dead cluster's root, resumed with --ray on a live one: every cell runs on Ray (none
     reached the head before), the root seals, verifies and gives the one-process verdicts."""
@@ -246,6 +248,7 @@ def test_ray_run_seals_the_same_verdicts_as_one_process(cluster, reference, dead
     assert KEPT in kept, "no task kept its workers' bytecode in the node's store"
 
 
+@pytest.mark.slow
 def test_lost_ray_task_is_a_named_row_and_resumes(cluster, reference, tmp_path):
     address, nodes = cluster
     root = _prepare(_demo(tmp_path, ["matmul"]), tmp_path / "runs")
@@ -425,6 +428,7 @@ def _executor(tmp_path: Path, address: str = "unused", timeout_s: int = 600, can
     return RayExecutor(setup, _Events(), address, 1.0)
 
 
+@pytest.mark.slow
 def test_a_ray_task_past_its_cells_bounds_is_cancelled_and_named(cluster, tmp_path):
     """Each cell may take 1 s and 0.1 s of grace, and the node's setup is counted as -2 s: a task's
     budget is 1.3 s, which no task answers within (each of its three cells starts a Python worker
@@ -495,6 +499,7 @@ def test_a_nodes_card_samples_reach_the_roots_telemetry(tmp_path):
     assert len(telemetryfile.read_samples(root / "telemetry.tsv")) == 8      # nothing of it was written
 
 
+@pytest.mark.slow
 def test_a_head_stopped_before_its_first_wave_submits_nothing(cluster, tmp_path):
     """The head's waves settle through the one loop (`campaign.running.scheduler.settle`, placement
     `campaign.running.raywave.RayWave`): a stop that came first is the run's outcome, nothing submitted,
