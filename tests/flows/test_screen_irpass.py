@@ -18,6 +18,7 @@ import shutil
 import stat
 from pathlib import Path
 
+import pytest
 from conftest import PROJECT_ROOT, run_cli
 from timingsession import BENCH_ADD, RecordedTimers, context, session
 
@@ -71,6 +72,7 @@ def test_screen_matrix_is_byte_identical_to_golden_and_run_matrices_are_unchange
         (PROJECT_ROOT / "tests" / "golden" / "matrix-demo-cpu.json").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_time_unchanged_times_every_round_1_and_keeps_the_table_of_a_screen_without_ir_pass(screened_demo_two,
                                                                                                 tmp_path: Path):
     root = screened_demo_two          # the demo's add and matmul, screened with --time-unchanged (`conftest`)

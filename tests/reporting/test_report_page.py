@@ -94,6 +94,7 @@ def real(screened_demo_two, tmp_path_factory):
     return screened_demo_two, page / "index.html"
 
 
+@pytest.mark.slow
 def test_a_real_root_shows_wgmma_to_mma_v2_and_hgmma_to_hmma_for_matmul_only(real):
     _, page_path = real
     page = page_path.read_text(encoding="utf-8")
@@ -109,6 +110,7 @@ def test_a_real_root_shows_wgmma_to_mma_v2_and_hgmma_to_hmma_for_matmul_only(rea
     assert "ttir: identical on both sides" in matmul        # the switch acts below TTIR: each config paired with its own
 
 
+@pytest.mark.slow
 def test_the_real_page_renders_and_switches_stage_in_chromium(real, tmp_path):
     _, page_path = real
     dom, _ = browser.dump_dom(page_path)

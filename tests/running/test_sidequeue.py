@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import PROJECT_ROOT, run_cli
 from runroots import fault, manifest
 
@@ -57,6 +58,7 @@ def _lock_workers(root: Path) -> set[str]:
         return set()
 
 
+@pytest.mark.slow
 def test_a_slow_and_a_hung_workload_hold_up_no_other_and_nothing_runs_twice(tmp_path: Path):
     # the candidate side: slow (15 s), two quick ones, hang (killed at its 8 s timeout), a third quick one
     path = manifest(tmp_path, [fault("slow", "test_bench_slow"), fault("softmax", QUICK),
@@ -108,6 +110,7 @@ def test_a_slow_and_a_hung_workload_hold_up_no_other_and_nothing_runs_twice(tmp_
     assert run_cli("verify", root).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_first_death_by_a_signal_goes_back_to_the_queue_and_runs_once_more(tmp_path: Path):
     path = manifest(tmp_path, [fault("add", QUICK), fault("die", "test_bench_die"), fault("softmax", QUICK),
                                fault("row_sum", QUICK)], campaign="requeue", lanes=2)
