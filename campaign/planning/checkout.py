@@ -49,16 +49,16 @@ class CheckoutProblem(ValueError):
     """Why a checkout cannot be used; the message names the check's subject."""
 
 
-def _git(root: Path, *args: str) -> str:
+def _git(checkout: Path, *args: str) -> str:
     try:
         with toolenv.clean(os.environ) as env:     # no caller's HOME or GIT_CONFIG_* runs code here
-            done = subprocess.run(toolenv.git_argv("-C", str(root), *args), capture_output=True, text=True,
+            done = subprocess.run(toolenv.git_argv("-C", str(checkout), *args), capture_output=True, text=True,
                                   timeout=GIT_TIMEOUT_S, check=False, env=env, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CheckoutProblem(f"git {' '.join(args)} in {root}: {type(exc).__name__}: {exc}") from None
+        raise CheckoutProblem(f"git {' '.join(args)} in {checkout}: {type(exc).__name__}: {exc}") from None
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
-        raise CheckoutProblem(f"git {' '.join(args)} in {root}: exit {done.returncode}: {tail[0]}")
+        raise CheckoutProblem(f"git {' '.join(args)} in {checkout}: exit {done.returncode}: {tail[0]}")
     return done.stdout
 
 
@@ -72,28 +72,28 @@ def locate(manifest_path: Path, path: str) -> Path:
         return where
 
 
-def tree_digest(root: Path) -> str:
-    """sha256 over ``<sha256>  <path>`` lines of every regular file under ``root``, sorted by path,
+def tree_digest(checkout: Path) -> str:
+    """sha256 over ``<sha256>  <path>`` lines of every regular file under ``checkout``, sorted by path,
     leaving out `UNDIGESTED` folders, ``*.egg-info`` and ``*.pyc``; a symbolic link counts by its target text."""
     lines = []
-    for folder, names, files in os.walk(root):
+    for folder, names, files in os.walk(checkout):
         names[:] = sorted(n for n in names if n not in UNDIGESTED and not n.endswith(".egg-info"))
         for name in files:
             path = Path(folder) / name
             if name.endswith(".pyc"):
                 continue
             data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
-            lines.append(f"{hashlib.sha256(data).hexdigest()}  {path.relative_to(root).as_posix()}\n")
+            lines.append(f"{hashlib.sha256(data).hexdigest()}  {path.relative_to(checkout).as_posix()}\n")
     return hashlib.sha256("".join(sorted(lines, key=lambda line: line[66:])).encode()).hexdigest()
 
 
 _VERSION = re.compile(r"""\bversion\s*=\s*["']([^"']+)["']""")
 
 
-def own_version(root: Path) -> Optional[tuple[str, str]]:
+def own_version(checkout: Path) -> Optional[tuple[str, str]]:
     """(version, the file it was read from): pyproject.toml's [project] version, setup.py's
     ``version="..."``, or ``__version__`` of flag_gems' ``__init__.py``; None when none states one."""
-    pyproject = root / "pyproject.toml"
+    pyproject = checkout / "pyproject.toml"
     if pyproject.is_file():
         try:
             version = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("version")
@@ -101,55 +101,55 @@ def own_version(root: Path) -> Optional[tuple[str, str]]:
             version = None
         if isinstance(version, str):
             return version, "pyproject.toml"
-    setup = root / "setup.py"
+    setup = checkout / "setup.py"
     if setup.is_file():
         found = _VERSION.search(setup.read_text(encoding="utf-8", errors="replace"))
         if found:
             return found.group(1), "setup.py"
-    for init in (root / "src" / "flag_gems" / "__init__.py", root / "flag_gems" / "__init__.py"):
+    for init in (checkout / "src" / "flag_gems" / "__init__.py", checkout / "flag_gems" / "__init__.py"):
         if init.is_file():
             for node in ast.parse(init.read_text(encoding="utf-8", errors="replace")).body:
                 if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets)
                         and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
-                    return node.value.value, init.relative_to(root).as_posix()
+                    return node.value.value, init.relative_to(checkout).as_posix()
     return None
 
 
-def check(root: Path, commit: Optional[str], tag: Optional[str], digest: Optional[str] = None) -> str:
+def check(checkout: Path, commit: Optional[str], tag: Optional[str], digest: Optional[str] = None) -> str:
     """The checkout's HEAD commit, when it is the pinned one and the tree is clean; for a plain
     tree (no ``.git``), its `tree_digest`, when that is the pinned ``digest``."""
-    if not root.is_dir():
-        raise CheckoutProblem(f"{root}: no such folder")
-    if not (root / ".git").exists():
-        return _plain(root, commit, tag, digest)
+    if not checkout.is_dir():
+        raise CheckoutProblem(f"{checkout}: no such folder")
+    if not (checkout / ".git").exists():
+        return _plain(checkout, commit, tag, digest)
     if digest is not None:
-        raise CheckoutProblem(f"{root}: a git work tree is named by its commit or tag, not a digest: "
+        raise CheckoutProblem(f"{checkout}: a git work tree is named by its commit or tag, not a digest: "
                               "pin `commit:` (git rev-parse HEAD) instead of `digest:`")
-    if _git(root, "rev-parse", "--show-toplevel").strip() != str(root.resolve()):
-        raise CheckoutProblem(f"{root}: not the top of a git work tree")
-    head = _git(root, "rev-parse", "HEAD").strip()
+    if _git(checkout, "rev-parse", "--show-toplevel").strip() != str(checkout.resolve()):
+        raise CheckoutProblem(f"{checkout}: not the top of a git work tree")
+    head = _git(checkout, "rev-parse", "HEAD").strip()
     if commit is not None and not head.startswith(commit):
-        raise CheckoutProblem(f"{root}: HEAD is {head}, the manifest pins commit {commit}")
+        raise CheckoutProblem(f"{checkout}: HEAD is {head}, the manifest pins commit {commit}")
     if tag is not None:
-        tagged = _git(root, "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}").strip()
+        tagged = _git(checkout, "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}").strip()
         if tagged != head:
-            raise CheckoutProblem(f"{root}: HEAD is {head}, tag {tag} is {tagged}")
-    changed = [line for line in _git(root, "status", "--porcelain", "--untracked-files=normal").splitlines() if line]
+            raise CheckoutProblem(f"{checkout}: HEAD is {head}, tag {tag} is {tagged}")
+    changed = [line for line in _git(checkout, "status", "--porcelain", "--untracked-files=normal").splitlines() if line]
     if changed:
         shown = "; ".join(line.strip() for line in changed[:10])
         more = f" (and {len(changed) - 10} more)" if len(changed) > 10 else ""
-        raise CheckoutProblem(f"{root}: the tree differs from {head[:12]}: {shown}{more}; "
+        raise CheckoutProblem(f"{checkout}: the tree differs from {head[:12]}: {shown}{more}; "
                               "a campaign names a commit, so local edits and untracked files are refused")
     return head
 
 
-def _plain(root: Path, commit: Optional[str], tag: Optional[str], digest: Optional[str]) -> str:
-    found = tree_digest(root)
+def _plain(checkout: Path, commit: Optional[str], tag: Optional[str], digest: Optional[str]) -> str:
+    found = tree_digest(checkout)
     if commit is not None or tag is not None:
-        raise CheckoutProblem(f"{root}: not a git work tree (no .git), so no commit or tag can be checked; "
+        raise CheckoutProblem(f"{checkout}: not a git work tree (no .git), so no commit or tag can be checked; "
                               f"pin the tree by its digest instead: `digest: \"{found}\"`")
     if digest != found:
-        raise CheckoutProblem(f"{root}: the tree's digest is {found}, the manifest pins {digest}: the files "
+        raise CheckoutProblem(f"{checkout}: the tree's digest is {found}, the manifest pins {digest}: the files "
                               "changed since it was pinned (pin the new digest if that is the tree to measure)")
     return found
 

@@ -65,13 +65,13 @@ def _read(path: Path, mtime_ns: int) -> tuple[ast.Module, tuple[Defined, ...]]:
     return tree, tuple(defined(tree))
 
 
-def nodes(root: Path, path: Path, relative: str, test: Defined,
+def nodes(rootdir: Path, path: Path, relative: str, test: Defined,
           every: bool = False) -> tuple[list[nodeids.NodeId], Optional[str]]:
     """The node ids pytest gives one test; with a reason where its ids cannot all be read (``every``:
     each id in every spelling it may have, a superset that a ``-k`` without ``not`` is safely held to)."""
     function = "::".join(test.names)
     try:
-        found = paramids.layers(root, path, function)
+        found = paramids.layers(rootdir, path, function)
     except (Unreadable, SyntaxError, ValueError, OSError, StopIteration) as exc:
         return [nodeids.NodeId(relative, test.names)], f"{function}: ids not read ({exc})"
     if not found:
@@ -89,12 +89,12 @@ def _local(node: nodeids.NodeId) -> str:
     return str(node).partition("::")[2]
 
 
-def listing(root: Path, path: Path, relative: str, tree: ast.Module) -> str:
+def listing(rootdir: Path, path: Path, relative: str, tree: ast.Module) -> str:
     """``"it collects test_a, test_b[x] (2 nodes)"``, at most `SHOWN` of them."""
     shown: list[str] = []
     count = 0
     for test in (t for t in defined(tree) if t.is_test):
-        found, why = nodes(root, path, relative, test)
+        found, why = nodes(rootdir, path, relative, test)
         count += len(found)
         shown += [_local(n) + ("[...]" if why and n.params is None else "") for n in found]
     if not count:
@@ -103,7 +103,7 @@ def listing(root: Path, path: Path, relative: str, tree: ast.Module) -> str:
     return f"it collects {', '.join(shown[:SHOWN])}{more}"
 
 
-def name_problem(root: Path, path: Path, relative: str, names: tuple[str, ...]) -> Optional[str]:
+def name_problem(rootdir: Path, path: Path, relative: str, names: tuple[str, ...]) -> Optional[str]:
     """None when the file defines ``names`` (a function, a class, a method); else what it collects and
     the closest names. Raises SyntaxError when it does not parse."""
     tree, chains = _read(path, path.stat().st_mtime_ns)
@@ -111,12 +111,12 @@ def name_problem(root: Path, path: Path, relative: str, names: tuple[str, ...]) 
         return None
     wanted = "::".join(names)
     close = did_you_mean(wanted, ("::".join(d.names) for d in chains))
-    return f"{relative}: no function {wanted}; {listing(root, path, relative, tree)}{close}"
+    return f"{relative}: no function {wanted}; {listing(rootdir, path, relative, tree)}{close}"
 
 
-def _keyword_unsure(root: Path, path: Path, tree: ast.Module) -> Optional[str]:
+def _keyword_unsure(rootdir: Path, path: Path, tree: ast.Module) -> Optional[str]:
     """What may give this file's nodes names the files do not show, or None."""
-    for where in (*(f / targetfiles.CONFTEST for f in targetfiles.folders_down_to(root, path)), path):
+    for where in (*(f / targetfiles.CONFTEST for f in targetfiles.folders_down_to(rootdir, path)), path):
         if not where.is_file():
             continue
         module = tree if where == path else pysource.parse(where)
@@ -135,18 +135,18 @@ def _adds_names(target: ast.expr) -> bool:
     return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id.startswith("test")
 
 
-def keyword_problem(root: Path, path: Path, relative: str, expression: str) -> tuple[Optional[str], Optional[str]]:
+def keyword_problem(rootdir: Path, path: Path, relative: str, expression: str) -> tuple[Optional[str], Optional[str]]:
     """(why ``-k expression`` is refused, None) or (None, why it was not checked) or (None, None)."""
     try:
         nodeids.keyword_expression(expression)
         tree = pysource.parse(path)
     except (ValueError, SyntaxError) as exc:
         return f"{relative}: -k {expression!r}: {exc}", None
-    unsure = _keyword_unsure(root, path, tree)
+    unsure = _keyword_unsure(rootdir, path, tree)
     # without `not`, more names can only select more: every spelling of an id may stand in for the one pytest gives
     monotone = "not" not in re.split(r"[ \t()]+", expression)
     for test in (t for t in defined(tree) if t.is_test):
-        found, why = nodes(root, path, relative, test, every=monotone)
+        found, why = nodes(rootdir, path, relative, test, every=monotone)
         parametrized = {"parametrize"} if found and found[0].params is not None else set()
         if any(nodeids.keyword_selects(expression, nodeids.keyword_names(n) | test.marks | parametrized) for n in found):
             return None, None
@@ -154,7 +154,7 @@ def keyword_problem(root: Path, path: Path, relative: str, expression: str) -> t
                                    if parametrized and "marks=" in _source(tree, test) else None)
     if unsure:
         return None, f"{relative}: -k {expression!r} selects no node the file shows; not checked further ({unsure})"
-    return f"{relative}: -k {expression!r} selects nothing; {listing(root, path, relative, tree)}", None
+    return f"{relative}: -k {expression!r} selects nothing; {listing(rootdir, path, relative, tree)}", None
 
 
 def _source(tree: ast.Module, test: Defined) -> str:

@@ -75,17 +75,17 @@ def rootdir(file: Path) -> Path:
     return file.parent
 
 
-def relative(root: Path, target: str) -> str:
-    """An absolute target as pytest names it under ``root``: ``k.py::test_x``."""
+def relative(pytest_root: Path, target: str) -> str:
+    """An absolute target as pytest names it under ``pytest_root``: ``k.py::test_x``."""
     file_part, sep, rest = target.partition("::")
-    return f"{Path(file_part).relative_to(root).as_posix()}{sep}{rest}"
+    return f"{Path(file_part).relative_to(pytest_root).as_posix()}{sep}{rest}"
 
 
-def reads(root: Path, targets: Iterable[str], data: Iterable[str] = ()) -> set[Path]:
-    """Every path a cell of these absolute targets under ``root`` may read, existing or not, and the
+def reads(pytest_root: Path, targets: Iterable[str], data: Iterable[str] = ()) -> set[Path]:
+    """Every path a cell of these absolute targets under ``pytest_root`` may read, existing or not, and the
     listed data files (a file that appears at one of them after prepare is a change)."""
-    relative_targets = [relative(root, target) for target in targets if target.endswith(".py") or ".py::" in target]
-    return targetfiles.candidates(root, relative_targets) | {Path(path) for path in data}
+    relative_targets = [relative(pytest_root, target) for target in targets if target.endswith(".py") or ".py::" in target]
+    return targetfiles.candidates(pytest_root, relative_targets) | {Path(path) for path in data}
 
 
 def _imported_names(file: Path) -> list[tuple[int, str]]:
@@ -104,14 +104,14 @@ def _imported_names(file: Path) -> list[tuple[int, str]]:
     return found
 
 
-def unresolved(root: Path, read: set[Path]) -> tuple[str, ...]:
+def unresolved(pytest_root: Path, read: set[Path]) -> tuple[str, ...]:
     """The imports of the read .py files that resolve to no file prepare digests: installed packages
     or code it cannot see (a computed import is not seen at all), top-level names, sorted; the
     standard library's are left out (the interpreter's, whose version the run records)."""
     existing = {path for path in read if path.is_file()}
     names: set[str] = set()
     for file in sorted(path for path in existing if path.suffix == ".py"):
-        searched = [targetfiles.base_folder(root, file), root]
+        searched = [targetfiles.base_folder(pytest_root, file), pytest_root]
         for level, dotted in _imported_names(file):
             if level:
                 package = file.parents[level - 1]

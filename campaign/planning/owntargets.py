@@ -48,8 +48,8 @@ class Own:
     problems: list[tuple[str, tuple, str]] = field(default_factory=list)
 
 
-def _node(manifest_path: Path, root: Path, node: str, own: Own, check: str, loc: tuple) -> Optional[str]:
-    """The absolute node id when it resolves under ``root``; otherwise a problem is added."""
+def _node(manifest_path: Path, rootdir: Path, node: str, own: Own, check: str, loc: tuple) -> Optional[str]:
+    """The absolute node id when it resolves under ``rootdir``; otherwise a problem is added."""
     if not own_path(node):
         own.problems.append((check, loc, f"{node}: a file of your own is named from the manifest's folder "
                                          f"(./file.py::test_x) or absolutely, like the benchmark"))
@@ -59,16 +59,16 @@ def _node(manifest_path: Path, root: Path, node: str, own: Own, check: str, loc:
     if (why := file_problem(file)) is not None:
         own.problems.append((check, loc, f"{file}: {why}"))
         return None
-    if ownfile.rootdir(file) != root:
+    if ownfile.rootdir(file) != rootdir:
         own.problems.append((check, loc, f"{file}: pytest's rootdir for it is {ownfile.rootdir(file)}, not the "
-                                         f"benchmark's {root}; one workload's tests run in one pytest tree"))
+                                         f"benchmark's {rootdir}; one workload's tests run in one pytest tree"))
         return None
-    missing, note = targets.node_problem(root, ownfile.relative(root, node))
+    missing, note = targets.node_problem(rootdir, ownfile.relative(rootdir, node))
     if missing:
-        own.problems.append((check, loc, f"{root}/{missing}"))
+        own.problems.append((check, loc, f"{rootdir}/{missing}"))
         return None
     if note:
-        own.notes.append(f"{root}/{note}")
+        own.notes.append(f"{rootdir}/{note}")
     return node
 
 

@@ -65,11 +65,11 @@ class Checkouts:
     state: dict[Path, tuple[Optional[str], list[upstream.Item]]] = field(default_factory=dict)
     test_marks: dict[Path, dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
-    def correctness_files(self, root: Path, mark: str) -> tuple[str, ...]:
+    def correctness_files(self, checkout_dir: Path, mark: str) -> tuple[str, ...]:
         """The checkout's tests/ files carrying ``mark`` (`upstream.test_marks`, read once per checkout)."""
-        if root not in self.test_marks:
-            self.test_marks[root] = upstream.test_marks(root)
-        return self.test_marks[root].get(mark, ())
+        if checkout_dir not in self.test_marks:
+            self.test_marks[checkout_dir] = upstream.test_marks(checkout_dir)
+        return self.test_marks[checkout_dir].get(mark, ())
 
     def open(self, manifest: Manifest, problems: Problems) -> Optional[tuple[Path, list[upstream.Item]]]:
         source = manifest.sources.flag_gems_checkout
@@ -94,7 +94,7 @@ class Checkouts:
         return (root, items) if head is not None else None
 
 
-def _pinned_package(root: Path, head: str, plain: bool, manifest: Manifest, problems: Problems) -> None:
+def _pinned_package(checkout_dir: Path, head: str, plain: bool, manifest: Manifest, problems: Problems) -> None:
     """The checkout against ``sources.flag_gems``: the commit it pins, and the version (the
     checkout's own, `checkout.own_version`), so its benchmark files never time another release."""
     pin = manifest.sources.flag_gems
@@ -105,15 +105,15 @@ def _pinned_package(root: Path, head: str, plain: bool, manifest: Manifest, prob
         problems.add("checkout", ("sources", "flag_gems", "commit"),
                      f"the checkout is {at}, the installed flag_gems is pinned at {pin.commit}: "
                      "its benchmark files would time another commit's package")
-    own = checkout.own_version(root)
+    own = checkout.own_version(checkout_dir)
     if pin.version is not None and own is not None and not version_matches(pin.version, own[0]):
         problems.add("checkout", ("sources", "flag_gems", "version"),
-                     f"the checkout {root} is FlagGems {own[0]} ({own[1]}), sources.flag_gems pins {pin.version}: "
+                     f"the checkout {checkout_dir} is FlagGems {own[0]} ({own[1]}), sources.flag_gems pins {pin.version}: "
                      f"its benchmark files would time another release's package; check out FlagGems {pin.version} "
                      f"there, or pin sources.flag_gems to {own[0]} (and install that)")
 
 
-def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inventory: Inventory,
+def _benchmark(checkout_dir: Path, items: list[upstream.Item], workload: Workload, inventory: Inventory,
                loc: tuple, problems: Problems) -> Optional[tuple[str, list[str]]]:
     """(target relative to the checkout, notes) of the workload's benchmark items."""
     mark = workload.op
@@ -126,7 +126,7 @@ def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inven
         hint = did_you_mean(mark, known)
         where = f" in {workload.benchmark}" if workload.benchmark else ""
         problems.add("benchmark_target", loc + (("benchmark",) if workload.benchmark else ("op",)),
-                     f"no benchmark item of {root}{where} carries the op mark {mark!r}{hint}")
+                     f"no benchmark item of {checkout_dir}{where} carries the op mark {mark!r}{hint}")
         return None
     reasons = {item.node: inventory.upstream_reason(item.node, mark) for item in marked}
     kept = marked if workload.reason is not None else [i for i in marked if reasons[i.node] is None]
@@ -149,7 +149,7 @@ def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inven
     if len(chosen) == 1:
         given = nodeids.parse(workload.benchmark) if workload.benchmark else None
         if given is not None and given.params is not None:      # one parametrization of it, as named
-            missing, note = node_problem(root, workload.benchmark)
+            missing, note = node_problem(checkout_dir, workload.benchmark)
             if missing:
                 problems.add("benchmark_target", loc + ("benchmark",), missing)
                 return None
@@ -160,7 +160,7 @@ def _benchmark(root: Path, items: list[upstream.Item], workload: Workload, inven
     return None
 
 
-def _correctness(root: Path, workload: Workload, checkouts: Checkouts, loc: tuple,
+def _correctness(checkout_dir: Path, workload: Workload, checkouts: Checkouts, loc: tuple,
                  problems: Problems) -> Optional[tuple[str, ...]]:
     """Absolute correctness targets: the manifest's node ids (relative to the checkout) or the
     tests/ files that carry the mark."""
@@ -169,20 +169,20 @@ def _correctness(root: Path, workload: Workload, checkouts: Checkouts, loc: tupl
         out = []
         for n, node in enumerate(given):
             file_part = node.partition("::")[0]
-            if Path(file_part).is_absolute() or ".." in Path(file_part).parts or not (root / file_part).is_file():
+            if Path(file_part).is_absolute() or ".." in Path(file_part).parts or not (checkout_dir / file_part).is_file():
                 problems.add("correctness_target", loc + ("correctness", "node_ids", n),
-                             f"{file_part}: no such file in the checkout {root} (node ids are relative to it)")
-            out.append(f"{root}/{node}")
+                             f"{file_part}: no such file in the checkout {checkout_dir} (node ids are relative to it)")
+            out.append(f"{checkout_dir}/{node}")
         return tuple(out)
-    files = checkouts.correctness_files(root, workload.op)
+    files = checkouts.correctness_files(checkout_dir, workload.op)
     if not files:
-        problems.add("correctness_target", loc + ("op",), f"no file of {root}/tests carries the mark {workload.op!r}; "
+        problems.add("correctness_target", loc + ("op",), f"no file of {checkout_dir}/tests carries the mark {workload.op!r}; "
                                                           "give correctness node_ids (relative to the checkout)")
         return None
-    return tuple(f"{root}/{name}" for name in files)
+    return tuple(f"{checkout_dir}/{name}" for name in files)
 
 
-def _shape_file(root: Path, items: list[upstream.Item], target: str, mark: str, path: Path,
+def _shape_file(checkout_dir: Path, items: list[upstream.Item], target: str, mark: str, path: Path,
                 problems: Problems) -> bool:
     """Whether the campaign's shape file gives every item of the target its own shapes in
     FlagGems' lookup (op name, then the Benchmark class chain): a key it lacks sends FlagGems
@@ -196,7 +196,7 @@ def _shape_file(root: Path, items: list[upstream.Item], target: str, mark: str, 
     if not isinstance(table, dict):
         problems.add("shape_file", where, f"{path}: not a mapping of op or Benchmark class -> {{shapes: [...]}}")
         return False
-    bases = upstream.class_bases(root)
+    bases = upstream.class_bases(checkout_dir)
     ok = True
     for item in items:
         if item.mark != mark or not nodeids.belongs(item.node, [target]):

@@ -2,8 +2,9 @@
 `campaign.contract.runroot.RunRoot`, read once, not as a bare `Path` each stage re-reads.
 
 The migration is under way: `PATH_ROOTS` holds, per module below flows/, how many parameters
-named ``root`` are still annotated ``Path`` (a few are another tree's root: a FlagGems checkout,
-the project). The count may only fall: a module that gains one fails, and one that loses one fails
+named ``root`` are still annotated ``Path``. Another tree's root is named for what it is (``checkout``
+for a FlagGems checkout, ``checkout_dir`` where the module ``checkout`` is imported, ``rootdir``/``pytest_root`` for a pytest tree, ``project_root``), so a ``root``
+is a run root. The count may only fall: a module that gains one fails, and one that loses one fails
 until its entry is lowered (or removed), so the table is the work left.
 """
 from __future__ import annotations
@@ -19,12 +20,7 @@ PATH_ROOTS = {
     "campaign/contract/artifacts.py": 1,
     "campaign/contract/journal.py": 6,
     "campaign/contract/journalcheck.py": 5,
-    "campaign/planning/checkout.py": 5,
-    "campaign/planning/collected.py": 5,
-    "campaign/planning/ownfile.py": 3,
-    "campaign/planning/owntargets.py": 1,
     "campaign/planning/pinning.py": 2,
-    "campaign/planning/upstreamtargets.py": 5,
     "campaign/running/lock.py": 1,
     "campaign/running/raynode.py": 1,
     "campaign/running/runner.py": 1,
