@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from campaign.contract import canonical, status
-from campaign.contract.artifacts import RECEIPT_FILE, first_free
+from campaign.contract.artifacts import first_free
 from campaign.contract.errors import InputError
 from campaign.contract.runroot import RunRoot
 from campaign.planning import cardplan, partition
@@ -59,7 +59,7 @@ def root_weights(weights_from: Path, setup: RunSetup) -> tuple[dict[str, float],
         raise InputError(f"--weights-from {weights_from}: its manifest is not this root's (device aside): "
                          "its seconds would weigh other work")
     rows, _bad = source.status()
-    digest = canonical.sha256_file(weights_from / RECEIPT_FILE)
+    digest = canonical.sha256_file(source.receipt_file)
     return partition.root_seconds([(row.workload, row.elapsed_s) for row in rows]), f"{weights_from} (receipt {digest})"
 
 

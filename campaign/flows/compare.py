@@ -28,7 +28,7 @@ PREFIX = COMPARE_REFUSED
 def sealed_root(root: Path, allow_schema: Collection[int] = ()) -> comparison.SealedRoot:
     verification.require_sealed(root, PREFIX)
     model = _with_verdicts(root, verification.require_verified(root, PREFIX, allow_schema).receipt)
-    manifest = RunRoot(Path(root)).manifest
+    manifest = RunRoot(root).manifest
     return comparison.SealedRoot(str(root), root_mode(Path(root)) or "campaign",
                                  canonical.sha256_file(Path(root) / RECEIPT_FILE), model,
                                  manifest.model_dump(mode="json"))

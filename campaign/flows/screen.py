@@ -25,6 +25,7 @@ from campaign.contract import canonical, stripregex
 from campaign.contract.artifacts import RECEIPT_FILE, RESCORE_SUFFIX, SCHEMA_VERSION, first_free
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, SCREEN_REFUSED, InputError, Refused
 from campaign.contract.rootrecords import Rescore
+from campaign.contract.runroot import RunRoot
 from campaign.contract.verdictnames import EMITTED
 from campaign.flows import freeze, session
 from campaign.flows.roots import root_mode
@@ -86,10 +87,11 @@ def rescore(root: Path, strip: tuple[str, ...], allow_schema: Collection[int] = 
                       "does not say mode screen)", EXIT_INPUT)
     verification.require_sealed(root, PREFIX)
     receipt.require_verified(root, PREFIX, allow_schema)
-    rows = screenroot.table(root, strip)
+    run_root = RunRoot(root)       # one reading: the table and the manifest below share its records
+    rows = screenroot.table(run_root, strip)
     original = (root / screenroot.SCREEN_FILE).read_bytes()
     before = {r["workload"]: r["verdict"] for r in screentable.parse(original.decode("utf-8"))}
-    manifest, _ = screenroot.load(root)
+    manifest = run_root.manifest
     out = first_free(lambda n: root.parent / f"{root.name}{RESCORE_SUFFIX}{n}", Path.mkdir)
     canonical.write_new(out / screenroot.SCREEN_FILE, screentable.render(rows))
     (out / ORIGINAL_FILE).write_bytes(original)

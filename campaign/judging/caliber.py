@@ -259,9 +259,10 @@ def _table(tasks: list[Task], identities: Mapping[str, Optional[Mapping]]) -> di
 
 def load_identities(root: RunRoot | Path, tasks: Iterable[Task]) -> dict[str, Optional[dict]]:
     """Task id -> its run_identity.json (None where missing or unreadable)."""
+    root = RunRoot.of(root)
     out: dict[str, Optional[dict]] = {}
     for task in tasks:
-        path = RunRoot.of(root).cell(task.id) / IDENTITY_FILE
+        path = root.cell(task.id) / IDENTITY_FILE
         try:
             data = canonical.read_json(path)
         except (OSError, ValueError):

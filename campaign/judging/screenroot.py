@@ -15,7 +15,7 @@ from typing import Optional
 
 from campaign.contract import status, verdictnames, yamlio, yamlwrite
 from campaign.contract.manifest import Manifest
-from campaign.contract.plans import IR_ROUND, Matrix
+from campaign.contract.plans import IR_ROUND
 from campaign.contract.platforms import card_backend, platform
 from campaign.contract.runroot import RunRoot
 from campaign.judging import evidence, irevidence, screening, screentable, stats
@@ -59,16 +59,11 @@ def _refused(t: TaskEvidence) -> Optional[str]:
     return f"check={t.result.preflight.failed_check}: {named[-1][2] if named else 'no detail recorded'}"
 
 
-def load(root: RunRoot | Path) -> tuple[Manifest, Matrix]:
-    """The root's manifest (read first: its errors name the manifest) and matrix."""
-    return RunRoot.of(root).frame()
-
-
 def gather(run_root: RunRoot | Path, extra_strip: tuple[str, ...] = ()) -> list[screening.Facts]:
     """The facts of every workload's round 1 (or its IR pass, where round 1 was skipped), in
     matrix order; ``extra_strip`` adds annotation patterns. A path becomes a `RunRoot` here, once."""
     root = RunRoot.of(run_root)
-    manifest, matrix = load(root)
+    manifest, matrix = root.frame()
     latest = root.latest()
     ordered = sorted(matrix.tasks, key=lambda t: t.order)
     declared = {w.name: w for w in manifest.workloads}
@@ -107,7 +102,8 @@ def emitted_manifest(root: RunRoot | Path, rows: list[dict[str, str]], autotune_
     """The root's manifest narrowed to its IR_CHANGED and NEEDS_CARD workloads (an offline IR that is
     no evidence is checked on the card), each with ``weight_s``, pinned to ``autotune_from``
     (``defaults.autotune_from``: the sealed screen root) where given; None when there are none."""
-    data, _ = yamlio.load(RunRoot.of(root).manifest_file)     # the manifest's own YAML, narrowed and re-emitted
+    root = RunRoot.of(root)
+    data, _ = yamlio.load(root.manifest_file)     # the manifest's own YAML, narrowed and re-emitted
     weights = {r["workload"]: r["weight_s"] for r in rows if r["verdict"] in verdictnames.EMITTED}
     card = sum(r["verdict"] == verdictnames.NEEDS_CARD for r in rows)
     workloads = []
@@ -128,7 +124,7 @@ def emitted_manifest(root: RunRoot | Path, rows: list[dict[str, str]], autotune_
     pinned = ("\nautotune_from replays the configs the screen recorded and timed; drop it to tune afresh."
               if autotune_from is not None else "")
     return yamlwrite.dump(data, (
-        f"Emitted by `campaign screen` from {RunRoot.of(root).name}: its {len(workloads) - card} IR_CHANGED and {card} "
+        f"Emitted by `campaign screen` from {root.name}: its {len(workloads) - card} IR_CHANGED and {card} "
         "NEEDS_CARD workload(s) (their offline IR is no evidence: the card compiles them with real data).\n"
         "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it." + pinned + offline))
 

@@ -43,7 +43,7 @@ EITHER_ROOTS = {
     "campaign/judging/classify.py": 1,
     "campaign/judging/evidence.py": 1,
     "campaign/judging/irdiffroot.py": 1,
-    "campaign/judging/screenroot.py": 4,
+    "campaign/judging/screenroot.py": 3,
     "campaign/running/rounds.py": 1,
     "campaign/sealing/receipt.py": 1,
 }
