@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Mapping, Optional, Sequence
 
 from campaign.contract import canonical, faults, regular, status
-from campaign.contract.artifacts import PREPARE_FILE, cell_dir
+from campaign.contract.runroot import RunRoot
 
 JOURNAL_FILE = "digests.jsonl"
 CHAINED = "chained"             # prepare.json's ``journal``: what a root prepared now claims
@@ -53,16 +53,16 @@ def _sha256(path: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def folder_digests(root: Path, task_id: str, known: Mapping[str, tuple[str, int]] = NONE_KNOWN) -> Digests:
+def folder_digests(root: RunRoot, task_id: str, known: Mapping[str, tuple[str, int]] = NONE_KNOWN) -> Digests:
     """Every regular file under the task's cell folder (links never followed) -> (sha256, size). A
     path in ``known`` was digested by the caller a moment before (verify, against the receipt): its
     digest is taken from there, not read again."""
-    root, found = Path(root), {}
-    for folder, _, names in os.walk(cell_dir(root, task_id), followlinks=False):
+    found = {}
+    for folder, _, names in os.walk(root.cell(task_id), followlinks=False):
         for name in names:
             path = Path(folder) / name
             if stat.S_ISREG(os.lstat(path).st_mode):
-                rel = path.relative_to(root).as_posix()
+                rel = path.relative_to(root.path).as_posix()
                 found[rel] = known[rel] if rel in known else _sha256(path)
     return dict(sorted(found.items()))
 
@@ -99,40 +99,38 @@ def _last_line_digest(fd: int, size: int, anchor: Path) -> str:
     return hashlib.sha256(tail[cut + 1:]).hexdigest()
 
 
-def _append(root: Path, data: dict) -> None:
+def _append(root: RunRoot, data: dict) -> None:
     """One chained line, one write, fsync'd; the caller holds `_APPEND`."""
-    path = Path(root) / JOURNAL_FILE
+    path = root.file(JOURNAL_FILE)
     with faults.naming(path):
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
-            data = {**data, "prev": _last_line_digest(fd, os.fstat(fd).st_size, Path(root) / PREPARE_FILE)}
+            data = {**data, "prev": _last_line_digest(fd, os.fstat(fd).st_size, root.prepare_file)}
             os.write(fd, _line(data))
             os.fsync(fd)
         finally:
             os.close(fd)
 
 
-def open_root(root: Path, files: Sequence[str]) -> None:
+def open_root(root: RunRoot, files: Sequence[str]) -> None:
     """prepare's first line: ``files`` (relative to the root) as prepare left them, anchored to prepare.json."""
-    root = Path(root)
     with _APPEND:
         _append(root, {"prepared": {rel: list(_sha256(root / rel)) for rel in sorted(files)}})
 
 
-def record(root: Path, task_id: str, row: status.StatusRow, status_path: Path) -> None:
+def record(root: RunRoot, task_id: str, row: status.StatusRow, status_path: Path) -> None:
     """The task's cell folder as it is now and its status row, journalled, then the row appended to
     status.tsv: under one lock, so the journal's rows are status.tsv's, in its order."""
-    folder = cell_dir(root, task_id)
-    files = folder_digests(root, task_id) if folder.is_dir() else {}
+    files = folder_digests(root, task_id) if root.cell(task_id).is_dir() else {}
     with _APPEND:
         _append(root, {"task": task_id, "files": {rel: list(entry) for rel, entry in files.items()},
                        "row": row_text(row)})
         status.append(status_path, row)
 
 
-def lines(root: Path) -> tuple[Optional[list[tuple[bytes, Optional[dict]]]], list[str]]:
+def lines(root: RunRoot) -> tuple[Optional[list[tuple[bytes, Optional[dict]]]], list[str]]:
     """Every line (its bytes with the newline, parsed or None) and read problems; None: no journal."""
-    path = Path(root) / JOURNAL_FILE
+    path = root.file(JOURNAL_FILE)
     if not os.path.lexists(path):
         return None, []
     try:
@@ -158,7 +156,7 @@ def _entry(data: Optional[dict]) -> Optional[tuple[str, Digests]]:
         return None
 
 
-def read(root: Path) -> tuple[dict[str, Digests], list[str]]:
+def read(root: RunRoot) -> tuple[dict[str, Digests], list[str]]:
     """(the last entry of each task, problems); ({}, []) when the root has no journal."""
     found, problems = lines(root)
     entries = {}

@@ -17,16 +17,17 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from campaign.contract import canonical, faults, journal, status
-from campaign.contract.artifacts import PREPARE_FILE, STATUS_FILE
+from campaign.contract.artifacts import STATUS_FILE
+from campaign.contract.runroot import RunRoot
 
 JOURNAL_FILE = journal.JOURNAL_FILE
 
 
-def _chain(root: Path, found: Sequence[tuple[bytes, Optional[dict]]]) -> list[tuple[str, str]]:
+def _chain(root: RunRoot, found: Sequence[tuple[bytes, Optional[dict]]]) -> list[tuple[str, str]]:
     out = []
     if not found or "prepared" not in (found[0][1] or {}):
         out.append((JOURNAL_FILE, "line 1: not prepare's first line (the journal was cut or replaced)"))
-    previous = canonical.sha256_file(Path(root) / PREPARE_FILE)
+    previous = canonical.sha256_file(root.prepare_file)
     for number, (raw, data) in enumerate(found, 1):
         if not raw.endswith(b"\n"):
             out.append((JOURNAL_FILE, f"line {number}: torn (a write that never finished); `campaign run` "
@@ -39,12 +40,12 @@ def _chain(root: Path, found: Sequence[tuple[bytes, Optional[dict]]]) -> list[tu
     return out
 
 
-def _prepared(root: Path, found: Sequence[tuple[bytes, Optional[dict]]],
+def _prepared(root: RunRoot, found: Sequence[tuple[bytes, Optional[dict]]],
               known: Mapping[str, tuple[str, int]]) -> list[tuple[str, str]]:
     files = (found[0][1] or {}).get("prepared") if found else None
     out = []
     for rel, (sha, size) in sorted((files or {}).items()):
-        path = Path(root) / rel
+        path = root / rel
         now = (known[rel] if rel in known else journal._sha256(path) if os.path.isfile(path)
                and not os.path.islink(path) else None)
         if now is None:
@@ -72,14 +73,14 @@ def _rows(found: Sequence[tuple[bytes, Optional[dict]]], rows: Sequence[status.S
     return []
 
 
-def _files(root: Path, tasks: set[str], entries: Mapping[str, journal.Digests],
+def _files(root: RunRoot, tasks: set[str], entries: Mapping[str, journal.Digests],
            known: Mapping[str, tuple[str, int]]) -> list[tuple[str, str]]:
     found = []
     for task_id in sorted(tasks & set(entries)):
         try:
             ended, now = entries[task_id], journal.folder_digests(root, task_id, known)
         except OSError as exc:    # a failing disk: the file is named, the rest of the root still checked
-            found.append((Path(exc.filename or root).relative_to(root).as_posix(), f"cannot be read: {exc.strerror}"))
+            found.append((Path(exc.filename or root.path).relative_to(root.path).as_posix(), f"cannot be read: {exc.strerror}"))
             continue
         for rel in sorted(set(ended) | set(now)):
             if rel not in now:
@@ -92,7 +93,7 @@ def _files(root: Path, tasks: set[str], entries: Mapping[str, journal.Digests],
     return found
 
 
-def differences(root: Path, tasks: set[str], known: Mapping[str, tuple[str, int]] = journal.NONE_KNOWN,
+def differences(root: RunRoot, tasks: set[str], known: Mapping[str, tuple[str, int]] = journal.NONE_KNOWN,
                 rows: Optional[Sequence[status.StatusRow]] = None) -> list[tuple[str, str]]:
     """(path, what) for each file of ``tasks``' cell folders changed, removed or added since its cell
     ended, and each line of the journal that does not parse. With ``rows`` (status.tsv's, in order:
@@ -109,7 +110,7 @@ def differences(root: Path, tasks: set[str], known: Mapping[str, tuple[str, int]
     return found + _files(root, tasks, entries, known)
 
 
-def repair(root: Path, rows: Sequence[status.StatusRow]) -> list[str]:
+def repair(root: RunRoot, rows: Sequence[status.StatusRow]) -> list[str]:
     """Drop what a killed runner or a full disk leaves at the journal's end -- a torn last line, and a
     whole last line whose row status.tsv never got -- and say so; the task has no row and runs again.
     Anything else stays for `differences` to name."""
@@ -127,7 +128,7 @@ def repair(root: Path, rows: Sequence[status.StatusRow]) -> list[str]:
         said.append(f"{JOURNAL_FILE}: the last line's row never reached status.tsv; dropped, task "
                     f"{lines[keep][1]['task']} runs again")
     if keep < len(lines):
-        path = Path(root) / JOURNAL_FILE
+        path = root.file(JOURNAL_FILE)
         with faults.naming(path):
             fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
             try:

@@ -24,6 +24,7 @@ from campaign.contract.errors import PREPARE_REFUSED, Refused
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix
 from campaign.contract.rootrecords import InstalledCode, Prepare, Shard
+from campaign.contract.runroot import RunRoot
 from campaign.planning import harness, installedcode, inventory, pinning, shards
 from campaign.planning.matrix import expand
 from campaign.planning.resolve import Resolved, resolve
@@ -152,7 +153,7 @@ def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJEC
             canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))
             canonical.write_json_new(root / PREPARE_FILE, record)
             pinning.pin(checked.pinned, root)
-            journal.open_root(root, (MANIFEST_FILE, MATRIX_FILE))
+            journal.open_root(RunRoot(root), (MANIFEST_FILE, MATRIX_FILE))
     except OSError as exc:
         shutil.rmtree(root, ignore_errors=True)
         raise faults.write_failed(exc, again, PREPARE_REFUSED, "the root begun is removed") from None

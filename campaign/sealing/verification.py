@@ -150,7 +150,7 @@ def journal_differences(root: Path, known: Mapping[str, tuple[str, int]] = journ
     rows, _ = run_root.status()
     chained = run_root.prepare.journal == journal.CHAINED
     return [Difference("journal", rel, what) for rel, what in
-            journalcheck.differences(root, status.with_evidence(rows), known, rows if chained else None)]
+            journalcheck.differences(run_root, status.with_evidence(rows), known, rows if chained else None)]
 
 
 def unsettled(root: Path) -> list[Difference]:
@@ -176,9 +176,9 @@ def journal_on_resume(root: Path, prefix: str) -> list[str]:
     if run_root.prepare.journal != journal.CHAINED:
         return []
     rows = run_root.status()[0]
-    said = journalcheck.repair(root, rows)
+    said = journalcheck.repair(run_root, rows)
     # the journal's own integrity; each finished cell's files are the seal's to compare, after the run
-    found = [Difference("journal", rel, what) for rel, what in journalcheck.differences(root, set(), rows=rows)]
+    found = [Difference("journal", rel, what) for rel, what in journalcheck.differences(run_root, set(), rows=rows)]
     if found:
         raise Refused(prefix, "journal", f"{root}: the journal does not hold this root ({len(found)}): "
                       + "; ".join(d.line() for d in found[:10]) + "; nothing was run", EXIT_VERIFY)

@@ -28,6 +28,7 @@ from campaign.contract.artifacts import MANIFEST_FILE, MATRIX_FILE, PREPARE_FILE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Targets
 from campaign.contract.receiptmodel import content_digest
+from campaign.contract.runroot import RunRoot
 from campaign.flows.freeze import Checked, prepare_record, resolved_targets
 from campaign.planning import harness
 from campaign.planning.matrix import expand
@@ -175,8 +176,8 @@ def build(base: Path, workloads: list[Workload], options: Optional[Options] = No
         record.pop("journal")
     canonical.write_json_new(root / PREPARE_FILE, record)
     if options.journal:
-        journal.open_root(root, (MANIFEST_FILE, MATRIX_FILE))
-    append = ((lambda row: journal.record(root, row.task_id, row, root / STATUS_FILE)) if options.journal
+        journal.open_root(RunRoot(root), (MANIFEST_FILE, MATRIX_FILE))
+    append = ((lambda row: journal.record(RunRoot(root), row.task_id, row, root / STATUS_FILE)) if options.journal
               else (lambda row: status.append(root / STATUS_FILE, row)))
     by_name = {w.name: w for w in workloads}
     # adaptive rounds: the runner's own decisions, between rounds (fixed rounds: every task is written)

@@ -22,6 +22,7 @@ from runroots import copy_root, run
 from campaign.cli import main
 from campaign.contract import canonical, journal, journalcheck, status
 from campaign.contract.receiptmodel import content_digest
+from campaign.contract.runroot import RunRoot
 from campaign.flows import session
 from campaign.sealing import verification
 
@@ -184,21 +185,21 @@ def test_repair_drops_only_a_torn_or_rowless_last_line(tmp_path: Path):
     root = rb.build(tmp_path, [rb.pointwise()], rb.Options(journal=True, rounds=1))
     rows, _ = status.read(root / "status.tsv")
     whole = (root / JOURNAL).read_bytes()
-    assert journalcheck.repair(root, rows) == [] and (root / JOURNAL).read_bytes() == whole
+    assert journalcheck.repair(RunRoot(root), rows) == [] and (root / JOURNAL).read_bytes() == whole
     # a full disk tore the next line: dropped, nothing else
     (root / JOURNAL).write_bytes(whole + b'{"files":{"cells/add/r1/x')
-    said = journalcheck.repair(root, rows)
+    said = journalcheck.repair(RunRoot(root), rows)
     assert said == [f"{JOURNAL}: a torn last line dropped (its write never finished)"]
     assert (root / JOURNAL).read_bytes() == whole
     # the last row never reached status.tsv: its line is dropped and the task, rowless, runs again
-    said = journalcheck.repair(root, rows[:-1])
+    said = journalcheck.repair(RunRoot(root), rows[:-1])
     assert said == [f"{JOURNAL}: the last line's row never reached status.tsv; dropped, task {rows[-1].task_id} "
                     "runs again"]
     assert (root / JOURNAL).read_bytes() == b"".join(whole.splitlines(keepends=True)[:-1])
     # two rows short is no crash's doing: nothing dropped, the check names it
-    assert journalcheck.repair(root, rows[:-3]) == []
+    assert journalcheck.repair(RunRoot(root), rows[:-3]) == []
     assert any(what == "2 journalled row(s) missing from status.tsv: rows were removed" for _, what in
-               journalcheck.differences(root, set(), rows=rows[:-3]))
+               journalcheck.differences(RunRoot(root), set(), rows=rows[:-3]))
 
 
 # the issue's two attacks; a middle line deleted and lines reordered are refused by the same check

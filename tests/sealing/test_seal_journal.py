@@ -16,8 +16,8 @@ import pytest
 from runroots import copy_root, run
 
 from campaign.contract import canonical, journal, journalcheck, status
-from campaign.contract.artifacts import cell_dir
 from campaign.contract.receiptmodel import content_digest
+from campaign.contract.runroot import RunRoot
 
 ROWS = "cells/add/r1/candidate/rows.json"
 
@@ -49,10 +49,11 @@ def sealed(sealed_add: Path, tmp_path: Path) -> Path:
 
 
 def test_every_finished_cell_is_journalled_with_its_files_as_it_ended(sealed: Path):
-    entries, problems = journal.read(sealed)
+    root = RunRoot(sealed)
+    entries, problems = journal.read(root)
     assert problems == [] and sorted(entries) == ["add/r1/baseline", "add/r1/candidate"]
     for task_id, files in entries.items():
-        assert files == journal.folder_digests(sealed, task_id)
+        assert files == journal.folder_digests(root, task_id)
         assert {f"cells/{task_id}/result.json", f"cells/{task_id}/rows.json"} <= set(files)
     assert journal.JOURNAL_FILE in canonical.read_json(sealed / "receipt.json")["files"]
 
@@ -88,39 +89,41 @@ def test_verify_names_evidence_under_a_receipt_rewritten_to_match_it(sealed: Pat
 
 
 def test_the_journal_names_files_changed_removed_and_added_and_a_broken_line(tmp_path: Path):
-    folder = cell_dir(tmp_path, "w/r1/baseline")
+    root = RunRoot(tmp_path)
+    folder = root.cell("w/r1/baseline")
     folder.mkdir(parents=True)
     (folder / "a.json").write_text("a")
     (folder / "b.json").write_text("b")
     (tmp_path / "prepare.json").write_text("{}")        # the chain's anchor
-    journal.record(tmp_path, "w/r1/baseline", _row("w/r1/baseline"), tmp_path / "status.tsv")
-    journal.record(tmp_path, "w/r2/baseline", _row("w/r2/baseline", "skipped"), tmp_path / "status.tsv")
-    assert journal.read(tmp_path)[0]["w/r2/baseline"] == {}    # skipped: no folder, its row journalled all the same
-    assert journalcheck.differences(tmp_path, {"w/r1/baseline"}) == []
+    journal.record(root, "w/r1/baseline", _row("w/r1/baseline"), tmp_path / "status.tsv")
+    journal.record(root, "w/r2/baseline", _row("w/r2/baseline", "skipped"), tmp_path / "status.tsv")
+    assert journal.read(root)[0]["w/r2/baseline"] == {}    # skipped: no folder, its row journalled all the same
+    assert journalcheck.differences(root, {"w/r1/baseline"}) == []
     (folder / "a.json").write_text("A")
     (folder / "b.json").unlink()
     (folder / "c.json").write_text("c")
-    assert [(rel, what.split(":")[0]) for rel, what in journalcheck.differences(tmp_path, {"w/r1/baseline"})] == [
+    assert [(rel, what.split(":")[0]) for rel, what in journalcheck.differences(root, {"w/r1/baseline"})] == [
         ("cells/w/r1/baseline/a.json", "changed since its cell ended"),
         ("cells/w/r1/baseline/b.json", "removed since its cell ended"),
         ("cells/w/r1/baseline/c.json", "added since its cell ended")]
-    assert journalcheck.differences(tmp_path, {"w/r9/baseline"})[:1] == []     # a task never journalled
+    assert journalcheck.differences(root, {"w/r9/baseline"})[:1] == []     # a task never journalled
     path = tmp_path / journal.JOURNAL_FILE
     path.write_text(path.read_text() + '{"task": "w/r1/can')            # torn by a killed runner: not a finding
-    assert journal.read(tmp_path)[1] == []
+    assert journal.read(root)[1] == []
     path.write_text('{"task": 1}\n' + json.dumps({"task": "x", "files": {}}) + "\n")
-    assert journal.read(tmp_path) == ({"x": {}}, ["line 1: not a journal entry"])
+    assert journal.read(root) == ({"x": {}}, ["line 1: not a journal entry"])
 
 
 def test_a_digest_already_taken_is_reused_and_every_other_file_read(tmp_path: Path):
-    folder = cell_dir(tmp_path, "w/r1/baseline")
+    root = RunRoot(tmp_path)
+    folder = root.cell("w/r1/baseline")
     folder.mkdir(parents=True)
     (folder / "a.json").write_text("a")
     (folder / "b.json").write_text("b")
     a, b = "cells/w/r1/baseline/a.json", "cells/w/r1/baseline/b.json"
-    read = journal.folder_digests(tmp_path, "w/r1/baseline")
+    read = journal.folder_digests(root, "w/r1/baseline")
     taken = {a: ("f" * 64, 1)}          # what a caller read a moment before (here not what is on disk)
-    assert journal.folder_digests(tmp_path, "w/r1/baseline", taken) == {a: taken[a], b: read[b]}
+    assert journal.folder_digests(root, "w/r1/baseline", taken) == {a: taken[a], b: read[b]}
 
 
 def test_verify_reads_each_cell_file_once(sealed: Path, monkeypatch):
@@ -133,4 +136,4 @@ def test_verify_reads_each_cell_file_once(sealed: Path, monkeypatch):
     monkeypatch.setattr(journal, "_sha256", lambda path: journal_reads.append(path) or digest(path))
     assert verification.check(sealed).differences == ()
     assert journal_reads == []
-    assert journalcheck.differences(sealed, {"add/r1/baseline"}) == [] and journal_reads, "the spy sees the journal's reads"
+    assert journalcheck.differences(RunRoot(sealed), {"add/r1/baseline"}) == [] and journal_reads, "the spy sees the journal's reads"

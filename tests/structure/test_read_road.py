@@ -57,10 +57,7 @@ ALLOWED = {
     "campaign/running/rayexec.py": dict.fromkeys(("STATUS_FILE", "TELEMETRY_FILE"),
         "names the head's own bookkeeping so it is never shipped to a node, and appends the nodes' "
         "telemetry samples to telemetry.tsv; reads neither"),
-    "campaign/contract/journal.py": {
-        "PREPARE_FILE": "hashes prepare.json as the anchor of the journal's chain; reads nothing in it"},
     "campaign/contract/journalcheck.py": {
-        "PREPARE_FILE": "hashes prepare.json as the anchor of the journal's chain; reads nothing in it",
         "STATUS_FILE": "names the ledger in a finding; its rows are handed in, read by RunRoot"},
     "campaign/flows/freeze.py": dict.fromkeys(("MANIFEST_FILE", "MATRIX_FILE", "PREPARE_FILE"),
                                               "prepare writes the root's records; it reads none back"),

@@ -18,8 +18,6 @@ FOLDERS = ("campaign", "worker", "plugins", "reaccount")
 EDGE = ("campaign/flows/", "campaign/commands/", "campaign/cli.py")
 PATH_ROOTS = {
     "campaign/contract/artifacts.py": 1,
-    "campaign/contract/journal.py": 6,
-    "campaign/contract/journalcheck.py": 5,
     "campaign/planning/pinning.py": 2,
     "campaign/running/lock.py": 1,
     "campaign/running/raynode.py": 1,
