@@ -32,6 +32,7 @@ from campaign.contract.artifacts import MATRIX_FILE, RECEIPT_FILE, SCHEMA_VERSIO
 from campaign.contract.errors import EXIT_INPUT, REACCOUNT_REFUSED, InputError, Refused
 from campaign.contract.receiptmodel import Receipt, ReceiptV1
 from campaign.contract.records import Verdicts
+from campaign.contract.runroot import RunRoot
 from campaign.contract.verdictnames import CLASSES, CLEAN_REDUCTION, GAIN, INCONCLUSIVE, NO_CHANGE, REGRESSION
 from campaign.judging import direction
 from campaign.judging.classify import classify
@@ -60,8 +61,8 @@ def newest_sealed(runs: Path) -> Path:
     return max(found)[2]
 
 
-def default_out(root: Path, floor: int) -> Path:
-    return Path(root).parent / f"{Path(root).name}.reaccount-floor{floor}"
+def default_out(root: RunRoot, floor: int) -> Path:
+    return root.path.parent / f"{root.name}.reaccount-floor{floor}"
 
 
 def _kind(path: Path) -> Optional[str]:
@@ -73,15 +74,15 @@ def _kind(path: Path) -> Optional[str]:
     return data.get("kind") if isinstance(data, dict) else None
 
 
-def check(root: Path, out: Path, allow_schema: Collection[int] = ()) -> Union[Receipt, ReceiptV1]:
+def check(root: RunRoot, out: Path, allow_schema: Collection[int] = ()) -> Union[Receipt, ReceiptV1]:
     """Refuse, naming the check; return the sealed receipt, as verify read it."""
-    root, out = Path(root).resolve(), Path(out).resolve()
+    root, out = RunRoot(root.path.resolve()), Path(out).resolve()     # the refusals name the root resolved
     verification.require_sealed(root, PREFIX)
     # a derived receipt is no campaign receipt: said so before verify calls it malformed
-    if _kind(root / RECEIPT_FILE) == "derived":
+    if _kind(root.receipt_file) == "derived":
         raise Refused(PREFIX, "receipt", f"{root}: holds a derived receipt, not a campaign receipt", EXIT_INPUT)
     sealed = receipt.require_verified(root, PREFIX, allow_schema).receipt
-    if out == root or root in out.parents:
+    if out == root.path or root.path in out.parents:
         raise Refused(PREFIX, "out_inside_root", f"{out} is inside the sealed root {root}")
     if (out / RECEIPT_FILE).exists():
         raise Refused(PREFIX, "out_has_receipt", f"{out} already holds a derived receipt")
@@ -127,9 +128,9 @@ def demote(before: dict, after: dict, floor: int) -> tuple[dict, list[dict]]:
     return final, changes
 
 
-def derive(root: Path, floor: int, sealed: Union[Receipt, ReceiptV1], sealed_digest: str) -> dict:
+def derive(root: RunRoot, floor: int, sealed: Union[Receipt, ReceiptV1], sealed_digest: str) -> dict:
     sealed_verdicts = sealed.verdicts
-    evidence = load_root(Path(root), floor)
+    evidence = load_root(root, floor)
     fresh = classify(evidence).dump()
     # the demote rule reads the JSON form (`classify`'s output), as the sealed verdicts were written
     workloads, changes = demote(sealed_verdicts.dump()["workloads"], fresh["workloads"], floor)
@@ -140,7 +141,7 @@ def derive(root: Path, floor: int, sealed: Union[Receipt, ReceiptV1], sealed_dig
         "schema_version": SCHEMA_VERSION, "kind": "derived", "campaign": sealed_verdicts.campaign,
         "rule": {"name": "measured_launch_floor", "sealed": sealed_verdicts.rule.measured_launch_floor,
                  "derived": floor, "demote_only": True},
-        "sealed_root": str(Path(root).resolve()), "sealed_receipt_sha256": sealed_digest,
+        "sealed_root": str(root.path.resolve()), "sealed_receipt_sha256": sealed_digest,
         "changes": changes,
         "excluded": {task_id: list(t.topology.excluded) for task_id, t in sorted(evidence.tasks.items())
                      if t.topology and t.topology.excluded},
@@ -161,14 +162,13 @@ def derived_report(derived: dict) -> str:
     return "\n".join(lines) + "\n\n" + report.markdown(derived["verdicts"])
 
 
-def reaccount(root: Path, floor: int, out: Optional[Path] = None, allow_schema: Collection[int] = ()
+def reaccount(root: RunRoot, floor: int, out: Optional[Path] = None, allow_schema: Collection[int] = ()
               ) -> tuple[Path, dict]:
-    root = Path(root)
     out = Path(out) if out is not None else default_out(root, floor)
     sealed = check(root, out, allow_schema)
-    derived = derive(root, floor, sealed, canonical.sha256_file(root / RECEIPT_FILE))
+    derived = derive(root, floor, sealed, canonical.sha256_file(root.receipt_file))
     out.mkdir(parents=True, exist_ok=True)
-    canonical.write_new(out / MATRIX_FILE, (root / MATRIX_FILE).read_text(encoding="utf-8"))
+    canonical.write_new(out / MATRIX_FILE, root.matrix_file.read_text(encoding="utf-8"))
     canonical.write_new(out / REPORT_FILE, derived_report(derived))
     derived["files"] = {name: canonical.sha256_file(out / name) for name in (MATRIX_FILE, REPORT_FILE)}
     canonical.write_json_new(out / RECEIPT_FILE, derived)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from campaign.contract.runroot import RunRoot
     from campaign.flows.session import Execution
 
 # The session and the telemetry sampler are imported by the two commands that execute cells,
@@ -65,7 +66,7 @@ def add_key_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the signed envelope to check with --key (default: ROOT.dsse.json beside the root)")
 
 
-def signature_differences(args: argparse.Namespace, prefix: str):
+def signature_differences(args: argparse.Namespace, root: "RunRoot", prefix: str):
     """A callable giving the envelope's differences for a receipt, or None without ``--key``; the
     key and the envelope are refused (exit 2) before anything is verified."""
     if args.key is None:
@@ -76,6 +77,6 @@ def signature_differences(args: argparse.Namespace, prefix: str):
     from campaign.sealing import signing
     from campaign.sealing.verification import Difference
     public = signing.load_public(args.key, prefix)
-    envelope = signing.require_envelope(args.envelope or signing.envelope_path(args.root), prefix)
+    envelope = signing.require_envelope(args.envelope or signing.envelope_path(root), prefix)
     return lambda receipt: tuple(Difference("signature", str(envelope), line)
-                                 for line in signing.problems(args.root, receipt, envelope, public))
+                                 for line in signing.problems(root, receipt, envelope, public))

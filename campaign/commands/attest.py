@@ -16,6 +16,7 @@ from pathlib import Path
 from campaign.commands import add_schema_arguments
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, Refused
+from campaign.contract.runroot import RunRoot
 from campaign.sealing import attest, signing
 
 EXAMPLE = ("examples:\n  campaign attest runs/demo-20261201T120000Z --out demo.intoto.json\n"
@@ -53,13 +54,14 @@ def _check_out(out: Path, root: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    root = RunRoot(args.root)
     out = args.out
     key = signing.load_private(args.sign) if args.sign is not None else None
     if key is not None and out is None:
-        out = signing.envelope_path(args.root)
+        out = signing.envelope_path(root)
     if out is not None:
         _check_out(out, args.root)
-    data = attest.statement(args.root, args.allow_schema)
+    data = attest.statement(root, args.allow_schema)
     if key is not None:
         canonical.write_new(out, canonical.dumps(signing.sign(data, key)))
         print(f"{args.root}: statement of {len(data['subject'])} files signed (keyid "

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from campaign.commands import add_schema_arguments
 from campaign.contract.errors import EXIT_OK
+from campaign.contract.runroot import RunRoot
 from campaign.reaccount.derive import newest_sealed, reaccount
 
 EXAMPLE = "example:\n  campaign reaccount runs/demo-20261201T120000Z --floor 3"
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     root = args.root if args.root is not None else newest_sealed(Path("runs"))
-    out, derived = reaccount(root, args.floor, args.out, args.allow_schema)
+    out, derived = reaccount(RunRoot(root), args.floor, args.out, args.allow_schema)
     rule = derived["rule"]
     print(f"reaccounted {root} at launch floor {rule['derived']} (sealed at {rule['sealed']}) -> {out}")
     for change in derived["changes"]:

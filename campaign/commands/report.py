@@ -25,6 +25,7 @@ from pathlib import Path
 from campaign.commands import add_key_arguments, add_schema_arguments, signature_differences
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, CampaignError, InputError
+from campaign.contract.runroot import RunRoot
 from campaign.flows import report as flow
 from campaign.flows import shardset
 from campaign.flows.report import PREFIX
@@ -60,10 +61,11 @@ def _page_dir(root: Path, folder: Path) -> Path:
 def main(args: argparse.Namespace) -> int:
     if len(args.roots) > 1 or shardset.is_shard(args.roots[0]):
         return _shard_set(args)
-    args.root = root = Path(args.roots[0])
-    folder = _page_dir(root, Path(args.html)) if args.html is not None else None
+    args.root = Path(args.roots[0])
+    root = RunRoot(args.root)     # read once: the gate, the signature's check, the verdicts and the page share it
+    folder = _page_dir(root.path, Path(args.html)) if args.html is not None else None
     verified = flow.verified(root, args.allow_schema)
-    _check_signature(args, verified)
+    _check_signature(args, root, verified)
     shown = flow.derive(root, verified, args.allow_caliber_mismatch)
     link = None
     if folder is not None:
@@ -115,10 +117,10 @@ def _shard_set(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_signature(args: argparse.Namespace, verified) -> None:
+def _check_signature(args: argparse.Namespace, root: RunRoot, verified) -> None:
     if args.key is not None and verified is None:
-        raise InputError(f"--key {args.key}: {args.root} is not sealed, so no signed envelope can vouch for it")
-    signed = signature_differences(args, PREFIX)
+        raise InputError(f"--key {args.key}: {root} is not sealed, so no signed envelope can vouch for it")
+    signed = signature_differences(args, root, PREFIX)
     failed = signed(verified.receipt) if signed is not None else ()
     if failed:
         raise CampaignError([f"{PREFIX} check=signature: {d.line()}" for d in failed], EXIT_VERIFY)

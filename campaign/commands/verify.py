@@ -26,6 +26,7 @@ from campaign.commands import add_key_arguments, add_schema_arguments, signature
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, EXIT_VERIFY, VERIFY_FAILED, VERIFY_REFUSED
 from campaign.contract.outputs import OUTPUT_VERSION, VerifyDifference, VerifyOutput
+from campaign.contract.runroot import RunRoot
 from campaign.sealing import verification as verify
 
 EXAMPLE = "example:\n  campaign verify runs/my-campaign-20261201T120000Z --format json"
@@ -44,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_key_arguments(parser)
 
 
-def _json(root: Path, result: verify.Verification, refused: str | None) -> int:
+def _json(root: RunRoot, result: verify.Verification, refused: str | None) -> int:
     differences = tuple(VerifyDifference(kind=d.kind, path=d.path, detail=d.detail) for d in result.differences)
     if refused is not None:   # an older receipt not asked for: refused as a difference of the receipt itself
         differences = (VerifyDifference(kind="receipt", path="receipt.json", detail=refused),)
@@ -59,9 +60,9 @@ def _json(root: Path, result: verify.Verification, refused: str | None) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    root = args.root
+    root = RunRoot(args.root)
     verify.require_sealed(root, VERIFY_REFUSED)
-    signed = signature_differences(args, VERIFY_REFUSED)
+    signed = signature_differences(args, root, VERIFY_REFUSED)
     result = verify.check(root)
     if signed is not None:
         result = verify.Verification(result.receipt, result.differences + signed(result.receipt))

@@ -28,7 +28,6 @@ from campaign.running import scheduler
 from campaign.running.cards import FAILED, CardLines, LocalCards, group_runner
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Outcome, RunSetup
 from campaign.running.telemetry import CardSource, Sampler, make_source, visible_devices
-from campaign.sealing import receipt
 
 
 @dataclass(frozen=True)
@@ -51,9 +50,9 @@ def _comparable(manifest) -> dict:
 def root_weights(weights_from: Path, setup: RunSetup) -> tuple[dict[str, float], str]:
     """Seconds per workload an earlier sealed root of the same manifest spent, and its digest."""
     weights_from = weights_from.resolve()
-    if not receipt.is_sealed(weights_from):
-        raise InputError(f"--weights-from {weights_from}: not a sealed root (its seconds are not final)")
     source = RunRoot(weights_from)
+    if not source.sealed:
+        raise InputError(f"--weights-from {weights_from}: not a sealed root (its seconds are not final)")
     manifest = source.manifest
     if _comparable(manifest) != _comparable(setup.manifest):
         raise InputError(f"--weights-from {weights_from}: its manifest is not this root's (device aside): "

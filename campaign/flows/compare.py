@@ -13,25 +13,22 @@ from pathlib import Path
 from typing import Collection, Sequence
 
 from campaign.contract import canonical
-from campaign.contract.artifacts import RECEIPT_FILE
 from campaign.contract.comparison import Comparison, ShardRoot
 from campaign.contract.errors import COMPARE_REFUSED, Refused
 from campaign.contract.runroot import RunRoot
 from campaign.flows import shardset
-from campaign.flows.roots import root_mode
 from campaign.reporting import comparison
 from campaign.sealing import verification
 
 PREFIX = COMPARE_REFUSED
 
 
-def sealed_root(root: Path, allow_schema: Collection[int] = ()) -> comparison.SealedRoot:
+def sealed_root(path: Path, allow_schema: Collection[int] = ()) -> comparison.SealedRoot:
+    root = RunRoot(path)     # read once: the gate, the mode and the manifest share its records
     verification.require_sealed(root, PREFIX)
     model = _with_verdicts(root, verification.require_verified(root, PREFIX, allow_schema).receipt)
-    manifest = RunRoot(root).manifest
-    return comparison.SealedRoot(str(root), root_mode(Path(root)) or "campaign",
-                                 canonical.sha256_file(Path(root) / RECEIPT_FILE), model,
-                                 manifest.model_dump(mode="json"))
+    return comparison.SealedRoot(str(root), root.mode or "campaign", canonical.sha256_file(root.receipt_file), model,
+                                 root.manifest.model_dump(mode="json"))
 
 
 def sealed_set(roots: Sequence[Path], allow_schema: Collection[int] = ()) -> comparison.SealedRoot:
@@ -44,18 +41,18 @@ def sealed_set(roots: Sequence[Path], allow_schema: Collection[int] = ()) -> com
         assert m.verified is not None, "gather refuses an unsealed shard"
         receipts.append(_with_verdicts(m.root, m.verified.receipt))
     verdicts, _ = shardset.merged(members, [r.verdicts for r in receipts], allow_caliber_mismatch=True, prefix=PREFIX)
-    manifests = [RunRoot(m.root).manifest.model_dump(mode="json") for m in members]
+    manifests = [m.root.manifest.model_dump(mode="json") for m in members]
     manifest = {**manifests[0], "workloads": [w for one in manifests for w in one["workloads"]]}
-    shards = tuple(ShardRoot(root=str(m.root), receipt_sha256=canonical.sha256_file(m.root / RECEIPT_FILE))
+    shards = tuple(ShardRoot(root=str(m.root), receipt_sha256=canonical.sha256_file(m.root.receipt_file))
                    for m in members)
-    return comparison.SealedRoot(" + ".join(one.root for one in shards), root_mode(members[0].root) or "campaign",
+    return comparison.SealedRoot(" + ".join(one.root for one in shards), members[0].root.mode or "campaign",
                                  canonical.sha256_bytes(" ".join(one.receipt_sha256 for one in shards).encode()),
                                  receipts[0].model_copy(update={"verdicts": verdicts}), manifest, shards)
 
 
-def _with_verdicts(root: Path, model):
+def _with_verdicts(root: RunRoot, model):
     if model.verdicts is None:
-        raise Refused(PREFIX, "verdicts", f"{root / RECEIPT_FILE}: verdicts is null ({model.verdicts_note}): "
+        raise Refused(PREFIX, "verdicts", f"{root.receipt_file}: verdicts is null ({model.verdicts_note}): "
                       f"nothing sealed to compare; `campaign report {root}` derives them now, unsealed")
     return model
 

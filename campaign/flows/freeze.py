@@ -53,7 +53,7 @@ class SourceSeal:
         return rootfiles.sha256_regular(receipt)[0]
 
     def differences(self, source: Path) -> list[str]:
-        return [d.line() for d in verification.check(source).differences]
+        return [d.line() for d in verification.check(RunRoot(source)).differences]
 
 
 def check(manifest_path: Path, project_root: Path = harness.PROJECT_ROOT) -> Checked:

@@ -30,9 +30,9 @@ NOT_SEALED = ("> **Not sealed.** These verdicts are derived now from the root's 
               "so nothing here has been verified.\n\n")
 
 
-def verified(root: Path, allow_schema: Collection[int]) -> Optional[Verification]:
+def verified(root: RunRoot, allow_schema: Collection[int]) -> Optional[Verification]:
     """The sealed root's verification (refused, exit 5, when it does not verify); None unsealed."""
-    return receipt.require_verified(root, PREFIX, allow_schema) if receipt.is_sealed(root) else None
+    return receipt.require_verified(root, PREFIX, allow_schema) if root.sealed else None
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,11 @@
-"""Finding run roots and what they were prepared for, from their prepare.json."""
+"""Finding the prepared, unsealed run roots under a folder, from their prepare.json (what a root was
+prepared for is `campaign.contract.runroot.RunRoot.mode`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from campaign.contract.errors import InputError
 from campaign.contract.runroot import RunRoot
-
-
-def root_mode(root: Path) -> Optional[str]:
-    """The command a root was prepared for (prepare.json ``mode``, "campaign" when unnamed);
-    None when the folder holds no prepare.json."""
-    return RunRoot.of(root).mode
 
 
 def prepared_roots(runs_dir: Path) -> list[Path]:

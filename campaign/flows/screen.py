@@ -28,7 +28,6 @@ from campaign.contract.rootrecords import Rescore
 from campaign.contract.runroot import RunRoot
 from campaign.contract.verdictnames import EMITTED
 from campaign.flows import freeze, session
-from campaign.flows.roots import root_mode
 from campaign.judging import screenroot, screentable
 from campaign.planning import harness
 from campaign.planning.matrix import expand
@@ -50,30 +49,30 @@ def screen(manifest_path: Path, runs_dir: Path, execution: session.Execution,
     timed = "every workload's round 1 timed" if time_unchanged else "round 1 timed where the IR changed"
     print(f"screen {checked.manifest.campaign}: {len(checked.resolved)} workloads, an untimed IR pass, then "
           f"one pinned pair each ({timed}) -> {root}")
-    return _execute(root, execution)
+    return _execute(RunRoot(root), execution)
 
 
 def resume(root: Path, execution: session.Execution) -> Screened:
-    root = root.resolve()
-    if root_mode(root) != "screen":
-        raise Refused(PREFIX, "screen_root", f"{root}: not a screen root (prepare.json does not say mode screen); "
+    found = RunRoot(root.resolve())
+    if found.mode != "screen":
+        raise Refused(PREFIX, "screen_root", f"{found}: not a screen root (prepare.json does not say mode screen); "
                       "a campaign root is resumed by `campaign run ROOT`", EXIT_INPUT)
-    if receipt.is_sealed(root):
-        raise Refused(PREFIX, "sealed", f"{root} is sealed: its screen is complete (`--rescore` re-judges it)",
+    if found.sealed:
+        raise Refused(PREFIX, "sealed", f"{found} is sealed: its screen is complete (`--rescore` re-judges it)",
                       EXIT_INPUT)
-    print(f"screen: resuming {root}")
-    return _execute(root, execution)
+    print(f"screen: resuming {found}")
+    return _execute(found, execution)
 
 
-def _execute(root: Path, execution: session.Execution) -> Screened:
+def _execute(root: RunRoot, execution: session.Execution) -> Screened:
     """Run the root's cells through the session flow; the table is written before the seal."""
     rows: list[dict[str, str]] = []
 
-    def write_table(root: Path) -> None:
+    def write_table(root: RunRoot) -> None:
         rows.extend(screenroot.table(root))
         canonical.write_new(root / screenroot.SCREEN_FILE, screentable.render(rows))
 
-    return session.execute(root, execution, before_seal=write_table), root, rows
+    return session.execute(root, execution, before_seal=write_table), root.path, rows
 
 
 def rescore(root: Path, strip: tuple[str, ...], allow_schema: Collection[int] = ()) -> Screened:
@@ -82,12 +81,12 @@ def rescore(root: Path, strip: tuple[str, ...], allow_schema: Collection[int] = 
         problem = stripregex.problem(pattern)     # the same bound a manifest's patterns get
         if problem:
             raise InputError(f"--strip-annotation: {problem}")
-    if root_mode(root) != "screen" or not (root / screenroot.SCREEN_FILE).is_file():
+    run_root = RunRoot(root)       # one reading: the gates, the table and the manifest below share its records
+    if run_root.mode != "screen" or not (root / screenroot.SCREEN_FILE).is_file():
         raise Refused(PREFIX, "screen_root", f"{root}: not a screen root (no screen.tsv, or prepare.json "
                       "does not say mode screen)", EXIT_INPUT)
-    verification.require_sealed(root, PREFIX)
-    receipt.require_verified(root, PREFIX, allow_schema)
-    run_root = RunRoot(root)       # one reading: the table and the manifest below share its records
+    verification.require_sealed(run_root, PREFIX)
+    receipt.require_verified(run_root, PREFIX, allow_schema)
     rows = screenroot.table(run_root, strip)
     original = (root / screenroot.SCREEN_FILE).read_bytes()
     before = {r["workload"]: r["verdict"] for r in screentable.parse(original.decode("utf-8"))}
@@ -100,7 +99,7 @@ def rescore(root: Path, strip: tuple[str, ...], allow_schema: Collection[int] = 
     canonical.write_json_new(out / RESCORE_FILE, Rescore.model_validate({
         "schema_version": SCHEMA_VERSION, "root": str(root), "tool_version": __version__,
         "created_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "receipt_sha256": canonical.sha256_file(root / RECEIPT_FILE),
+        "receipt_sha256": canonical.sha256_file(run_root.receipt_file),
         "rule": {"ir_stage": manifest.switch.ir_stage, "measured_launch_floor": manifest.measured_launch_floor,
                  "strip_annotations": list(manifest.switch.strip_annotations), "strip_annotations_added": list(strip),
                  "fingerprint": "kernel name + content of every variant, locations and annotations stripped "

@@ -43,7 +43,7 @@ from campaign.contract.manifest import Manifest, Sources
 from campaign.contract.rootrecords import Prepare
 from campaign.contract.runroot import RunRoot
 from campaign.flows import cardrun
-from campaign.flows.roots import prepared_roots, root_mode
+from campaign.flows.roots import prepared_roots
 from campaign.judging import runhealth
 from campaign.judging.classify import classify_root
 from campaign.planning import harness
@@ -72,23 +72,23 @@ class Execution:
     sign_key: Any = None                  # `campaign run --sign`: an ed25519 private key, used as the seal ends
 
 
-def find_root(root: Optional[Path], runs_dir: Path) -> Path:
+def find_root(root: Optional[Path], runs_dir: Path) -> RunRoot:
     """The root `campaign run` runs: the one named, or the newest prepared, unsealed one."""
     if root is not None:
-        root = root.resolve()
-        mode = root_mode(root)
+        found = RunRoot(root.resolve())
+        mode = found.mode
         if mode is None:
-            raise Refused(PREFIX, "prepared", f"{root}: no {PREPARE_FILE}; run `campaign prepare` first")
-        if mode != "campaign" and not receipt.seal_interrupted(root):   # any root's seal is finished here
-            raise Refused(PREFIX, "mode", f"{root} was prepared by `campaign {mode}`, which runs and seals its own "
-                          f"root (its table is written before the seal); `campaign {mode} --resume {root}` "
+            raise Refused(PREFIX, "prepared", f"{found}: no {PREPARE_FILE}; run `campaign prepare` first")
+        if mode != "campaign" and not receipt.seal_interrupted(found):   # any root's seal is finished here
+            raise Refused(PREFIX, "mode", f"{found} was prepared by `campaign {mode}`, which runs and seals its own "
+                          f"root (its table is written before the seal); `campaign {mode} --resume {found}` "
                           "completes it")
-        return root
+        return found
     roots = prepared_roots(runs_dir)
     if not roots:
         raise Refused(PREFIX, "prepared", f"no prepared, unsealed root under {runs_dir}/: name the root "
                       "(`campaign prepare` prints it) or the folder it was prepared in (--runs-dir DIR)")
-    return roots[0].resolve()
+    return RunRoot(roots[0].resolve())
 
 
 def installed_versions(sources: Sources) -> dict[str, Optional[str]]:
@@ -105,9 +105,9 @@ def installed_versions(sources: Sources) -> dict[str, Optional[str]]:
     return found
 
 
-def check(root: Path, prepare: Prepare, manifest: Manifest, backend) -> None:
+def check(root: RunRoot, prepare: Prepare, manifest: Manifest, backend) -> None:
     """Every refusal taken under the lock; the first failing check is raised."""
-    if receipt.is_sealed(root):  # sealed between the first look and the lock
+    if root.sealed:  # sealed between the first look and the lock
         raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
     different = runchecks.code_problems(Path(prepare.project_root), harness.PROJECT_ROOT, prepare.harness,
                                         lambda: harness.prepared_digests(harness.PROJECT_ROOT, prepare))
@@ -146,7 +146,7 @@ def seal_root(root: RunRoot | Path, release: Callable[[], None] = lambda: None,
     return receipt.seal(root, judge(root), release=release, now=now)
 
 
-def _sampler(root: Path, backend, pinned: dict, interval: float) -> Sampler:
+def _sampler(root: RunRoot, backend, pinned: dict, interval: float) -> Sampler:
     variable = backend.visibility_variable
     value = pinned.get(variable, os.environ.get(variable)) if variable else None
     devices = visible_devices(value)
@@ -154,7 +154,7 @@ def _sampler(root: Path, backend, pinned: dict, interval: float) -> Sampler:
                                              not backend.capabilities.executes), interval)
 
 
-def _resume_hint(root: Path, mode: str, execution: Execution) -> str:
+def _resume_hint(root: RunRoot, mode: str, execution: Execution) -> str:
     if mode == "campaign":
         return f"`campaign run {root}` re-runs the interrupted cell and completes the campaign"
     again = f" --emit-manifest {execution.emit_manifest}" if execution.emit_manifest is not None else ""
@@ -162,13 +162,13 @@ def _resume_hint(root: Path, mode: str, execution: Execution) -> str:
             + ("" if again else " (add --emit-manifest FILE there if a manifest should be emitted)"))
 
 
-def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None] = lambda root: None) -> int:  # noqa: C901 (the run's phases in order (lock, checks, runner, judge, seal), each with its named exit)
+def execute(root: RunRoot | Path, execution: Execution, before_seal: Callable[[RunRoot], None] = lambda root: None) -> int:  # noqa: C901 (the run's phases in order (lock, checks, runner, judge, seal), each with its named exit)
     """Run a prepared root's matrix and seal it; ``before_seal(root)`` writes what the seal must hash."""
     root = RunRoot.of(root)
     prepare, matrix, manifest = root.prepare, root.matrix, root.manifest
     backend = get_backend(matrix.backend)
     interrupted = receipt.seal_interrupted(root)
-    if receipt.is_sealed(root) and not interrupted:
+    if root.sealed and not interrupted:
         raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
     # The lock first: with another run active, nothing else about this root is news.
     lock = RunLock(root, report=lambda text: print(text, file=sys.stderr), grace_s=execution.grace_s)
@@ -178,7 +178,7 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
         raise faults.write_failed(exc, f"{_resume_command(root, prepare.mode)} resumes") from exc
     sealed = False
     try:
-        if interrupted and receipt.is_sealed(root):   # the stale lock taken over was the seal's
+        if interrupted and root.sealed:   # the stale lock taken over was the seal's
             finished = receipt.complete(root, release=lock.release)
             if finished is not None:
                 sealed = True
@@ -250,14 +250,14 @@ def execute(root: Path, execution: Execution, before_seal: Callable[[Path], None
     return _sealed(root, prepare, sealed_receipt)
 
 
-def _sign(root: Path, key) -> None:
+def _sign(root: RunRoot, key) -> None:
     """`campaign run --sign`: the statement of the root as sealed, signed beside it."""
     if key is not None:
         from campaign.sealing import signing  # the signing library, only when asked for
         print(f"signed {root}: statement in {signing.sign_root(root, key)} (keyid {signing.keyid(key.public_key())})")
 
 
-def _resume_command(root: Path, mode: str) -> str:
+def _resume_command(root: RunRoot, mode: str) -> str:
     return f"`campaign run {root}`" if mode == "campaign" else f"`campaign {mode} --resume {root}`"
 
 

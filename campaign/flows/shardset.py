@@ -31,7 +31,7 @@ ONE_VALUE = ("campaign", "backend", "switch", "cells", "production_default_polic
 
 @dataclass(frozen=True)
 class Member:
-    root: Path
+    root: RunRoot                               # read once: the gate, the set's checks and the report share it
     shard: Shard
     verified: Optional[Verification] = None     # the verify gate's answer, once `gather` took it
 
@@ -61,16 +61,16 @@ def gather(roots: Sequence[Path], allow_schema: Collection[int] = (), prefix: st
     (``prefix``: the refusing command's, `campaign report`'s or `campaign compare`'s)."""
     # the verify gate first, once a shard: a hand-edited prepare.json is a digest difference
     members = [dataclasses.replace(m, verified=receipt.require_verified(m.root, prefix, allow_schema))
-               if receipt.is_sealed(m.root) else m for m in (_member(Path(root), prefix) for root in roots)]
+               if m.root.sealed else m for m in (_member(Path(root), prefix) for root in roots)]
     problems = _set_problems(members) or _shard_problems(members)
     if problems:
         raise CampaignError([f"{prefix} check={check}: {detail}" for check, detail in problems], EXIT_REFUSED)
     return sorted(members, key=lambda m: m.shard.index)
 
 
-def _member(root: Path, prefix: str) -> Member:
-    found = RunRoot.of(root)
-    shard = found.prepare.shard
+def _member(path: Path, prefix: str) -> Member:
+    root = RunRoot(path)
+    shard = root.prepare.shard
     if shard is None:
         raise CampaignError(f"{prefix} check=shard: {root} was not prepared as a shard (no shard in its "
                             "prepare.json): report a whole root on its own", EXIT_REFUSED)
@@ -84,18 +84,18 @@ def _set_problems(members: list[Member]) -> list[tuple[str, str]]:
             f"set {set_id[:12]}: " + ", ".join(str(m.root) for m in members if m.shard.set_id == set_id)
             for set_id in ids))]
     problems = []
-    seen: dict[int, Path] = {}
+    seen: dict[int, RunRoot] = {}
     for member in members:
         before = seen.setdefault(member.shard.index, member.root)
         if before is not member.root:
-            same = before.resolve() == member.root.resolve()
+            same = before.path.resolve() == member.root.path.resolve()
             problems.append(("shard_twice", f"{member.label} given twice: {before}" + ("" if same else
                              f" and {member.root} (two roots of one shard: it was prepared or run twice)")))
     of = members[0].shard.of
     problems += [("shard_missing", f"shard {index} of {of} not given ({', '.join(members[0].shard.workloads[index - 1])})")
                  for index in range(1, of + 1) if index not in seen]
     problems += [("shard_unsealed", f"{m.label} not sealed: {m.root}; `campaign run {m.root}` runs and seals it")
-                 for m in members if not receipt.is_sealed(m.root)]
+                 for m in members if not m.root.sealed]
     return problems
 
 
@@ -104,7 +104,7 @@ def _shard_problems(members: list[Member]) -> list[tuple[str, str]]:
     problems = []
     held: dict[str, Member] = {}
     for member in members:
-        names = sorted({task.workload for task in RunRoot.of(member.root).matrix.tasks})
+        names = sorted({task.workload for task in member.root.matrix.tasks})
         listed = sorted(member.shard.workloads[member.shard.index - 1])
         if names != listed:
             problems.append(("shard_workloads", f"{member.label} ({member.root}) holds {', '.join(names)}, "

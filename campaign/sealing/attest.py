@@ -17,7 +17,6 @@ integral values are written back as integers, which is the same JSON number.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Collection
 
 from campaign import __version__
@@ -53,20 +52,19 @@ def _integral(value: Any) -> Any:
     return value
 
 
-def predicate(root: Path, receipt) -> dict[str, Any]:
-    run_root = RunRoot.of(root)
-    manifest, _ = yamlio.load(run_root.manifest_file)     # the manifest's own words, as written
+def predicate(root: RunRoot, receipt) -> dict[str, Any]:
+    manifest, _ = yamlio.load(root.manifest_file)     # the manifest's own words, as written
     return {
         "campaign": receipt.campaign,
-        "root": run_root.name,
+        "root": root.name,
         "sealed_utc": receipt.sealed_utc,
         "sealed_by": f"campaign {receipt.tool_version}",
         "attested_by": f"campaign {__version__}",
-        "receipt": {"file": RECEIPT_FILE, "sha256": canonical.sha256_file(run_root.receipt_file),
+        "receipt": {"file": RECEIPT_FILE, "sha256": canonical.sha256_file(root.receipt_file),
                     "schema_version": receipt.schema_version,
                     "content_sha256": getattr(receipt, "content_sha256", None)},
         "manifest": {"file": MANIFEST_FILE, "sha256": receipt.manifest_sha256,
-                     "source": run_root.prepare.manifest_source},
+                     "source": root.prepare.manifest_source},
         "prepare_sha256": receipt.prepare_sha256,
         "status_sha256": receipt.status_sha256,
         "sources": manifest.get("sources"),
@@ -81,19 +79,18 @@ def predicate(root: Path, receipt) -> dict[str, Any]:
     }
 
 
-def statement(root: Path, allow_schema: Collection[int] = ()) -> dict[str, Any]:
+def statement(root: RunRoot, allow_schema: Collection[int] = ()) -> dict[str, Any]:
     """The statement as JSON data; refuses (exit 5) a root that does not verify."""
-    root = Path(root)
     require_sealed(root, PREFIX)
     return build(root, require_verified(root, PREFIX, allow_schema).receipt)
 
 
-def build(root: Path, receipt) -> dict[str, Any]:
+def build(root: RunRoot, receipt) -> dict[str, Any]:
     """The statement of ``root`` under ``receipt`` as they are now, unverified (a signature's check
     compares it with what was signed): the receipt's files and receipt.json itself are the subjects."""
     json_format, library, _, ResourceDescriptor = _library()
     digests = {rel: entry.sha256 for rel, entry in receipt.files.items()}
-    digests[RECEIPT_FILE] = canonical.sha256_file(RunRoot.of(root).receipt_file)
+    digests[RECEIPT_FILE] = canonical.sha256_file(root.receipt_file)
     subjects = [ResourceDescriptor(name=rel, digest={"sha256": sha}).pb for rel, sha in sorted(digests.items())]
     made = library.Statement(subjects, PREDICATE_TYPE, json.loads(json.dumps(predicate(root, receipt))))
     made.validate()

@@ -27,15 +27,8 @@ from typing import Any, Callable, Optional
 
 from campaign import __version__
 from campaign.contract import canonical, journal, status
-from campaign.contract.artifacts import (
-    IDENTITY_FILE,
-    LOCK_FILE,
-    RECEIPT_FILE,
-    cell_dir,
-    cell_dir_name,
-)
+from campaign.contract.artifacts import IDENTITY_FILE, LOCK_FILE, RECEIPT_FILE, cell_dir_name
 from campaign.contract.errors import EXIT_VERIFY, RUN_REFUSED, SEAL_REFUSED, Refused
-from campaign.contract.plans import Matrix
 from campaign.contract.receiptmodel import RECEIPT_VERSION, SELF_DIGEST, Receipt, content_digest
 from campaign.contract.regular import TooLarge
 from campaign.contract.runroot import RunRoot
@@ -49,34 +42,28 @@ PARTIAL_FILE = RECEIPT_FILE + ".partial"
 PREFIX = SEAL_REFUSED
 
 
-def is_sealed(root: Path) -> bool:
-    """receipt.json is there (whole or not): nothing measures in this root again."""
-    return RunRoot.of(root).sealed
-
-
-def seal_interrupted(root: Path) -> bool:
+def seal_interrupted(root: RunRoot) -> bool:
     """A receipt with run.lock still beside it: the seal stopped before its last steps."""
-    return is_sealed(root) and os.path.lexists(Path(root) / LOCK_FILE)
+    return root.sealed and os.path.lexists(root.file(LOCK_FILE))
 
 
-def missing_cell_folders(root: Path) -> list[str]:
+def missing_cell_folders(root: RunRoot) -> list[str]:
     """Task ids whose last status row says finished but whose cell folder is gone.
 
     A skipped task (adaptive rounds) never had a folder; every other finished row
     is evidence the verdicts read, so its folder must exist for the seal to claim it.
     """
-    root = RunRoot.of(root)
     return sorted(task_id for task_id in status.with_evidence(root.status()[0]) if not root.cell(task_id).is_dir())
 
 
-def run_identities(root: Path, matrix: Matrix) -> tuple[Optional[dict], list[dict]]:
+def run_identities(root: RunRoot) -> tuple[Optional[dict], list[dict]]:
     """The first cell's identity (matrix order) and, when cells differ in caliber, each distinct
     caliber (`campaign.judging.caliber.flatten`) with its tasks. Per-cell fields (task id, switch env,
     autotune mode) are not caliber and do not make identities distinct."""
     first: Optional[dict] = None
     distinct: dict[str, dict] = {}
-    for task in sorted(matrix.tasks, key=lambda t: t.order):
-        path = cell_dir(root, task.id) / IDENTITY_FILE
+    for task in sorted(root.matrix.tasks, key=lambda t: t.order):
+        path = root.cell(task.id) / IDENTITY_FILE
         if not path.is_file():
             continue
         try:
@@ -100,13 +87,13 @@ class Judgement:
     harness_drift: tuple[str, ...]              # `harness_drift`: the files the verdicts were judged with changed
 
 
-def harness_drift(root: RunRoot | Path) -> list[str]:
+def harness_drift(root: RunRoot) -> list[str]:
     """Harness files changed since prepare (digests taken now, against prepare.json's)."""
-    prepare = RunRoot.of(root).prepare
+    prepare = root.prepare
     return harness.changed_files(prepare.harness, harness.prepared_digests(Path(prepare.project_root), prepare))
 
 
-def _scan(root: Path) -> rootfiles.Tree:
+def _scan(root: RunRoot) -> rootfiles.Tree:
     tree = rootfiles.scan(root, UNRECORDED)
     if tree.refused:
         raise Refused(PREFIX, "files", "a sealed root holds regular files and folders only: "
@@ -114,11 +101,10 @@ def _scan(root: Path) -> rootfiles.Tree:
     return tree
 
 
-def build_receipt(root: Path, judged: Judgement, now: datetime) -> dict[str, Any]:
-    root = RunRoot.of(root)
-    tree = _scan(root.path)
+def build_receipt(root: RunRoot, judged: Judgement, now: datetime) -> dict[str, Any]:
+    tree = _scan(root)
     prepare, matrix = root.prepare, root.matrix
-    identity, distinct = run_identities(root.path, matrix)
+    identity, distinct = run_identities(root)
     files = {}
     for rel, path in tree.files.items():
         digest, size = rootfiles.sha256_regular(path)
@@ -169,7 +155,7 @@ def _write_whole(path: Path, text: str) -> None:
     _fsync_folder(path.parent)
 
 
-def _finish(root: Path, release: Callable[[], None]) -> None:
+def _finish(root: RunRoot, release: Callable[[], None]) -> None:
     """Modes, then the lock, then the root: while run.lock exists, `complete` can redo every step. A
     mode that cannot be set (a read-only remount, a file of another owner) leaves run.lock beside the
     receipt -- the root reads as a seal interrupted, which `campaign run` finishes once the cause is
@@ -186,15 +172,14 @@ def _finish(root: Path, release: Callable[[], None]) -> None:
                       f"root could not be made read-only; {LOCK_FILE} is kept, so the seal reads as interrupted: "
                       f"`campaign run {root}` finishes it once the cause is fixed") from None
     release()
-    _fsync_folder(root)
-    os.chmod(root, SEALED_FOLDER_MODE)
+    _fsync_folder(root.path)
+    os.chmod(root.path, SEALED_FOLDER_MODE)
 
 
-def require_sealable(root: Path) -> None:
+def require_sealable(root: RunRoot) -> None:
     """Every refusal of `seal` that needs no verdicts: raised before anything judges the root."""
-    root = Path(root)
-    if is_sealed(root):
-        raise Refused(PREFIX, "sealed", f"{root / RECEIPT_FILE} exists: the root is already sealed")
+    if root.sealed:
+        raise Refused(PREFIX, "sealed", f"{root.receipt_file} exists: the root is already sealed")
     missing = missing_cell_folders(root)
     if missing:
         raise Refused(PREFIX, "cell_folder", f"{root}: status.tsv says finished but the cell folder is missing: "
@@ -207,26 +192,25 @@ def require_sealable(root: Path) -> None:
                       f"{journal.JOURNAL_FILE}; nothing was sealed", EXIT_VERIFY)
 
 
-def seal(root: Path, judged: Judgement, release: Callable[[], None] = lambda: None,
+def seal(root: RunRoot, judged: Judgement, release: Callable[[], None] = lambda: None,
          now: Optional[datetime] = None) -> dict[str, Any]:
     """Write receipt.json with the verdicts ``judged`` holds, make the root read-only, call
     ``release`` (drop the run lock)."""
-    root = Path(root)
     require_sealable(root)
     # Left by a seal that stopped before its rename; the caller holds the lock, so it is nobody's.
-    (root / PARTIAL_FILE).unlink(missing_ok=True)
+    root.file(PARTIAL_FILE).unlink(missing_ok=True)
     data = build_receipt(root, judged, now or datetime.now(timezone.utc))
     try:
-        _write_whole(root / RECEIPT_FILE, canonical.dumps(data))
+        _write_whole(root.receipt_file, canonical.dumps(data))
     except OSError as exc:   # disk full, a size limit: no receipt.json was made, so nothing is sealed
-        (root / PARTIAL_FILE).unlink(missing_ok=True)
-        raise Refused(PREFIX, "write", f"{root / RECEIPT_FILE}: {exc.strerror or exc}: nothing was sealed; "
+        root.file(PARTIAL_FILE).unlink(missing_ok=True)
+        raise Refused(PREFIX, "write", f"{root.receipt_file}: {exc.strerror or exc}: nothing was sealed; "
                       f"`campaign run {root}` seals it once the cause is fixed") from None
     _finish(root, release)
     return data
 
 
-def complete(root: Path, release: Callable[[], None]) -> Optional[dict[str, Any]]:
+def complete(root: RunRoot, release: Callable[[], None]) -> Optional[dict[str, Any]]:
     """Finish a seal that a crash interrupted; the caller holds the run lock.
 
     A receipt that is not JSON was never finished (an empty file from an older,
@@ -234,15 +218,14 @@ def complete(root: Path, release: Callable[[], None]) -> Optional[dict[str, Any]
     A whole receipt is finished only when the root still matches it -- file
     modes aside, which are what finishing sets.
     """
-    root = Path(root)
-    path = root / RECEIPT_FILE
+    path = root.receipt_file
     try:
         data = canonical.read_json(path)
     except TooLarge as exc:
         raise Refused(RUN_REFUSED, "seal_interrupted", f"{exc}: not a receipt this tool wrote", EXIT_VERIFY) from None
     except ValueError:
         path.unlink()
-        (root / PARTIAL_FILE).unlink(missing_ok=True)
+        root.file(PARTIAL_FILE).unlink(missing_ok=True)
         return None
     except rootfiles.NotRegular as exc:
         raise Refused(RUN_REFUSED, "seal_interrupted", f"{path}: {exc.strerror}", EXIT_VERIFY) from None

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from campaign.contract import faults
 from campaign.contract.regular import NotRegular, describe, open_regular, read_regular
+from campaign.contract.runroot import RunRoot
 
 __all__ = ["NotRegular", "Tree", "describe", "open_regular", "read_regular", "scan", "sha256_regular"]
 
@@ -37,21 +38,21 @@ def mode_text(mode: int) -> str:
     return f"{stat.S_IMODE(mode):04o}"
 
 
-def scan(root: Path, leave_out: frozenset[str] = frozenset()) -> Tree:
+def scan(root: RunRoot, leave_out: frozenset[str] = frozenset()) -> Tree:
     """Every regular file and folder under ``root`` (sorted), and every other entry as a refusal."""
-    root = Path(root)
+    top = root.path
     tree = Tree()
-    pending = [root]
+    pending = [top]
     while pending:
         folder = pending.pop()
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
-            tree.refused[folder.relative_to(root).as_posix()] = f"folder cannot be listed: {exc.strerror}"
+            tree.refused[folder.relative_to(top).as_posix()] = f"folder cannot be listed: {exc.strerror}"
             continue
         for entry in entries:
             path = Path(entry.path)
-            rel = path.relative_to(root).as_posix()
+            rel = path.relative_to(top).as_posix()
             if rel in leave_out:
                 continue
             try:

@@ -28,6 +28,7 @@ from typing import Any
 
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_INPUT, VERIFY_REFUSED, Refused
+from campaign.contract.runroot import RunRoot
 from campaign.sealing import attest
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -49,10 +50,10 @@ def _library():
     return serialization, ed25519, InvalidSignature
 
 
-def envelope_path(root: Path) -> Path:
+def envelope_path(root: RunRoot) -> Path:
     """Where a root's envelope lives by default: beside it, ``<root>.dsse.json``."""
-    root = Path(os.path.abspath(root))
-    return root.with_name(root.name + SUFFIX)
+    folder = Path(os.path.abspath(root.path))
+    return folder.with_name(folder.name + SUFFIX)
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -158,7 +159,7 @@ def _compare(signed: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return out
 
 
-def problems(root: Path, receipt, envelope: Path, public_key) -> list[str]:
+def problems(root: RunRoot, receipt, envelope: Path, public_key) -> list[str]:
     """Every way the envelope fails to vouch for ``root`` as it is now ([] when it does).
     ``receipt`` is the root's receipt as read (None when it could not be read)."""
     try:
@@ -185,7 +186,7 @@ def require_free(path: Path, prefix: str) -> Path:
     return path
 
 
-def sign_root(root: Path, private_key) -> Path:
+def sign_root(root: RunRoot, private_key) -> Path:
     """The statement of ``root`` -- verified first, as `campaign attest` does -- signed into
     `envelope_path`, a new file; the path."""
     out = require_free(envelope_path(root), attest.PREFIX)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Collection, Mapping, Optional, Union
 
 from pydantic import ValidationError
@@ -67,11 +66,11 @@ def _schema_problem(exc: ValidationError) -> str:
     return "does not match its schema: " + "; ".join(shown)
 
 
-def read_receipt(root: Path) -> tuple[Optional[Union[ReceiptV1, Receipt]], list[Difference]]:
-    path = Path(root) / RECEIPT_FILE
-    if not os.path.lexists(path):
+def read_receipt(root: RunRoot) -> tuple[Optional[Union[ReceiptV1, Receipt]], list[Difference]]:
+    path = root.receipt_file
+    if not root.sealed:
         raise Refused(VERIFY_REFUSED, "receipt", f"{path}: no receipt: the root is not sealed")
-    hint = f"; {INTERRUPTED_HINT}" if os.path.lexists(Path(root) / LOCK_FILE) else ""
+    hint = f"; {INTERRUPTED_HINT}" if os.path.lexists(root.file(LOCK_FILE)) else ""
     try:
         data = canonical.read_json(path)
     except rootfiles.NotRegular as exc:
@@ -94,7 +93,7 @@ def read_receipt(root: Path) -> tuple[Optional[Union[ReceiptV1, Receipt]], list[
     return model, []
 
 
-def _compare_files(root: Path, model, tree: rootfiles.Tree) -> tuple[list[Difference], dict[str, tuple[str, int]]]:
+def _compare_files(model, tree: rootfiles.Tree) -> tuple[list[Difference], dict[str, tuple[str, int]]]:
     """The differences, and each file's (sha256, size) as read here: the journal's check reuses them."""
     out, digests = [], {}
     for rel in sorted(set(model.files) | set(tree.files)):
@@ -143,56 +142,52 @@ def _compare_folders(model: Receipt, tree: rootfiles.Tree) -> list[Difference]:
     return out
 
 
-def journal_differences(root: Path, known: Mapping[str, tuple[str, int]] = journal.NONE_KNOWN) -> list[Difference]:
+def journal_differences(root: RunRoot, known: Mapping[str, tuple[str, int]] = journal.NONE_KNOWN) -> list[Difference]:
     """Each finished cell's files against the digests journalled as it ended (`campaign.contract.journal`);
     ``known``: the files' digests already taken (each file is read once)."""
-    run_root = RunRoot.of(root)
-    rows, _ = run_root.status()
-    chained = run_root.prepare.journal == journal.CHAINED
+    rows, _ = root.status()
+    chained = root.prepare.journal == journal.CHAINED
     return [Difference("journal", rel, what) for rel, what in
-            journalcheck.differences(run_root, status.with_evidence(rows), known, rows if chained else None)]
+            journalcheck.differences(root, status.with_evidence(rows), known, rows if chained else None)]
 
 
-def unsettled(root: Path) -> list[Difference]:
+def unsettled(root: RunRoot) -> list[Difference]:
     """A sealed root that ran finished its matrix: on a chained root with status rows, each task without a
     row that settles it is named (its line and its row thinned out together leave the chain whole and the
     task unsettled). A root sealed before any cell ran (a test's, never a run's) has no rows to hold."""
-    run_root = RunRoot.of(root)
-    rows = run_root.status()[0] if run_root.prepare.journal == journal.CHAINED else []
+    rows = root.status()[0] if root.prepare.journal == journal.CHAINED else []
     if not rows:
         return []
     settled = status.settled(rows)
     return [Difference("journal", journal.JOURNAL_FILE, f"task {task.id}: no row settles it, yet the root is sealed "
                        "(a line and its status row removed)")
-            for task in run_root.matrix.tasks if task.id not in settled]
+            for task in root.matrix.tasks if task.id not in settled]
 
 
-def journal_on_resume(root: Path, prefix: str) -> list[str]:
+def journal_on_resume(root: RunRoot, prefix: str) -> list[str]:
     """Before a run measures anything in a root whose journal is chained: what a killed runner or a full
     disk left at its end dropped (`campaign.contract.journalcheck.repair`, said in the lines returned),
     then the journal itself checked (its chain, the prepared files, status.tsv's rows); any difference is
     refused (exit 5), nothing run."""
-    run_root = RunRoot.of(root)
-    if run_root.prepare.journal != journal.CHAINED:
+    if root.prepare.journal != journal.CHAINED:
         return []
-    rows = run_root.status()[0]
-    said = journalcheck.repair(run_root, rows)
+    rows = root.status()[0]
+    said = journalcheck.repair(root, rows)
     # the journal's own integrity; each finished cell's files are the seal's to compare, after the run
-    found = [Difference("journal", rel, what) for rel, what in journalcheck.differences(run_root, set(), rows=rows)]
+    found = [Difference("journal", rel, what) for rel, what in journalcheck.differences(root, set(), rows=rows)]
     if found:
         raise Refused(prefix, "journal", f"{root}: the journal does not hold this root ({len(found)}): "
                       + "; ".join(d.line() for d in found[:10]) + "; nothing was run", EXIT_VERIFY)
     return said
 
 
-def check(root: Path, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
-    root = Path(root)
+def check(root: RunRoot, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
     model, problems = read_receipt(root)
     if model is None:
         return Verification(None, tuple(problems))
     tree = rootfiles.scan(root, leave_out)
     found = [Difference("refused", rel, what) for rel, what in tree.refused.items()]
-    compared, digests = _compare_files(root, model, tree)
+    compared, digests = _compare_files(model, tree)
     found += compared
     if not tree.refused:     # never opens what the scan refused (a FIFO for status.tsv)
         # a path the receipt already disagrees with is named once; the journal adds what a receipt
@@ -204,16 +199,16 @@ def check(root: Path, leave_out: frozenset[str] = UNVERIFIED) -> Verification:
     return Verification(model, tuple(problems + sorted(found, key=lambda d: (d.path.rstrip("/"), d.kind))))
 
 
-def verify_root(root: Path) -> list[Difference]:
+def verify_root(root: RunRoot) -> list[Difference]:
     """Every difference between a sealed root and its receipt; empty when it verifies."""
     return list(check(root).differences)
 
 
-def require_sealed(root: Path, prefix: str) -> None:
+def require_sealed(root: RunRoot, prefix: str) -> None:
     """A folder holding a receipt; anything else is bad input (exit 2), named, before anything is read."""
-    if not Path(root).is_dir():
+    if not root.path.is_dir():
         raise Refused(prefix, "sealed", f"{root}: no such directory", EXIT_INPUT)
-    if not os.path.lexists(Path(root) / RECEIPT_FILE):
+    if not root.sealed:
         raise Refused(prefix, "sealed", f"{root}: no {RECEIPT_FILE}: not a sealed root "
                       "(`campaign run` seals a root when its matrix is done)", EXIT_INPUT)
 
@@ -229,7 +224,7 @@ def older_schema(receipt, allowed: Collection[int] = ()) -> Optional[str]:
             f"`--allow-schema {version}` verifies it with the checks it supports)")
 
 
-def require_verified(root: Path, prefix: str, allow_schema: Collection[int] = ()) -> Verification:
+def require_verified(root: RunRoot, prefix: str, allow_schema: Collection[int] = ()) -> Verification:
     """The one gate before anything is derived from a sealed root (report, attest, compare, reaccount,
     a rescore): refused (exit 5) where `campaign verify` fails -- a difference, or a receipt of an older
     schema not asked for with ``--allow-schema N`` -- naming the first differences."""
@@ -244,11 +239,10 @@ def require_verified(root: Path, prefix: str, allow_schema: Collection[int] = ()
     return verification
 
 
-def writable_entries(root: Path, verification: Verification) -> list[str]:
+def writable_entries(root: RunRoot, verification: Verification) -> list[str]:
     """Entries writable again, a warning: the root itself (its mode is not recorded) and, under a
     receipt without modes, everything; a version-2 receipt reports the rest as mode differences."""
-    root = Path(root)
-    paths = {".": root}
+    paths = {".": root.path}
     if not isinstance(verification.receipt, Receipt):
         tree = rootfiles.scan(root, UNVERIFIED)
         paths.update({**tree.folders, **tree.files})

@@ -7,6 +7,7 @@ import os
 import rootbuilder as rb
 
 from campaign.contract.canonical import read_json, sha256_file
+from campaign.contract.runroot import RunRoot
 from campaign.flows import session
 from campaign.reaccount.derive import default_out, demote, reaccount
 from campaign.sealing import receipt
@@ -20,15 +21,15 @@ def sealed_root(tmp_path, floor=0, name="root"):
 
 def test_sealed_floor_reproduces_the_sealed_verdicts_exactly(tmp_path):
     root = sealed_root(tmp_path)
-    out, derived = reaccount(root, 0)
+    out, derived = reaccount(RunRoot(root), 0)
     assert derived["changes"] == []
     assert derived["verdicts"] == read_json(root / "receipt.json")["verdicts"]
-    assert out == default_out(root, 0) == tmp_path / "root.reaccount-floor0"
+    assert out == default_out(RunRoot(root), 0) == tmp_path / "root.reaccount-floor0"
 
 
 def test_higher_floor_demotes_exactly_the_rng_built_reduction(tmp_path):
     root = sealed_root(tmp_path)
-    out, derived = reaccount(root, 1)
+    out, derived = reaccount(RunRoot(root), 1)
     assert [(c["workload"], c["before"], c["after"]) for c in derived["changes"]] == [("gelu_backward", "C", "B")]
     assert derived["changes"][0]["why"].startswith("scoped topology 0 -> 0: not reduced")
     excluded = {f for files in derived["excluded"].values() for f in files}
@@ -41,13 +42,13 @@ def test_higher_floor_demotes_exactly_the_rng_built_reduction(tmp_path):
     assert on_disk["files"]["report.md"] == sha256_file(out / "report.md")
     assert (out / "matrix.json").read_bytes() == (root / "matrix.json").read_bytes()
     assert "gelu_backward: C → B" in (out / "report.md").read_text(encoding="utf-8")
-    assert receipt.verify_root(root) == []       # nothing written inside the sealed root
+    assert receipt.verify_root(RunRoot(root)) == []       # nothing written inside the sealed root
 
 
 def test_a_reduction_appearing_first_is_x_not_a_promotion(tmp_path):
     root = sealed_root(tmp_path, floor=1)
     assert read_json(root / "receipt.json")["verdicts"]["workloads"]["gelu_backward"]["class"] == "B"
-    _, derived = reaccount(root, 0)
+    _, derived = reaccount(RunRoot(root), 0)
     change = derived["changes"][0]
     assert (change["workload"], change["before"], change["after"]) == ("gelu_backward", "B", "X")
     assert change["why"].startswith("no reversed-order evidence: the reduction appears first at launch floor 0")
@@ -84,7 +85,7 @@ def test_cli_refuses_a_root_that_does_not_verify(tmp_path, cli):
     done = cli("reaccount", root, "--floor", "1")
     assert done.returncode == 5
     assert "REACCOUNT_REFUSED check=verify" in done.stderr and "changed: cells/matmul/r1/candidate/rows.json" in done.stderr
-    assert not default_out(root, 1).exists()
+    assert not default_out(RunRoot(root), 1).exists()
 
 
 def test_cli_refuses_an_out_dir_inside_the_root_or_holding_a_receipt(tmp_path, cli):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import rootbuilder as rb
 
 from campaign.contract.canonical import read_json
+from campaign.contract.runroot import RunRoot
 from campaign.flows import session
 from campaign.judging.classify import classify_root
 from campaign.reaccount.derive import demote, reaccount, says_slower
@@ -28,7 +29,7 @@ def test_a_floor_excluding_every_variant_does_not_erase_a_sealed_regression(tmp_
     assert read_json(root / "receipt.json")["verdicts"]["workloads"]["matmul"]["reason"].startswith(
         "scoped topology 4 -> 9: increased (IR evidence alone)")
     assert classify_root(root, 1000)["workloads"]["matmul"]["class"] == "X"
-    _, derived = reaccount(root, 1000)
+    _, derived = reaccount(RunRoot(root), 1000)
     assert _changes(derived) == [("matmul", "R", "X")]
     assert derived["changes"][0]["why"].startswith(
         "floor 1000 excludes every launched variant: nothing to judge (baseline and candidate scope none)")
@@ -42,7 +43,7 @@ def test_a_floor_excluding_one_side_only_is_x_too(tmp_path):
                  "candidate": (rb.Kernel("add_kernel", 0, 300, "v2"),)}
     root = sealed(tmp_path, w)
     assert read_json(root / "receipt.json")["verdicts"]["workloads"]["add"]["class"] == "C"
-    _, derived = reaccount(root, 10)
+    _, derived = reaccount(RunRoot(root), 10)
     assert derived["verdicts"]["workloads"]["add"]["class"] == "X"
     assert "excludes every launched variant: nothing to judge (baseline scope none" in \
         derived["verdicts"]["workloads"]["add"]["reason"]
@@ -52,7 +53,7 @@ def test_r_to_b_with_neutral_timing_at_a_floor_that_still_scopes_both_sides(tmp_
     # The increase lives in the once-launched RNG kernel that builds inputs; the timed kernel is untouched.
     root = sealed(tmp_path, rb.rng_increase())
     assert read_json(root / "receipt.json")["verdicts"]["workloads"]["dropout"]["class"] == "R"
-    _, derived = reaccount(root, 1)
+    _, derived = reaccount(RunRoot(root), 1)
     assert _changes(derived) == [("dropout", "R", "B")]
     assert derived["scoped"]["dropout"]["baseline"] == derived["scoped"]["dropout"]["candidate"] == 0
 
@@ -60,7 +61,7 @@ def test_r_to_b_with_neutral_timing_at_a_floor_that_still_scopes_both_sides(tmp_
 def test_r_to_b_refused_when_one_order_says_slower(tmp_path):
     root = sealed(tmp_path, rb.rng_increase(effect=lambda r, i: 1.05 if r % 2 else 1.0))
     assert classify_root(root, 1)["workloads"]["dropout"]["class"] == "B"
-    _, derived = reaccount(root, 1)
+    _, derived = reaccount(RunRoot(root), 1)
     assert _changes(derived) == [("dropout", "R", "X")]
     assert derived["changes"][0]["why"].startswith(
         "sealed R needs evidence, not only a floor, to become B: the timing says slower baseline-first")
@@ -73,7 +74,7 @@ def test_shapes_that_disagree_are_x_at_every_floor_never_b(tmp_path):
     root = sealed(tmp_path, rb.rng_increase(effect=lambda r, i: {0: 1.1, 1: 0.9}.get(i, 1.0)))
     seal = read_json(root / "receipt.json")["verdicts"]["workloads"]["dropout"]
     assert seal["class"] == "X" and seal["reason"].startswith("shapes disagree: faster test_bench_dropout[16777216,")
-    _, derived = reaccount(root, 1)
+    _, derived = reaccount(RunRoot(root), 1)
     assert _changes(derived) == [] and derived["verdicts"]["workloads"]["dropout"]["class"] == "X"
 
 
@@ -113,4 +114,4 @@ def test_cli_reaccount_turns_the_erased_regression_into_x(tmp_path, cli):
     assert max(len(line) for line in done.stdout.splitlines()) < 400
     report = (tmp_path / "root.reaccount-floor1000" / "report.md").read_text(encoding="utf-8")
     assert "matmul: R → X: floor 1000 excludes every launched variant" in report
-    assert receipt.verify_root(root) == []
+    assert receipt.verify_root(RunRoot(root)) == []

@@ -16,6 +16,7 @@ import rootbuilder as rb
 from conftest import PROJECT_ROOT, run_cli
 
 from campaign.contract.comparison import Comparison
+from campaign.contract.runroot import RunRoot
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +139,7 @@ def test_a_root_whose_sides_tuned_for_themselves_is_named_beside_a_pinned_one(ro
 def test_a_receipt_without_verdicts_is_refused(tmp_path):
     from campaign.sealing import receipt
     root = rb.build(tmp_path, [rb.pointwise()])
-    receipt.seal(root, receipt.Judgement(None, "the classifier raised ValueError", ()))
+    receipt.seal(RunRoot(root), receipt.Judgement(None, "the classifier raised ValueError", ()))
     done = run_cli("compare", root)
     assert done.returncode == 1, done.stdout
     assert (f"COMPARE_REFUSED check=verdicts: {root / 'receipt.json'}: verdicts is null "

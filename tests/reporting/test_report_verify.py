@@ -11,6 +11,7 @@ import rootbuilder as rb
 
 from campaign.contract import canonical
 from campaign.contract.receiptmodel import content_digest
+from campaign.contract.runroot import RunRoot
 from campaign.flows.report import NOT_SEALED
 from campaign.reporting import report
 from campaign.sealing import receipt
@@ -77,7 +78,7 @@ def test_released_caliber_guard_always_warns(tmp_path: Path, cli):
 def test_a_seal_without_verdicts_is_reported_as_derived_now(tmp_path: Path, cli):
     root = rb.build(tmp_path, [rb.pointwise()])
     # what an older seal recorded where no classifier was installed
-    receipt.seal(root, receipt.Judgement(None, "no classifier installed: verdicts not derived", ()))
+    receipt.seal(RunRoot(root), receipt.Judgement(None, "no classifier installed: verdicts not derived", ()))
     done = cli("report", root)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("> **Derived now, not sealed.** The seal recorded no verdicts: no classifier")

@@ -120,7 +120,7 @@ def _thinnings(lines: int) -> dict:
 
 
 def test_no_thinning_of_the_journal_verifies_under_a_receipt_rewritten_to_match(chained: Path, tmp_path: Path):
-    assert verification.check(chained).differences == ()
+    assert verification.check(RunRoot(chained)).differences == ()
     forgeries = _thinnings(len(_lines(chained)))
     verified = []
     for name, forge in forgeries.items():
@@ -129,7 +129,7 @@ def test_no_thinning_of_the_journal_verifies_under_a_receipt_rewritten_to_match(
         forge(root)
         _rewrite_receipt(root)
         _sealed_modes(root)
-        found = verification.check(root).differences
+        found = verification.check(RunRoot(root)).differences
         assert all(d.kind == "journal" for d in found), (name, found)   # the receipt agrees: only the journal can tell
         if not found:
             verified.append(name)
@@ -147,7 +147,7 @@ def test_a_line_rewritten_over_edited_evidence_breaks_the_chain_at_the_next(chai
         _edit_line(k)(root)
         _rewrite_receipt(root)
         _sealed_modes(root)
-        found = verification.check(root).differences
+        found = verification.check(RunRoot(root)).differences
         if not found:
             verified.append(k)
         else:

@@ -26,6 +26,7 @@ from conftest import PROJECT_ROOT, run_cli
 from runroots import copy_root, run, start_run
 
 from campaign.contract import canonical
+from campaign.contract.runroot import RunRoot
 from campaign.flows import session
 from campaign.sealing import receipt
 
@@ -207,7 +208,7 @@ def test_the_lock_goes_only_after_the_modes_and_before_the_root(sealed, tmp_path
     session.seal_root(root, release=release)
     assert seen == [(0o444, 0o555, 0o755, True)]
     assert _mode(root) == 0o555 and _mode(root / "receipt.json") == 0o444
-    assert receipt.verify_root(root) == []
+    assert receipt.verify_root(RunRoot(root)) == []
 
 
 def test_a_torn_temporary_receipt_beside_a_stale_lock_is_sealed(sealed, tmp_path):
@@ -217,7 +218,7 @@ def test_a_torn_temporary_receipt_beside_a_stale_lock_is_sealed(sealed, tmp_path
     done = run_cli("run", root, "--grace", "1", "--scratch-dir", tmp_path)
     assert done.returncode == 0, done.stderr
     assert not (root / "receipt.json.partial").exists() and not (root / "run.lock").exists()
-    assert receipt.verify_root(root) == []
+    assert receipt.verify_root(RunRoot(root)) == []
 
 
 def test_a_screen_roots_interrupted_seal_is_finished_by_run(tmp_path, cli):

@@ -21,6 +21,7 @@ from runroots import copy_root, run
 
 from campaign.cli import main
 from campaign.contract import journal
+from campaign.contract.runroot import RunRoot
 from campaign.sealing import receipt, verification
 
 ROWS = "cells/add/r1/candidate/rows.json"
@@ -119,7 +120,7 @@ def test_a_read_error_is_named_by_verify_and_by_the_gate(rel: str, sealed_add: P
     _failing_reads(monkeypatch, sealed_add / rel)
     named = (f"refused: {ROWS} (cannot be read: Input/output error)" if rel == ROWS else
              "receipt: receipt.json (cannot be read: Input/output error)")
-    assert [d.line() for d in verification.check(sealed_add).differences] == [named]
+    assert [d.line() for d in verification.check(RunRoot(sealed_add)).differences] == [named]
     for command in ("verify", "report", "attest"):
         assert main([command, str(sealed_add)]) == 5, command
         assert named in capsys.readouterr().err

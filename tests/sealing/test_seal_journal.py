@@ -134,6 +134,6 @@ def test_verify_reads_each_cell_file_once(sealed: Path, monkeypatch):
     journal_reads = []
     digest = journal._sha256
     monkeypatch.setattr(journal, "_sha256", lambda path: journal_reads.append(path) or digest(path))
-    assert verification.check(sealed).differences == ()
+    assert verification.check(RunRoot(sealed)).differences == ()
     assert journal_reads == []
     assert journalcheck.differences(RunRoot(sealed), {"add/r1/baseline"}) == [] and journal_reads, "the spy sees the journal's reads"

@@ -17,6 +17,7 @@ from runroots import copy_root, demo, prepare, run
 from campaign.contract import canonical
 from campaign.contract.errors import InputError, Refused
 from campaign.contract.receiptmodel import ReceiptFile
+from campaign.contract.runroot import RunRoot
 from campaign.flows import session
 from campaign.sealing import receipt
 
@@ -85,7 +86,7 @@ def test_seal_writes_the_verdicts_it_is_handed_null_with_its_note_never_invented
     root = prepare(tmp_path, [demo("add")])
     released = []
     handed = receipt.Judgement(None, "no verdicts: the test hands none", ("plugins/timing.py",))
-    sealed = receipt.seal(root, handed, release=lambda: released.append(True),
+    sealed = receipt.seal(RunRoot(root), handed, release=lambda: released.append(True),
                           now=datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc))
     assert released == [True]
     assert sealed["verdicts"] is None
@@ -96,12 +97,12 @@ def test_seal_writes_the_verdicts_it_is_handed_null_with_its_note_never_invented
     assert sorted(sealed["files"]) == ["digests.jsonl", "manifest.yaml", "matrix.json", "prepare.json"]
     assert sealed["folders"] == {}
     assert canonical.read_json(root / "receipt.json") == sealed
-    assert receipt.verify_root(root) == []
+    assert receipt.verify_root(RunRoot(root)) == []
     with pytest.raises(Refused, match="already sealed"):
-        receipt.seal(root, handed)
+        receipt.seal(RunRoot(root), handed)
     root.chmod(0o755)
     (root / "run.lock").write_text("{}")  # left out at seal, but never hidden from verify
-    assert [d.line() for d in receipt.verify_root(root)] == [
+    assert [d.line() for d in receipt.verify_root(RunRoot(root))] == [
         "extra: run.lock (not in the receipt; run.lock left beside receipt.json: the seal was interrupted; "
         "`campaign run ROOT` completes it)"]
 
@@ -122,7 +123,7 @@ def test_a_classifier_that_fails_is_sealed_as_null_verdicts_naming_the_failure(t
     sealed = session.seal_root(root)
     assert sealed["verdicts"] is None
     assert sealed["verdicts_note"].startswith("campaign.judging.classify.classify_root failed: InputError: ")
-    assert receipt.verify_root(root) == []
+    assert receipt.verify_root(RunRoot(root)) == []
 
 
 # -- strict verify: regular files only, modes, folders, the receipt's own integrity ----------------

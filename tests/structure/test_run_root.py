@@ -23,12 +23,6 @@ PATH_ROOTS = {
     "campaign/running/raynode.py": 1,
     "campaign/running/runner.py": 1,
     "campaign/running/telemetry.py": 1,
-    "campaign/sealing/attest.py": 3,
-    "campaign/sealing/receipt.py": 10,
-    "campaign/sealing/rootfiles.py": 1,
-    "campaign/sealing/signing.py": 3,
-    "campaign/sealing/verification.py": 10,
-    "reaccount/derive.py": 4,
     "worker/lifeline.py": 1,
 }
 
@@ -43,7 +37,6 @@ EITHER_ROOTS = {
     "campaign/judging/irdiffroot.py": 1,
     "campaign/judging/screenroot.py": 3,
     "campaign/running/rounds.py": 1,
-    "campaign/sealing/receipt.py": 1,
 }
 PATH, EITHER = ("Path",), ("RunRoot | Path", "Path | RunRoot")
 
