@@ -41,11 +41,12 @@ from pathlib import Path
 from typing import Iterator
 
 from campaign.contract import faults
-from campaign.contract.artifacts import PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir, claim
+from campaign.contract.artifacts import PROGRESS_FILE, RESULT_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, claim
 from campaign.contract.canonical import read_json
 from campaign.contract.errors import WorkerExit
 from campaign.contract.plans import BatchRecord, CellPlan
 from campaign.contract.progresslines import event_line
+from campaign.contract.runroot import RunRoot
 from campaign.worker import lifeline, tunerstore
 from campaign.worker.runcell import run_cell
 
@@ -123,7 +124,8 @@ def run(batch_path: Path, started: float, notes: list[str]) -> int:
     except Exception as exc:        # nothing names the cells: the runner's rows say no result
         print(f"{batch_path}: not a readable batch file: {type(exc).__name__}: {exc}", file=sys.stderr)
         return WorkerExit.USAGE
-    gone = lifeline.orphaned(Path(record.root))
+    root = RunRoot(Path(record.root))
+    gone = lifeline.orphaned(root)
     if gone:
         print(f"worker: {gone}; the batch is not run", file=sys.stderr)
         return WorkerExit.REFUSED
@@ -131,7 +133,7 @@ def run(batch_path: Path, started: float, notes: list[str]) -> int:
     argv0 = sys.argv[0]
     caches = (record.triton_cache_dir, record.tuner_cache_dir) if record.queue is not None else None
     for position, task_id in enumerate(claimed(record)):
-        folder = cell_dir(Path(record.root), task_id)
+        folder = root.cell(task_id)
         of = (f"of {len(record.tasks)} " if record.queue is None
               else f"(claimed from queue {Path(record.queue).name}) ")
         here = [*notes, f"batch {record.id}: workload {position + 1} {of}in this process"

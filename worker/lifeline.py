@@ -21,11 +21,11 @@ import ctypes
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import Optional
 
 from campaign.contract import canonical
 from campaign.contract.artifacts import LOCK_FILE
+from campaign.contract.runroot import RunRoot
 
 PR_SET_PDEATHSIG = 1   # <linux/prctl.h>
 
@@ -41,10 +41,10 @@ def bind_to_parent() -> Optional[str]:
     return None
 
 
-def orphaned(root: Path) -> Optional[str]:
+def orphaned(root: RunRoot) -> Optional[str]:
     """Why the runner that started this worker is gone already; None when it is not, or no lock says."""
     try:
-        holder = int(canonical.read_json(Path(root) / LOCK_FILE)["pid"])
+        holder = int(canonical.read_json(root.file(LOCK_FILE))["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None   # no runner's lock: the worker started by hand or by a test
     parent = os.getppid()

@@ -47,6 +47,7 @@ from campaign.contract.canonical import read_json, write_json_new
 from campaign.contract.cellfiles import CellResult, Correctness, Preflight
 from campaign.contract.errors import PREFLIGHT_FAILED, WorkerExit
 from campaign.contract.plans import CellPlan
+from campaign.contract.runroot import RunRoot
 from campaign.worker import cell, facts, lifeline, phases, preflight
 from campaign.worker.context import CellContext, CellLog
 from campaign.worker.writefaults import WriteFaults
@@ -163,7 +164,7 @@ def run_cell(task_path: Path, result_path: Path, started: float, notes: list[str
     except Exception as exc:        # without a plan there is no task id to write a result under
         print(f"{task_path}: not a readable task file: {type(exc).__name__}: {exc}", file=sys.stderr)
         return WorkerExit.USAGE
-    gone = lifeline.orphaned(Path(plan.root))
+    gone = lifeline.orphaned(RunRoot(Path(plan.root)))
     if gone:   # the runner died before the parent-death signal was asked for: nobody would read a result
         print(f"worker: {gone}; the cell is not run", file=sys.stderr)
         return WorkerExit.REFUSED

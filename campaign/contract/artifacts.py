@@ -109,10 +109,6 @@ def cell_dir_name(task_id: str) -> str:
     return f"{CELLS_DIR}/{task_id}"
 
 
-def cell_dir(root: Path, task_id: str) -> Path:
-    return Path(root) / CELLS_DIR / task_id
-
-
 # Names a folder takes beside one that must not be overwritten: ``<name><suffix><n>``.
 INTERRUPTED_SUFFIX = ".interrupted-"     # an unfinished cell folder, kept and run again
 RESCORE_SUFFIX = ".rescore-"             # a rescore of a sealed screen root, beside it

@@ -52,8 +52,8 @@ class SourceSeal:
     def receipt_digest(self, receipt: Path) -> str:
         return rootfiles.sha256_regular(receipt)[0]
 
-    def differences(self, source: Path) -> list[str]:
-        return [d.line() for d in verification.check(RunRoot(source)).differences]
+    def differences(self, source: RunRoot) -> list[str]:
+        return [d.line() for d in verification.check(source).differences]
 
 
 def check(manifest_path: Path, project_root: Path = harness.PROJECT_ROOT) -> Checked:
@@ -152,8 +152,9 @@ def freeze(checked: Checked, runs_dir: Path, project_root: Path = harness.PROJEC
                 canonical.write_new(root / MANIFEST_FILE, shard.text)
             canonical.write_json_new(root / MATRIX_FILE, checked.matrix.model_dump(mode="json"))
             canonical.write_json_new(root / PREPARE_FILE, record)
-            pinning.pin(checked.pinned, root)
-            journal.open_root(RunRoot(root), (MANIFEST_FILE, MATRIX_FILE))
+            made = RunRoot(root)
+            pinning.pin(checked.pinned, made)
+            journal.open_root(made, (MANIFEST_FILE, MATRIX_FILE))
     except OSError as exc:
         shutil.rmtree(root, ignore_errors=True)
         raise faults.write_failed(exc, again, PREPARE_REFUSED, "the root begun is removed") from None

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Optional, Protocol
 
 from campaign.contract import yamlio
-from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, cell_dir
+from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE
 from campaign.contract.errors import EXIT_INPUT, EXIT_VERIFY, PREPARE_REFUSED, CampaignError, InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix
@@ -44,12 +44,12 @@ def pinned_source(workload: str) -> str:
     return f"{PINNED_DIR}/{workload}"
 
 
-def recording_dir(root: Path, source: str) -> Path:
+def recording_dir(root: RunRoot, source: str) -> Path:
     """Where a replay source's recording lies: the pinned copy, or the recording task's cell."""
     parts = source.split("/")
     if len(parts) == 2 and parts[0] == PINNED_DIR:
-        return Path(root) / source
-    return cell_dir(root, source)
+        return root / source
+    return root.cell(source)
 
 
 def source_root(spec, project_root: Path) -> Path:
@@ -64,7 +64,7 @@ class SourceSeal(Protocol):
     def receipt_digest(self, receipt: Path) -> str:
         """The receipt's SHA-256; OSError when it is not a readable regular file."""
 
-    def differences(self, source: Path) -> list[str]:
+    def differences(self, source: RunRoot) -> list[str]:
         """One line per file of the source root that does not verify against its receipt."""
 
 
@@ -83,10 +83,9 @@ class _Refusal:
                              exit_code)
 
 
-def _verified_source(spec, source: Path, seal: SourceSeal, refuse: _Refusal) -> Matrix:
-    root = RunRoot(source)
-    receipt = root.receipt_file
-    if not source.is_dir():
+def _verified_source(spec, source: RunRoot, seal: SourceSeal, refuse: _Refusal) -> Matrix:
+    receipt = source.receipt_file
+    if not source.path.is_dir():
         raise refuse("root", f"{source}: not a folder")
     try:
         digest = seal.receipt_digest(receipt)
@@ -102,12 +101,12 @@ def _verified_source(spec, source: Path, seal: SourceSeal, refuse: _Refusal) -> 
         raise refuse("root", f"{source} does not verify against its receipt ({len(differences)} difference(s): "
                              f"{shown})", EXIT_VERIFY)
     try:
-        return root.matrix
+        return source.matrix
     except InputError as exc:
         raise refuse("root", str(exc), EXIT_VERIFY) from None
 
 
-def _recording(source: Path, matrix: Matrix, workload: str, refuse: _Refusal) -> Path:
+def _recording(source: RunRoot, matrix: Matrix, workload: str, refuse: _Refusal) -> Path:
     tasks = [t for t in matrix.tasks if t.workload == workload]
     if not tasks:
         names = {t.workload for t in matrix.tasks}
@@ -118,7 +117,7 @@ def _recording(source: Path, matrix: Matrix, workload: str, refuse: _Refusal) ->
     recorders = [t for t in tasks if t.autotune.mode == "record"]
     preferred = [t for t in recorders if t.round != IR_ROUND] or recorders
     recorder: Optional[str] = preferred[0].id if preferred else None
-    folder = cell_dir(source, recorder) if recorder else recording_dir(source, tasks[0].autotune.source or "")
+    folder = source.cell(recorder) if recorder else recording_dir(source, tasks[0].autotune.source or "")
     if not (folder / AUTOTUNE_FILE).is_file():
         raise refuse("root", f"{folder / AUTOTUNE_FILE}: missing: the recording of {workload!r} did not finish "
                              "in the source root")
@@ -132,15 +131,15 @@ def recordings(manifest: Manifest, manifest_path: Path, project_root: Path, seal
     if spec is None:
         return {}
     refuse = _Refusal(Path(manifest_path))
-    source = source_root(spec, project_root)
+    source = RunRoot(source_root(spec, project_root))
     matrix = _verified_source(spec, source, seal, refuse)
     return {w.name: _recording(source, matrix, w.name, refuse) for w in manifest.workloads}
 
 
-def pin(folders: dict[str, Path], root: Path) -> None:
+def pin(folders: dict[str, Path], root: RunRoot) -> None:
     """Copy every workload's recording (`recordings`) into ``root``; no-op unpinned."""
     for workload, folder in sorted(folders.items()):
-        target = Path(root) / pinned_source(workload)
+        target = root / pinned_source(workload)
         target.mkdir(parents=True)
         for name in RECORDING_FILES:
             if (folder / name).is_file():

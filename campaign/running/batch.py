@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Optional, Protocol
 
 from campaign.contract import canonical, faults, status
-from campaign.contract.artifacts import BATCH_FILE, BATCHES_DIR, PROGRESS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, cell_dir, first_free, set_aside
+from campaign.contract.artifacts import BATCH_FILE, BATCHES_DIR, PROGRESS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE, first_free, set_aside
 from campaign.contract.plans import BatchRecord, CellPlan, Task
 from campaign.contract.status import StatusRow
 from campaign.running import batching, workerlaunch
@@ -98,14 +98,14 @@ class BatchRun:
         return triton, tuner
 
     def _plans(self, tasks: tuple[Task, ...]) -> dict[str, CellPlan]:
-        runner, root = self.runner, self.setup.root.path
+        runner, root = self.runner, self.setup.root
         triton, tuner = self._caches()
         plans = {}
         for task in tasks:
             if task.id in self.prepared:
                 plans[task.id] = self.prepared[task.id]
                 continue
-            folder = cell_dir(root, task.id)
+            folder = root.cell(task.id)
             if folder.exists():
                 moved = set_aside(folder)
                 runner.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")
@@ -186,7 +186,7 @@ class Watch:
         since = self.progress.since(self.tasks, task, self.spawn)
         start = self.progress.started.get(task.id)
         until = (end.unix, end.monotonic) if end is not None else (time.time(), time.monotonic())
-        folder = cell_dir(self.batch.setup.root, task.id)
+        folder = self.batch.setup.root.cell(task.id)
         window = self.runner.telemetry.window(start.unix if start else since[0], until[0], folder)
         row = status_row(task, folder, ended, until[1] - since[1], window)
         row = replace(row, note="; ".join(part for part in (row.note, self.where(task)) if part))

@@ -32,6 +32,7 @@ from typing import Callable, Optional
 from campaign.contract import canonical, regular
 from campaign.contract.artifacts import LOCK_FILE
 from campaign.contract.errors import RUN_REFUSED, Refused
+from campaign.contract.runroot import RunRoot
 from campaign.running.cellproc import end_group
 
 
@@ -103,8 +104,8 @@ def _is_worker_group(pgid: int, settle_s: float = 0.5) -> bool:
 
 
 class RunLock:
-    def __init__(self, root: Path, report: Callable[[str], None], grace_s: float = 10.0):
-        self.path = Path(root) / LOCK_FILE
+    def __init__(self, root: RunRoot, report: Callable[[str], None], grace_s: float = 10.0):
+        self.path = root.file(LOCK_FILE)
         self.report = report
         self.grace_s = grace_s
         self.holder = Holder(os.getpid(), socket.gethostname(),

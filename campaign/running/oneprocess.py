@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from campaign.contract import status
-from campaign.contract.artifacts import cell_dir, set_aside
+from campaign.contract.artifacts import set_aside
 from campaign.contract.plans import Task
 from campaign.contract.status import StatusRow
 from campaign.running.runsetup import Events, RunSetup
@@ -30,7 +30,7 @@ class OneProcess:
         return todo
 
     def claim(self, task: Task) -> None:
-        folder = cell_dir(self.runner.setup.root.path, task.id)
+        folder = self.runner.setup.root.cell(task.id)
         if folder.exists():
             moved = set_aside(folder)
             self.runner.events.note(f"{task.id}: unfinished cell folder kept as {moved.name}; running it again")

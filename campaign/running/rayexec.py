@@ -50,11 +50,11 @@ from campaign.contract.artifacts import (
     RECEIPT_FILE,
     STATUS_FILE,
     TELEMETRY_FILE,
-    cell_dir,
     set_aside,
 )
 from campaign.contract.errors import RUN_FAILED, RUN_REFUSED, CampaignError, Refused
 from campaign.contract.platforms import platform
+from campaign.contract.runroot import RunRoot
 from campaign.contract.status import StatusRow
 from campaign.planning.pinning import PINNED_DIR
 from campaign.running import raynode, raywatch, scheduler
@@ -229,7 +229,7 @@ class RayExecutor:
         for task in self.setup.matrix.tasks:
             if task.workload != workload:
                 continue
-            folder = cell_dir(root, task.id)
+            folder = self.setup.root.cell(task.id)
             if task.id in latest:
                 if folder.is_dir():
                     names.append(f"{CELLS_DIR}/{task.id}")
@@ -267,7 +267,7 @@ class RayExecutor:
         try:
             raynode.unpack(result["cells"], incoming, lambda parts: raynode.own_cells(parts, ids),
                            f"the Ray task of {workload} on {node}")
-            for path in raynode.task_folders(incoming, ids):
+            for path in raynode.task_folders(RunRoot(incoming), ids):     # cells/ laid out as in a root
                 raynode.place(incoming / path, (self.setup.root / path).parent)
         finally:
             shutil.rmtree(incoming, ignore_errors=True)
@@ -277,7 +277,7 @@ class RayExecutor:
         foreign = sorted({row.task_id for row in returned} - set(ids))
         # a finished row vouches for its folder: the seal would refuse the root over a missing one
         bare = sorted(row.task_id for row in returned if row.finished and row.rc_name != status.SKIPPED
-                      and not cell_dir(self.setup.root, row.task_id).is_dir())
+                      and not self.setup.root.cell(row.task_id).is_dir())
         if foreign or bare:
             raise Refused(PREFIX, "ray_rows", f"the Ray task of {workload} on {node} returned rows "
                           + (f"for tasks not its own: {', '.join(foreign)}" if foreign else

@@ -117,11 +117,11 @@ def place(folder: Path, cells: Path) -> None:
     first_free(lambda n: cells / f"{base}{INTERRUPTED_SUFFIX}{n}", take)
 
 
-def task_folders(root: Path, task_ids: Iterable[str]) -> list[str]:
+def task_folders(root: RunRoot, task_ids: Iterable[str]) -> list[str]:
     """The cell folders of ``task_ids`` under ``root``, set-aside ones too, as root-relative paths."""
     found: list[str] = []
     for task_id in task_ids:
-        folder = Path(root) / CELLS_DIR / task_id
+        folder = root.cell(task_id)
         if folder.parent.is_dir():
             found += [f"{CELLS_DIR}/{task_id}{p.name[len(folder.name):]}" for p in folder.parent.iterdir()
                       if p.is_dir() and (p.name == folder.name or p.name.startswith(folder.name + INTERRUPTED_SUFFIX))]
@@ -200,7 +200,7 @@ def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
         sent_rows = [status.StatusRow(**row) for row in job["rows"]]
         for row in sent_rows:
             status.append(root.status_file, row)
-        sent_cells = set(task_folders(root.path, job["task_ids"]))
+        sent_cells = set(task_folders(root, job["task_ids"]))
         prepare, manifest, matrix = root.prepare, root.manifest, root.matrix
         backend = get_backend(matrix.backend)
         _check_node(prepare, manifest, backend)
@@ -220,7 +220,7 @@ def run_on_node(job: dict[str, Any]) -> dict[str, Any]:
         finally:
             sampler.stop()
         rows, _ = root.status()
-        new_cells = [path for path in task_folders(root.path, job["task_ids"]) if path not in sent_cells]
+        new_cells = [path for path in task_folders(root, job["task_ids"]) if path not in sent_cells]
         return {"state": outcome.state, "detail": outcome.detail, "node": socket.gethostname(),
                 "card": None if card is None else card.uuid, "notes": events.notes,
                 "rows": [dataclasses.asdict(row) for row in rows[len(sent_rows):]],

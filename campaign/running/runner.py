@@ -29,7 +29,6 @@ from typing import Optional
 
 from campaign.contract import canonical, faults, journal, status
 from campaign.contract.artifacts import AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE
-from campaign.contract.artifacts import cell_dir as cell_folder
 from campaign.contract.plans import CellPlan, Task
 from campaign.contract.status import StatusRow
 from campaign.planning import pinning
@@ -49,10 +48,6 @@ COMPLETED, CANARY_FAILED, INTERRUPTED = "completed", "canary_failed", "interrupt
 class Outcome:
     state: str                           # COMPLETED | CANARY_FAILED | INTERRUPTED
     detail: str = ""
-
-
-def cell_path(root: Path, task: Task) -> Path:
-    return cell_folder(root, task.id)
 
 
 class Runner:
@@ -218,7 +213,7 @@ class Runner:
 
     def run_cell(self, task: Task) -> StatusRow:
         setup = self.setup
-        cell_dir = cell_path(setup.root, task)
+        cell_dir = setup.root.cell(task.id)
         cell_dir.mkdir(parents=True)
         plan = self.plan(task, cell_dir)
         with faults.naming(cell_dir / TASK_FILE):   # a full disk fails the write, which names no path

@@ -44,7 +44,6 @@ from campaign.contract.artifacts import (
     STDERR_LOG,
     STDOUT_LOG,
     TASK_FILE,
-    cell_dir,
     claim,
     claim_file,
     claimed_by,
@@ -72,7 +71,7 @@ class SideQueue:
             self._prepare(task)
 
     def _prepare(self, task: Task) -> None:
-        folder = cell_dir(self.setup.root, task.id)
+        folder = self.setup.root.cell(task.id)
         if folder.exists() and [p.name for p in folder.iterdir()] == [TASK_FILE]:
             (folder / TASK_FILE).unlink()       # prepared, never claimed: no worker wrote here, nothing to keep
         elif folder.exists():

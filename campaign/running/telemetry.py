@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Callable, Optional, Protocol
 
 from campaign.contract import canonical
-from campaign.contract.artifacts import ROWS_FILE, TELEMETRY_FILE
+from campaign.contract.artifacts import ROWS_FILE
 from campaign.contract.cellfiles import Rows
+from campaign.contract.runroot import RunRoot
 from campaign.contract.telemetryfile import COLUMNS, Sample, Summary, format_sample, summarize
 from campaign.running.telemetrysources import (  # noqa: F401 (the sources and their parsers, read here by name)
     AmdSmiSource,
@@ -107,10 +108,10 @@ class Sampler:
     Errors after a good start are written to telemetry.err once each, never raised.
     """
 
-    def __init__(self, root: Path, make: Callable[[], Source], interval_s: float = INTERVAL_S,
+    def __init__(self, root: RunRoot, make: Callable[[], Source], interval_s: float = INTERVAL_S,
                  clock: Callable[[], float] = time.time):
-        self.tsv = Path(root) / TELEMETRY_FILE
-        self.err = Path(root) / ERR_FILE
+        self.tsv = root.telemetry_file
+        self.err = root.file(ERR_FILE)
         self.make = make
         self.interval_s = interval_s
         self.clock = clock

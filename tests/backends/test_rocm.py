@@ -16,6 +16,7 @@ from campaign.backends.rocm import target_of
 from campaign.contract import yamlio
 from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
+from campaign.contract.runroot import RunRoot
 from campaign.plugins import compile_only, run_identity
 from campaign.running import telemetry
 
@@ -92,7 +93,7 @@ def test_amdsmi_absent_is_named_not_raised(tmp_path: Path, monkeypatch):
     monkeypatch.setitem(sys.modules, "amdsmi", None)          # import amdsmi -> ImportError
     with pytest.raises(RuntimeError, match="amdsmi is not installed"):
         telemetry.make_source("amdsmi", None)
-    sampler = telemetry.Sampler(tmp_path, lambda: telemetry.make_source("amdsmi", None))
+    sampler = telemetry.Sampler(RunRoot(tmp_path), lambda: telemetry.make_source("amdsmi", None))
     assert not sampler.start() and "amdsmi is not installed" in sampler.reason
 
 

@@ -23,6 +23,7 @@ from campaign.backends.cuda import CudaBackend
 from campaign.contract import telemetryfile
 from campaign.contract.artifacts import ROWS_FILE
 from campaign.contract.cellfiles import Rows
+from campaign.contract.runroot import RunRoot
 from campaign.judging import throttle
 from campaign.plugins import timing
 from campaign.running import telemetry
@@ -52,7 +53,7 @@ def _context(root: Path, kind: str) -> CellContext:
 @pytest.mark.parametrize("kind", ["event", "graph"])
 def test_every_timed_window_is_ordered_and_holds_loaded_clock_samples(pytester, tmp_path, kind):
     devices = telemetry.visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"))
-    sampler = telemetry.Sampler(tmp_path, lambda: telemetry.make_source("nvml", devices))
+    sampler = telemetry.Sampler(RunRoot(tmp_path), lambda: telemetry.make_source("nvml", devices))
     assert sampler.start(), sampler.reason
     ctx = _context(tmp_path, kind)
     began = time.time()

@@ -11,9 +11,10 @@ from pathlib import Path
 import rootbuilder as rb
 
 from campaign.contract import canonical, yamlio
-from campaign.contract.artifacts import OFFLINE_FILE, cell_dir
+from campaign.contract.artifacts import OFFLINE_FILE
 from campaign.contract.cellfiles import OfflineTrust, Site
 from campaign.contract.manifest import Manifest
+from campaign.contract.runroot import RunRoot
 from campaign.judging import screening, screenroot, screentable
 from campaign.judging.screening import Facts, Side
 
@@ -43,8 +44,8 @@ def test_host_reads_in_one_cell_make_the_workload_need_the_card(tmp_path):
     root = _offline_root(tmp_path)
     before = {r["workload"]: r["verdict"] for r in screenroot.table(root)}
     assert before == {"matmul": "IR_CHANGED", "add": "NO_IR_DIFF"}
-    canonical.write_json_new(cell_dir(root, "add/r1/candidate") / OFFLINE_FILE, _trust(host_reads=(ALLCLOSE,)))
-    canonical.write_json_new(cell_dir(root, "add/r1/baseline") / OFFLINE_FILE, _trust())   # proved nothing
+    canonical.write_json_new(RunRoot(root).cell("add/r1/candidate") / OFFLINE_FILE, _trust(host_reads=(ALLCLOSE,)))
+    canonical.write_json_new(RunRoot(root).cell("add/r1/baseline") / OFFLINE_FILE, _trust())   # proved nothing
     rows = {r["workload"]: r for r in screenroot.table(root)}
     assert rows["matmul"]["verdict"] == "IR_CHANGED"
     add = rows["add"]
@@ -58,7 +59,7 @@ def test_host_reads_in_one_cell_make_the_workload_need_the_card(tmp_path):
 def test_a_needs_card_workload_is_emitted_to_the_cards_manifest(tmp_path):
     root = _offline_root(tmp_path)
     for cell in ("baseline", "candidate"):
-        canonical.write_json_new(cell_dir(root, f"add/r1/{cell}") / OFFLINE_FILE, _trust(torch_fallbacks=(COPY,)))
+        canonical.write_json_new(RunRoot(root).cell(f"add/r1/{cell}") / OFFLINE_FILE, _trust(torch_fallbacks=(COPY,)))
     rows = screenroot.table(root)
     assert [r["verdict"] for r in rows] == ["IR_CHANGED", "NEEDS_CARD"]
     assert "FlagGems fell back to torch: aten::copy_ from copy_ (flag_gems/ops/copy.py:94) x1 (baseline, candidate)" \
@@ -76,7 +77,7 @@ def test_a_needs_card_workload_is_emitted_to_the_cards_manifest(tmp_path):
 
 def test_an_unreadable_offline_file_is_a_problem_not_a_pass(tmp_path):
     root = _offline_root(tmp_path)
-    (cell_dir(root, "add/r1/candidate") / OFFLINE_FILE).write_text('{"schema_version": 1}\n', encoding="utf-8")
+    (RunRoot(root).cell("add/r1/candidate") / OFFLINE_FILE).write_text('{"schema_version": 1}\n', encoding="utf-8")
     add = {r["workload"]: r for r in screenroot.table(root)}["add"]
     assert add["verdict"] == "NO_IR_DIFF" and "offline.json: unreadable" in add["note"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import rootbuilder as rb
 
-from campaign.contract.artifacts import AUTOTUNE_FILE, IDENTITY_FILE, cell_dir
+from campaign.contract.artifacts import AUTOTUNE_FILE, IDENTITY_FILE
 from campaign.contract.canonical import read_json
 from campaign.contract.cellfiles import AutotuneFile
 from campaign.contract.records import Verdicts
@@ -45,7 +45,7 @@ def test_every_timed_cell_records_its_own_winners_and_the_terms_say_per_side(roo
     matrix = read_json(root / "matrix.json")
     assert matrix["terms"]["tuning"] == "per_side"
     assert {(t["autotune"]["mode"], t["autotune"]["source"]) for t in matrix["tasks"]} == {("record", None)}
-    identity = read_json(cell_dir(root, "matmul/r3/candidate") / IDENTITY_FILE)
+    identity = read_json(RunRoot(root).cell("matmul/r3/candidate") / IDENTITY_FILE)
     assert (identity["tuning"], identity["autotune_mode"]) == ("per_side", "record")
 
 
@@ -135,7 +135,7 @@ def test_a_root_sealed_before_the_mode_reads_as_pinned():
 
 
 def test_a_tuning_cell_stands_apart_only_where_the_others_replay(root):
-    record = AutotuneFile.model_validate(read_json(cell_dir(root, "matmul/r1/baseline") / AUTOTUNE_FILE))
+    record = AutotuneFile.model_validate(read_json(RunRoot(root).cell("matmul/r1/baseline") / AUTOTUNE_FILE))
     assert record.tuning_runs > 0
     assert evidence.apart(record, "pinned") is True
     assert evidence.apart(record, "per_side") is False

@@ -15,6 +15,7 @@ from conftest import PROJECT_ROOT, run_cli
 
 from campaign.contract import canonical
 from campaign.contract.plans import Matrix
+from campaign.contract.runroot import RunRoot
 from campaign.judging import caliber
 from campaign.planning import pinning
 
@@ -128,8 +129,8 @@ def test_an_unsealed_source_or_a_workload_it_lacks_is_refused(source, tmp_path):
 
 
 def test_replay_sources_resolve_to_the_pinned_copy_or_the_recording_cell(tmp_path):
-    assert pinning.recording_dir(tmp_path, "autotune_from/mm") == tmp_path / "autotune_from" / "mm"
-    assert pinning.recording_dir(tmp_path, "autotune_from/r1/baseline") == tmp_path / "cells" / "autotune_from" / "r1" / "baseline"
+    assert pinning.recording_dir(RunRoot(tmp_path), "autotune_from/mm") == tmp_path / "autotune_from" / "mm"
+    assert pinning.recording_dir(RunRoot(tmp_path), "autotune_from/r1/baseline") == tmp_path / "cells" / "autotune_from" / "r1" / "baseline"
 
 
 def test_a_screen_root_hands_on_round_1s_recording_not_the_ir_pass_first_config(tmp_path):
@@ -143,4 +144,4 @@ def test_a_screen_root_hands_on_round_1s_recording_not_the_ir_pass_first_config(
     for task_id in ("matmul/r0/baseline", "matmul/r1/baseline"):
         (tmp_path / "cells" / task_id).mkdir(parents=True)
         (tmp_path / "cells" / task_id / "autotune.json").write_text("{}", encoding="utf-8")
-    assert pinning._recording(tmp_path, matrix, "matmul", None) == tmp_path / "cells" / "matmul" / "r1" / "baseline"
+    assert pinning._recording(RunRoot(tmp_path), matrix, "matmul", None) == tmp_path / "cells" / "matmul" / "r1" / "baseline"

@@ -162,7 +162,7 @@ def test_a_card_failed_row_is_history_and_runs_again():
 
 
 def test_the_lock_keeps_one_running_worker_per_card(tmp_path):
-    lock = RunLock(tmp_path, report=lambda text: None)
+    lock = RunLock(RunRoot(tmp_path), report=lambda text: None)
     lock.acquire()
     lock.running("a/r1/baseline", 111, 0)
     lock.running("b/r1/baseline", 222, 1)
@@ -329,7 +329,7 @@ def test_a_takeover_ends_the_orphaned_worker_of_every_card(tmp_path):
             "workers": {"0": {"task_id": "a/r1/baseline", "worker_pgid": orphans[0].pid},
                         "1": {"task_id": "b/r1/baseline", "worker_pgid": orphans[1].pid}}}), encoding="utf-8")
         said: list[str] = []
-        lock = RunLock(tmp_path, report=said.append, grace_s=1)
+        lock = RunLock(RunRoot(tmp_path), report=said.append, grace_s=1)
         lock.acquire()
         assert [orphan.wait(timeout=10) for orphan in orphans] == [-signal.SIGTERM, -signal.SIGTERM]
         assert [line.split(" of ")[1].split(" with ")[0] for line in said if "ended the orphaned" in line] == \

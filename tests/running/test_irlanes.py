@@ -18,6 +18,7 @@ from conftest import PROJECT_ROOT, run_cli
 from runroots import demo, fault, manifest
 
 from campaign.contract import status
+from campaign.contract.runroot import RunRoot
 from campaign.flows import freeze
 from campaign.judging import screening, screenroot
 from campaign.planning.matrix import expand
@@ -66,7 +67,7 @@ def test_lanes_cut_only_the_ir_pass_into_batches_and_leave_canaries_and_timed_si
 
 
 def test_the_lock_holds_every_lane_and_a_takeover_ends_them_all(tmp_path: Path):
-    lock = RunLock(tmp_path, report=lambda text: None)
+    lock = RunLock(RunRoot(tmp_path), report=lambda text: None)
     lock.acquire()
     lock.running("a/r0/baseline", 111, None, 0)
     lock.running("b/r0/baseline", 222, None, 1)

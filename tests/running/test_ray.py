@@ -475,7 +475,7 @@ def test_a_nodes_card_samples_reach_the_roots_telemetry(tmp_path):
     staging = tmp_path / "node"
     staging.mkdir()
     ticks = iter([10.0, 20.0])
-    sampler = Sampler(staging, lambda: raynode.NodeSource(GmiSource(["0"], run=recorded), "n1"), 3600,
+    sampler = Sampler(RunRoot(staging), lambda: raynode.NodeSource(GmiSource(["0"], run=recorded), "n1"), 3600,
                       clock=lambda: next(ticks))
     assert sampler.start()
     sampler.mark()

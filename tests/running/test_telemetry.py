@@ -15,6 +15,7 @@ from campaign.commands import add_execution_arguments
 from campaign.contract import canonical, telemetryfile, yamlio
 from campaign.contract.artifacts import ROWS_FILE
 from campaign.contract.manifest import Manifest
+from campaign.contract.runroot import RunRoot
 from campaign.contract.telemetryfile import Sample
 from campaign.running import telemetry
 from campaign.running.telemetry import Sampler
@@ -82,7 +83,7 @@ def test_sampler_records_a_window_from_recorded_output(tmp_path: Path):
     def recorded(argv, **_):
         return subprocess.CompletedProcess(argv, 0, stdout=GMI.read_text(), stderr="")
 
-    sampler = Sampler(tmp_path, lambda: telemetry.GmiSource(["0"], run=recorded), interval_s=3600,
+    sampler = Sampler(RunRoot(tmp_path), lambda: telemetry.GmiSource(["0"], run=recorded), interval_s=3600,
                       clock=lambda: next(ticks))
     assert sampler.start()
     sampler.mark()
@@ -100,7 +101,7 @@ def test_sampler_records_a_window_from_recorded_output(tmp_path: Path):
 
 def test_a_missing_sampler_writes_its_reason_and_nothing_else(tmp_path: Path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # as on a host without nvidia-ml-py
-    sampler = Sampler(tmp_path, lambda: telemetry.make_source("nvml", None))
+    sampler = Sampler(RunRoot(tmp_path), lambda: telemetry.make_source("nvml", None))
     assert not sampler.start()
     sampler.mark()
     sampler.stop()
@@ -111,7 +112,7 @@ def test_a_missing_sampler_writes_its_reason_and_nothing_else(tmp_path: Path, mo
     def absent(argv, **_):
         raise FileNotFoundError(argv[0])
 
-    gmi = Sampler(tmp_path, lambda: telemetry.GmiSource(None, run=absent))
+    gmi = Sampler(RunRoot(tmp_path), lambda: telemetry.GmiSource(None, run=absent))
     assert not gmi.start()
     assert "mthreads-gmi not found on PATH" in (tmp_path / "telemetry.err").read_text()
 
@@ -125,7 +126,7 @@ def test_sampler_errors_after_start_are_noted_once(tmp_path: Path):
             return subprocess.CompletedProcess(argv, 0, stdout=GMI.read_text(), stderr="")
         return subprocess.CompletedProcess(argv, 9, stdout="", stderr="device lost")
 
-    sampler = Sampler(tmp_path, lambda: telemetry.GmiSource(None, run=flaky), interval_s=3600)
+    sampler = Sampler(RunRoot(tmp_path), lambda: telemetry.GmiSource(None, run=flaky), interval_s=3600)
     assert sampler.start()
     sampler.mark()
     sampler.mark()
@@ -159,7 +160,7 @@ def test_a_cells_clocks_are_read_inside_its_timing_windows_not_at_its_idle_start
     readings = {10.0: (345.0, 37.0, "gpu_idle"), 11.0: (1980.0, 50.0, "none"), 12.0: (1605.0, 55.0, "sw_power_cap"),
                 13.0: (1965.0, 56.0, "none"), 14.0: (345.0, 41.0, "gpu_idle")}
     ticks = iter(readings)
-    sampler = Sampler(tmp_path, lambda: Series(readings), interval_s=3600, clock=lambda: next(ticks))
+    sampler = Sampler(RunRoot(tmp_path), lambda: Series(readings), interval_s=3600, clock=lambda: next(ticks))
     assert sampler.start()
     for _ in readings:
         sampler.mark()
@@ -185,7 +186,7 @@ def test_the_default_interval_puts_a_sample_in_the_shortest_committed_timing_win
 def test_a_compile_only_backend_says_there_is_nothing_to_sample_not_an_exception_name(tmp_path: Path):
     from campaign.backends import get_backend
     cpu = get_backend("cpu").capabilities
-    sampler = Sampler(tmp_path, lambda: telemetry.make_source(cpu.telemetry, None, not cpu.executes))
+    sampler = Sampler(RunRoot(tmp_path), lambda: telemetry.make_source(cpu.telemetry, None, not cpu.executes))
     assert not sampler.start()
     assert sampler.reason == "no telemetry on this backend (compile-only): nothing executes, nothing is sampled"
     assert "Error" not in (tmp_path / "telemetry.err").read_text(encoding="utf-8")

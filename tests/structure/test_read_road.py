@@ -41,7 +41,6 @@ ALLOWED = {
         "IDENTITY_FILE": "load_identities parses run_identity.json for evidence.caliber_of (its only caller, "
                          "checked by PARSERS below); the literal also labels a missing identity in a finding"},
     "campaign/running/telemetry.py": {
-        "TELEMETRY_FILE": "the sampler writes telemetry.tsv (`campaign.contract.telemetryfile` parses it for evidence)",
         "ROWS_FILE": "the runner's status row takes the clocks of the timing windows of the cell that just ran"},
     "campaign/running/runner.py": {
         "STATUS_FILE": "the run loop appends its ledger and reads it back to resume",

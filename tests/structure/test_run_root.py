@@ -1,11 +1,13 @@
 """One run root handed down (issue #38): below the commands and flows a run root travels as
 `campaign.contract.runroot.RunRoot`, read once, not as a bare `Path` each stage re-reads.
 
-The migration is under way: `PATH_ROOTS` holds, per module below flows/, how many parameters
-named ``root`` are still annotated ``Path``. Another tree's root is named for what it is (``checkout``
-for a FlagGems checkout, ``checkout_dir`` where the module ``checkout`` is imported, ``rootdir``/``pytest_root`` for a pytest tree, ``project_root``), so a ``root``
-is a run root. The count may only fall: a module that gains one fails, and one that loses one fails
-until its entry is lowered (or removed), so the table is the work left.
+`PATH_ROOTS` holds, per module below flows/, how many parameters named ``root`` are still annotated
+``Path``: none now, every stage takes the `RunRoot` its command made (the worker's `lifeline` too:
+`campaign.contract.runroot` costs the worker only `campaign.contract.status` more). Another tree's
+root is named for what it is (``checkout`` for a FlagGems checkout, ``checkout_dir`` where the module
+``checkout`` is imported, ``rootdir``/``pytest_root`` for a pytest tree, ``project_root``), so a
+``root`` is a run root. The count may only fall: a module that gains one fails, and one that loses one
+fails until its entry is lowered (or removed), so the table is the work left -- none, and a new one fails.
 """
 from __future__ import annotations
 
@@ -16,15 +18,7 @@ from conftest import PROJECT_ROOT
 
 FOLDERS = ("campaign", "worker", "plugins", "reaccount")
 EDGE = ("campaign/flows/", "campaign/commands/", "campaign/cli.py")
-PATH_ROOTS = {
-    "campaign/contract/artifacts.py": 1,
-    "campaign/planning/pinning.py": 2,
-    "campaign/running/lock.py": 1,
-    "campaign/running/raynode.py": 1,
-    "campaign/running/runner.py": 1,
-    "campaign/running/telemetry.py": 1,
-    "worker/lifeline.py": 1,
-}
+PATH_ROOTS: dict[str, int] = {}
 
 
 # Entry points below flows/ that take a path or a root alike (``RunRoot | Path``) and make it a

@@ -21,6 +21,7 @@ from campaign.backends.base import DeviceInfo
 from campaign.contract import canonical, devicerule
 from campaign.contract.errors import Refused
 from campaign.contract.manifest import Device, Pin, Sources
+from campaign.contract.runroot import RunRoot
 from campaign.flows import roots
 from campaign.running import runchecks
 from campaign.running.lock import LOCK_FILE, RunLock
@@ -96,10 +97,10 @@ def _dead_pid() -> int:
 
 def test_lock_is_exclusive_and_a_stale_one_is_reported_then_taken(tmp_path: Path):
     notes: list[str] = []
-    first = RunLock(tmp_path, notes.append)
+    first = RunLock(RunRoot(tmp_path), notes.append)
     first.acquire()
     with pytest.raises(Refused) as refused:
-        RunLock(tmp_path, notes.append).acquire()
+        RunLock(RunRoot(tmp_path), notes.append).acquire()
     assert refused.value.check == "lock" and f"pid {os.getpid()}" in refused.value.detail
     first.release()
     assert not (tmp_path / LOCK_FILE).exists()
@@ -107,7 +108,7 @@ def test_lock_is_exclusive_and_a_stale_one_is_reported_then_taken(tmp_path: Path
     dead = _dead_pid()
     (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": dead, "host": socket.gethostname(),
                                                    "started_utc": "2026-11-29T00:00:00Z"}))
-    with RunLock(tmp_path, notes.append) as taken:
+    with RunLock(RunRoot(tmp_path), notes.append) as taken:
         assert canonical.read_json(tmp_path / LOCK_FILE)["pid"] == os.getpid() == taken.holder.pid
     assert notes == [f"RUN_LOCK stale lock taken over: pid {dead} on {socket.gethostname()} "
                      "since 2026-11-29T00:00:00Z is no longer running"]
@@ -117,7 +118,7 @@ def test_lock_is_exclusive_and_a_stale_one_is_reported_then_taken(tmp_path: Path
 def test_a_lock_from_another_host_is_refused(tmp_path: Path):
     (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": 1, "host": "elsewhere", "started_utc": "x"}))
     with pytest.raises(Refused, match="cannot be judged stale from here"):
-        RunLock(tmp_path, print).acquire()
+        RunLock(RunRoot(tmp_path), print).acquire()
     assert (tmp_path / LOCK_FILE).exists()
 
 
