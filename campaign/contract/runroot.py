@@ -23,6 +23,7 @@ from campaign.contract.errors import InputError
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import BatchRecord, Matrix
 from campaign.contract.rootrecords import Prepare
+from campaign.contract.status import StatusRow
 
 
 def _why(exc: Exception) -> str:
@@ -149,7 +150,7 @@ class RunRoot:
             raise InputError(f"{path}: not a {what}: {_why(exc)}") from None
 
     # records that grow or may be absent -------------------------------------------------
-    def status(self) -> tuple[list[status.StatusRow], list[str]]:
+    def status(self) -> tuple[list[StatusRow], list[str]]:
         """status.tsv's rows and the lines that are not rows, read now (a run appends to it)."""
         try:
             return status.read(self.status_file)
@@ -157,7 +158,7 @@ class RunRoot:
             raise InputError(f"{self.status_file}: {exc.strerror}: not a status ledger that can be read; put "
                              "the run's status.tsv back (or move this aside if the root has none), then run again") from None
 
-    def latest(self) -> dict[str, status.StatusRow]:
+    def latest(self) -> dict[str, StatusRow]:
         """Each task's last status row."""
         return status.latest(self.status()[0])
 
