@@ -21,6 +21,12 @@ variant digests and ``cause`` names, mechanically, how the two sets differ:
   options the two sides compiled with);
 - ``outcome differs (cpu ok, gpu tests_failed)``: the cell's test failed on one side and stopped
   there, so the two sides did not reach the same code; named before any of the above.
+
+With ``--cpu-screen`` (the offline root's screen.tsv) each entry also carries ``screen``, the item's
+offline verdict, and a differing entry of a ``NEEDS_CARD`` item has that verdict's reason appended to its
+cause: the screen itself sent the item to the card (its offline cells read a kernel result on the host,
+or FlagGems handed back to aten), so no offline claim rests on that IR. The summary then adds the share
+over the items the screen answers offline, beside (never instead of) the share over all entries.
 """
 from __future__ import annotations
 
@@ -33,6 +39,8 @@ from pathlib import Path
 
 from campaign.contract.artifacts import IR_DIR
 from campaign.contract.runroot import RunRoot
+from campaign.contract.verdictnames import NEEDS_CARD
+from campaign.judging import screentable
 from campaign.judging.irevidence import read_cell_ir
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
@@ -102,7 +110,12 @@ def cause(cpu: list, gpu: list) -> str | None:
     return "content differs"
 
 
-def compare(gpu_lines: list[dict], cpu_lines: list[dict]) -> list[dict]:
+def screen_verdicts(screen_tsv: Path) -> dict[str, tuple[str, str]]:
+    """item -> (verdict, note) of an offline root's screen.tsv."""
+    return {row["workload"]: (row["verdict"], row["note"]) for row in screentable.parse(screen_tsv.read_text())}
+
+
+def compare(gpu_lines: list[dict], cpu_lines: list[dict], screen: dict[str, tuple[str, str]] | None = None) -> list[dict]:
     (gpu, gpu_outcome), (cpu, cpu_outcome) = _group(gpu_lines), _group(cpu_lines)
     # items whose cells both sides finished: a cell present on one side only is not compared
     cells = {k[:2] for k in gpu} & {k[:2] for k in cpu}
@@ -116,19 +129,37 @@ def compare(gpu_lines: list[dict], cpu_lines: list[dict]) -> list[dict]:
         if why is not None and outcomes[0] != outcomes[1]:
             # a test that failed on one side stopped there: what it did not reach it did not compile
             why = f"outcome differs (cpu {outcomes[0]}, gpu {outcomes[1]})"
-        entries.append({"item": workload, "cell": cell, "kernel": kernel, "stage": stage,
-                        "cpu": [d for _, d in a], "gpu": [d for _, d in b], "equal": why is None, "cause": why})
+        entry = {"item": workload, "cell": cell, "kernel": kernel, "stage": stage,
+                 "cpu": [d for _, d in a], "gpu": [d for _, d in b], "equal": why is None, "cause": why}
+        if screen is not None:
+            verdict, note = screen.get(workload, ("not screened", ""))
+            entry["screen"] = verdict
+            if why is not None and verdict == NEEDS_CARD:
+                entry["cause"] = f"{why}; {NEEDS_CARD} offline: {note}"
+        entries.append(entry)
     return entries
+
+
+def _share(rows: list[dict]) -> str:
+    equal = sum(e["equal"] for e in rows)
+    return f"{equal} of {len(rows)} ({100 * equal / max(1, len(rows)):.1f} %)"
+
+
+def _alike(entries: list[dict]) -> list[dict]:
+    return [e for e in entries if not (e["cause"] or "").startswith("outcome differs")]
 
 
 def summary(entries: list[dict]) -> str:
     items = sorted({e["item"] for e in entries})
-    alike = [e for e in entries if not (e["cause"] or "").startswith("outcome differs")]
-    lines = [f"{len(items)} items, {len(entries)} (item, cell, kernel, stage) entries, "
-             f"{sum(e['equal'] for e in entries)} equal ({100 * sum(e['equal'] for e in entries) / max(1, len(entries)):.1f} %); "
-             f"where both sides' cells ended alike: {sum(e['equal'] for e in alike)} of {len(alike)} "
-             f"({100 * sum(e['equal'] for e in alike) / max(1, len(alike)):.1f} %)", "",
-             "| stage | entries | equal | % |", "| --- | ---: | ---: | ---: |"]
+    lines = [f"{len(items)} items, {len(entries)} (item, cell, kernel, stage) entries, {_share(entries)} equal; "
+             f"where both sides' cells ended alike: {_share(_alike(entries))}"]
+    if any("screen" in e for e in entries):
+        offline = [e for e in entries if e.get("screen") != NEEDS_CARD]
+        card = sorted({e["item"] for e in entries if e.get("screen") == NEEDS_CARD})
+        lines.append(f"over the items the screen answers offline ({len({e['item'] for e in offline})}; "
+                     f"{len(card)} {NEEDS_CARD}: {', '.join(card) or 'none'}): {_share(offline)} equal; "
+                     f"where both sides' cells ended alike: {_share(_alike(offline))}")
+    lines += ["", "| stage | entries | equal | % |", "| --- | ---: | ---: | ---: |"]
     for stage in STAGES:
         rows = [e for e in entries if e["stage"] == stage]
         if rows:
@@ -156,11 +187,13 @@ def main(argv=None) -> int:
     c.add_argument("--md", type=Path)
     c.add_argument("--gpu-status", type=Path, help="the card root's status.tsv, for an export without outcomes")
     c.add_argument("--cpu-status", type=Path, help="the offline root's status.tsv, likewise")
+    c.add_argument("--cpu-screen", type=Path, help="the offline root's screen.tsv: each item's offline verdict")
     args = parser.parse_args(argv)
     if args.verb == "export":
         text = json.dumps(export(args.root), sort_keys=True, indent=0) + "\n"
     else:
-        entries = compare(_load(args.gpu, args.gpu_status), _load(args.cpu, args.cpu_status))
+        screen = screen_verdicts(args.cpu_screen) if args.cpu_screen else None
+        entries = compare(_load(args.gpu, args.gpu_status), _load(args.cpu, args.cpu_status), screen)
         text = json.dumps(entries, sort_keys=True, indent=1) + "\n"
         if args.md:
             args.md.write_text(summary(entries))
