@@ -36,33 +36,27 @@ embedded PTX copy, more than half of the output for the demo kernels). It is wri
 where the backend declares nvdisasm, and wherever the manifest fingerprints at sass:
 on the compile-only backend ptxas runs as part of every compile (the cubin is a stage
 of Triton's cuda backend) and Triton's wheel ships nvdisasm, so only the disassembly
-is extra, paid only when asked for.
+is extra, paid only when asked for, and once a run per cubin (`campaign.plugins.disassembly`).
 """
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Optional
 
 import pytest
 from triton import knobs
 
-from campaign.contract import toolenv
 from campaign.contract.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
 from campaign.contract.canonical import write_new
 from campaign.contract.platforms import TEXT_STAGES, family
-from campaign.contract.sasstext import sass_code
 from campaign.plugins import flaggems_offline, warmup
+from campaign.plugins.disassembly import SassStore, disassembled
 from campaign.plugins.warmup import host_workers
 
 STAGES = TEXT_STAGES                # every family's text stages; a variant writes those its compiler made
 SASS_TOOL = "nvdisasm"
-# Under a second for the demo matmul; a hung tool must not hold the cell until its own timeout.
-DISASSEMBLE_TIMEOUT_S = 300
 
 
 def ir_file_name(hash_: str, kernel: str, stage: str) -> str:
@@ -89,25 +83,6 @@ def writes_sass(ctx) -> bool:
     if terms is None or family(terms.device.target).disassembly != "sass":
         return False
     return terms.ir_stage == "sass" or flaggems_offline.ACTIVE is not None
-
-
-def disassemble(cubin: Path) -> str:
-    """The cubin's SASS; the tool is Triton's own (TRITON_NVDISASM_PATH, else the wheel's)."""
-    argv = [knobs.nvidia.nvdisasm.path, "-hex", str(cubin)]
-    with toolenv.clean(os.environ, keep=("LD_LIBRARY_PATH",)) as env:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=DISASSEMBLE_TIMEOUT_S, env=env,
-                              stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        raise RuntimeError(f"argv {argv} returned {proc.returncode}: {proc.stderr[-2000:]}")
-    return sass_code(proc.stdout)
-
-
-def _disassembled(cubin: Path) -> tuple[Optional[str], Optional[str]]:
-    """(sass, None) or (None, why): one variant's disassembly, its failure kept as text."""
-    try:
-        return disassemble(cubin), None
-    except Exception as exc:
-        return None, f"{type(exc).__name__}: {exc}"
 
 
 def _launch_handle(metadata) -> object:
@@ -146,6 +121,8 @@ class IrCapturePlugin:
         self.sass = writes_sass(ctx)
         self.variants: dict[str, tuple[str, tuple[str, ...]]] = {}
         self.cubins: dict[str, str] = {}            # hash -> cubin path, disassembled at the end
+        plan = getattr(ctx, "plan", None)               # unit tests build a context without one
+        self.store = SassStore(Path(plan.sass_cache_dir) if plan is not None and plan.sass_cache_dir else None)
         self.earlier: set[str] = set()              # variants loaded by an earlier workload of the process
         self.launches: Counter = Counter()
         self.unjoined: Counter = Counter()          # kernel name -> launches with an unknown handle
@@ -201,7 +178,7 @@ class IrCapturePlugin:
         # after another they were most of its write-out. Results are written in hash order.
         order = sorted(self.cubins.items())
         with ThreadPoolExecutor(max_workers=min(host_workers(), max(1, len(order)))) as pool:
-            done = list(pool.map(lambda item: _disassembled(Path(item[1])), order))
+            done = list(pool.map(lambda item: disassembled(self.store, Path(item[1])), order))
         for (hash_, _), (text, why) in zip(order, done):
             kernel, stages = self.variants[hash_]
             if why is not None:                 # a missing tool must not hide the other stages

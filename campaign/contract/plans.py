@@ -182,6 +182,10 @@ class CellPlan(Record):
     triton_cache_dir: str
     tuner_cache_dir: str
     tuner_cache: Literal["isolated", "shared"]
+    # nvdisasm's output by cubin, shared by the run's cells (`campaign.plugins.disassembly.SassStore`: a
+    # pure function of the cubin and the tool, so no cell's evidence depends on another's); None: each
+    # cell disassembles its own
+    sass_cache_dir: Optional[str] = None
     pinned_env: dict[str, str]           # caliber settings set explicitly on every cell
     plugins: tuple[str, ...]             # module names, in plan order
     terms: CellTerms                     # the matrix's: device, pins, timer, bench level, IR stage

@@ -201,12 +201,14 @@ class Runner:
         tuner_cache = setup.scratch / ("tuner-shared" if tuner_mode == "shared" else f"tuner-{task.order}")
         for folder in (triton_cache, tuner_cache):
             folder.mkdir(parents=True, exist_ok=folder == tuner_cache and tuner_mode == "shared")
+        sass_store = setup.scratch / "sass-by-cubin"      # one per run: see CellPlan.sass_cache_dir
+        sass_store.mkdir(exist_ok=True)
         replay = None
         if task.autotune.mode == "replay" and task.autotune.source:
             replay = str(pinning.recording_dir(setup.root, task.autotune.source) / AUTOTUNE_FILE)
         return CellPlan(task=task, project_root=str(setup.project_root), root=str(setup.root),
                         cell_dir=str(cell_dir), replay_file=replay, triton_cache_dir=str(triton_cache),
-                        tuner_cache_dir=str(tuner_cache), tuner_cache=tuner_mode,
+                        tuner_cache_dir=str(tuner_cache), tuner_cache=tuner_mode, sass_cache_dir=str(sass_store),
                         pinned_env=dict(setup.pinned_env), plugins=setup.plugins,
                         terms=setup.matrix.terms, harness_digest=setup.harness_digest,
                         installed=setup.root.prepare.installed)

@@ -16,7 +16,7 @@ from conftest import FIXTURES, PROJECT_ROOT, run_cli
 
 from campaign.judging import screentable
 from campaign.judging.irevidence import fingerprint, normalize
-from campaign.plugins import ir_capture
+from campaign.plugins import disassembly
 
 RECORDED = FIXTURES / "sass"
 CELL_A = (RECORDED / "add_fp16-fusion1-cell-a.nvdisasm").read_text()
@@ -87,7 +87,7 @@ def test_a_failing_disassembly_names_its_argv(tmp_path):
     junk = tmp_path / "junk.cubin"
     junk.write_bytes(b"not an ELF file")
     with pytest.raises(RuntimeError, match=r"argv \[.*nvdisasm.*junk\.cubin'\] returned [1-9]"):
-        ir_capture.disassemble(junk)
+        disassembly.disassemble(junk)
 
 
 # -- real cells: compile-only for cuda:90, ir_stage sass --------------------------------
@@ -231,3 +231,36 @@ def test_a_disassembly_that_fails_leaves_a_marker_and_the_cell_is_evidence_missi
     shutil.copytree(plan.cell_dir, root / cell_dir_name(plan.task.id))
     evidence = load_task(RunRoot(root), plan.task, Manifest.model_validate(_sass_manifest()), 1, None, read_rows=False)
     assert evidence.problems and "the sass of" in evidence.problems[0] and "could not be produced" in evidence.problems[0]
+
+
+# -- the run's SASS store: each cubin disassembled once a run ---------------------------
+
+def test_cells_sharing_a_sass_store_write_what_their_own_nvdisasm_writes_and_the_second_runs_none(tmp_path, cells):
+    real = disassembly.knobs.nvidia.nvdisasm.path
+    calls = tmp_path / "calls.log"
+    tool = tmp_path / "nvdisasm"                 # the real tool, each call counted
+    tool.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\nexec {real} \"$@\"\n")
+    tool.chmod(0o755)
+    store = tmp_path / "sass-by-cubin"
+    store.mkdir()
+    written, counted = {}, []
+    for name in ("first", "second"):
+        plan = plan_cell(tmp_path, name, manifest=_sass_manifest()).model_copy(update={"sass_cache_dir": str(store)})
+        (Path(plan.cell_dir) / "task.json").write_text(plan.model_dump_json(), encoding="utf-8")
+        run_cell(plan, _calls(DEMO_DIR), extra_env={"TRITON_NVDISASM_PATH": str(tool)})
+        written[name] = {p.name: p.read_bytes() for p in (Path(plan.cell_dir) / "ir").glob("*.sass")}
+        # disassemblies only: the run identity asks the tool its version too
+        counted.append(sum(line.startswith("-hex ") for line in calls.read_text().splitlines()) if calls.exists() else 0)
+    own = {p.name: p.read_bytes() for p in cells["baseline"].glob("*.sass")}    # no store: its own nvdisasm
+    assert len(own) == 4                                                         # add and three matmul configs
+    assert written["first"] == own == written["second"]
+    assert counted == [4, 4]                    # the first cell disassembled each cubin; the second none
+    assert len([p for p in store.iterdir() if not p.name.endswith(".lock")]) == 4
+
+
+def test_a_store_entry_is_keyed_by_the_tool_too(tmp_path):
+    store = disassembly.SassStore(tmp_path)
+    other = disassembly.SassStore(tmp_path)
+    assert store._key(b"cubin") == other._key(b"cubin") != store._key(b"cubin2")
+    other._tool = b"another nvdisasm"
+    assert other._key(b"cubin") != store._key(b"cubin")
