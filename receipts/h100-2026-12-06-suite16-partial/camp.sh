@@ -1,0 +1,22 @@
+# on an H200: the emitted card campaign as shards, one shard per call while budget lasts; each seals on its own
+set -u
+D=$1; M=manifests/h200-mma-emitted-from-cpu-screen.yaml
+if [ ! -f /tmp/keep/shards.txt ]; then
+  campaign prepare $M --shards ${SHARDS:-3} --runs-dir /tmp/keep/runs > /tmp/keep/prepare.log 2>&1; echo "prepare rc=$?"; cat /tmp/keep/prepare.log | grep -E "^shard|prepared|REFUSED"
+  grep "^shard " /tmp/keep/prepare.log | sed 's/.*: //' > /tmp/keep/shards.txt; echo 1 > /tmp/keep/shard.next
+fi
+K=$(cat /tmp/keep/shard.next); R=$(sed -n ${K}p /tmp/keep/shards.txt)
+[ -z "$R" ] && { echo "no shard left"; exit 0; }
+if [ ! -f /tmp/keep/camp$K.pid ]; then
+  setsid nohup campaign run $R > /tmp/keep/camp$K.log 2>&1 < /dev/null &
+  echo $! > /tmp/keep/camp$K.pid; echo "shard $K: $R"
+fi
+bash .devrun/watch.sh $(cat /tmp/keep/camp$K.pid) /tmp/keep/camp$K.log $D
+cp /tmp/keep/camp$K.log $OUT/camp$K.log
+if ! kill -0 $(cat /tmp/keep/camp$K.pid) 2>/dev/null; then
+  tail -3 /tmp/keep/camp$K.log
+  campaign verify $R > /tmp/keep/camp$K-verify.txt 2>&1; echo "verify rc=$?"
+  campaign report $R > /tmp/keep/camp$K-report.md 2>&1; grep -E "^\| " /tmp/keep/camp$K-report.md | head -12
+  (cd $(dirname $R) && tar czf $OUT/shard$K.tar.gz $(basename $R)) ; cp /tmp/keep/camp$K-* $OUT/
+  echo $((K+1)) > /tmp/keep/shard.next
+fi
