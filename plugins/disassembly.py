@@ -10,8 +10,8 @@ its own .sass file, byte for byte what its own nvdisasm would have written.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
-import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import Optional
 
 from triton import knobs
 
-from campaign.contract import toolenv
+from campaign.contract import canonical, toolenv
 from campaign.contract.sasstext import sass_code
 
 # Under a second for the demo matmul; a hung tool must not hold the cell until its own timeout.
@@ -50,9 +50,8 @@ class SassStore:
 
     def _key(self, cubin: bytes) -> str:
         if self._tool is None:
-            path = Path(knobs.nvidia.nvdisasm.path)
-            self._tool = hashlib.sha256(path.read_bytes()).digest() + b"-hex\0"
-        return hashlib.sha256(self._tool + cubin).hexdigest()
+            self._tool = canonical.sha256_bytes(Path(knobs.nvidia.nvdisasm.path).read_bytes()).encode() + b"-hex\0"
+        return canonical.sha256_bytes(self._tool + cubin)
 
     def sass(self, cubin: Path) -> str:
         if self.folder is None:
@@ -65,12 +64,13 @@ class SassStore:
             if entry.is_file():                  # another cell wrote it while this one waited
                 return entry.read_text(encoding="utf-8")
             text = disassemble(cubin)
+            partial = entry.with_name(f"{entry.name}.{os.getpid()}.partial")
             try:
-                partial = entry.with_name(f"{entry.name}.{os.getpid()}.partial")
                 partial.write_text(text, encoding="utf-8")
                 os.replace(partial, entry)
-            except OSError:
-                pass
+            except OSError:                      # as campaign.running.bytecode's store: no half file left
+                with contextlib.suppress(OSError):
+                    partial.unlink()
             return text
 
 
