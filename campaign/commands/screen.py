@@ -8,7 +8,9 @@ config, without correctness: it decides whether the switch changed the code.
 Round 1 -- the baseline records the autotune configs, the candidate (and the
 control) replay them, timed, with correctness -- runs only for workloads whose
 IR changed; the others are skipped and screen.tsv says "not timed: IR unchanged".
-``--time-unchanged`` times every workload's round 1 (recorded in matrix.json). The
+``--time-unchanged`` times every workload's round 1 (recorded in matrix.json). On a backend that
+compiles only, round 1 runs only with ``--time-unchanged``: it would time nothing, so the IR pass
+decides every workload there (`campaign.running.rounds`: IR_PASS_DECIDES). The
 cells run through `campaign run`'s session flow (`campaign.flows.screen`) -- same worker, plugins, caliber and
 timeouts -- and ``screen.tsv`` (`campaign.judging.screening`) is written before the seal,
 so the receipt hashes it. The last stdout line is the table's path.

@@ -35,8 +35,10 @@ EMITTED = (IR_CHANGED, NEEDS_CARD)     # the screen verdicts `--emit-manifest` s
 MISSING: Final = "MISSING"   # the classifier's screen column: round 1 lacks the baseline or the candidate
 
 # Why adaptive rounds skip a task (`campaign.running.rounds`): the marker its status row's note starts with
-SkipReason = Literal["SWITCH_NO_IR_DIFF", "NO_COMPARABLE_IR"]
+SkipReason = Literal["SWITCH_NO_IR_DIFF", "NO_COMPARABLE_IR", "IR_PASS_DECIDES"]
 SWITCH_NO_IR_DIFF: Final = "SWITCH_NO_IR_DIFF"
+# a compile-only screen's round 1 would time nothing: the IR pass is its evidence, the card times what changed
+IR_PASS_DECIDES: Final = "IR_PASS_DECIDES"
 SKIP_REASONS: tuple[SkipReason, ...] = get_args(SkipReason)
 RANGED = (IR_CHANGED, NO_IR_DIFF)     # the verdicts whose timing range means something
 

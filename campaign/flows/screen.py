@@ -4,7 +4,8 @@
 matrix is an untimed IR pass (round 0: baseline and candidate, each on its first
 autotune config) and round 1 (prepare.json ``"mode": "screen"``); round 1 of a
 workload is timed only where round 0's IR differs, or everywhere with
-``time_unchanged`` (recorded in matrix.json, so a resume keeps it); its cells run through
+``time_unchanged`` (recorded in matrix.json, so a resume keeps it), and offline (a backend that
+compiles only) only with ``time_unchanged``; its cells run through
 the session flow -- same worker, plugins, caliber and timeouts -- and screen.tsv
 (`campaign.judging.screening`) is written before the seal, so the receipt hashes
 it. ``execution.ray`` runs the cells on a Ray cluster's nodes (`campaign.running.rayexec`; a

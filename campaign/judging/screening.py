@@ -67,6 +67,10 @@ def ir_pass_note(coverage: str) -> str:
     return f"not timed: IR unchanged (IR pass: {COVERAGE[coverage]})"
 
 
+def compiles_only_note(backend: str, coverage: str) -> str:
+    return f"not timed: {backend} compiles only, round 1 not run; judged on the IR pass ({COVERAGE[coverage]})"
+
+
 def ir_pass_skipped(coverage: str) -> str:
     return f"not timed: round 1 skipped, the IR pass found no comparable IR (IR pass: {COVERAGE[coverage]})"
 

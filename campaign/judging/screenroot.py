@@ -116,7 +116,7 @@ def emitted_manifest(root: RunRoot | Path, rows: list[dict[str, str]], autotune_
     data["workloads"] = workloads
     screened_on = data["device"]["backend"]
     offline = _to_the_card(data)
-    if data["device"]["backend"] != screened_on:     # compiled offline, timed on the card: no winner was timed
+    if not platform(screened_on).executes:     # compiled offline: round 1 never ran, no config was timed to replay
         autotune_from = None
     if autotune_from is not None:
         data["defaults"] = {**(data.get("defaults") or {}), "autotune_from": dict(autotune_from)}

@@ -8,6 +8,7 @@ from typing import Optional, get_args
 
 from campaign.contract import errorlines
 from campaign.contract.fields import CELL_NAMES
+from campaign.contract.platforms import platform
 from campaign.contract.verdictnames import IR_CHANGED, NEEDS_CARD, NO_IR_DIFF, ScreenVerdict
 from campaign.judging import caliber, irevidence
 from campaign.judging.screening import (
@@ -16,6 +17,7 @@ from campaign.judging.screening import (
     Facts,
     Range,
     Verdict,
+    compiles_only_note,
     ir_pass_note,
     ir_pass_skipped,
     shape_range,
@@ -38,7 +40,11 @@ def ir_pass_notes(f: Facts, v: Verdict) -> list[str]:
     """What the IR pass adds to the note: why nothing was timed, or that round 1 disagreed with it."""
     coverage = f.ir_pass_coverage or irevidence.EVERY_CONFIG
     if f.ir_pass_only:
-        return [ir_pass_note(coverage) if v.name == NO_IR_DIFF else ir_pass_skipped(coverage)]
+        if v.name == NO_IR_DIFF:
+            return [ir_pass_note(coverage)]
+        if not platform(f.backend).executes:   # round 1 never runs offline (IR_PASS_DECIDES), whatever round 0 found
+            return [compiles_only_note(f.backend, coverage)]
+        return [ir_pass_skipped(coverage)]
     said = {irevidence.DIFFER: IR_CHANGED, irevidence.EQUAL: NO_IR_DIFF}.get(f.ir_pass_change or "")
     if said and v.name in (IR_CHANGED, NO_IR_DIFF) and said != v.name:
         return [f"the IR pass ({COVERAGE[coverage]}) said {said}: it disagreed, round 1's verdict stands"]
@@ -47,7 +53,8 @@ def ir_pass_notes(f: Facts, v: Verdict) -> list[str]:
 
 def row(f: Facts) -> dict[str, str]:
     v = verdict(f)
-    timing = Range(label=IR_PASS_RANGE if v.name == NO_IR_DIFF else "") if f.ir_pass_only else shape_range(f, v)
+    timing = ((Range(label=IR_PASS_RANGE) if v.name == NO_IR_DIFF else shape_range(f, v) if v.name == IR_CHANGED
+               else Range()) if f.ir_pass_only else shape_range(f, v))
     out = {"workload": f.workload, "op": f.op, "verdict": v.name, "dtypes": ",".join(f.dtypes)}
     for cell in CELL_NAMES:
         side = f.sides.get(cell)

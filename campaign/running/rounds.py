@@ -7,7 +7,13 @@ fingerprints: the switch changed no code, the rounds would measure noise
 (SWITCH_NO_IR_DIFF). A side without IR files is no comparable IR -- never "identical" --
 and is skipped under that name (NO_COMPARABLE_IR): more rounds cannot supply IR the first
 did not. In a root with an IR pass (a screen's round 0), round 1 itself is timed only when
-round 0's pair differs, by the same rule, unless the matrix says ``time_unchanged``.
+round 0's pair differs, by the same rule, unless the matrix says ``time_unchanged``. On a
+backend that compiles only (the offline screen), round 1 does not run where round 0's pair differs
+either (IR_PASS_DECIDES; unchanged and not comparable are skipped under their own names, as on a
+card): it would record autotune configs nothing benchmarks and time nothing, so it could only
+compile again what round 0 compiled (every config of every key); the IR pass's pair is the evidence
+and the card times what changed (`--emit-manifest`). ``time_unchanged`` (asked for) runs every round
+1 there too.
 
 Under the matrix's ``stopping`` (``rounds.stop: decided``), a round after ``min`` runs only while
 the workload's answer is undecided on the rounds before its pair (`campaign.judging.stopping`:
@@ -23,9 +29,10 @@ from campaign.contract import status
 from campaign.contract.fields import BASELINE
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import IR_ROUND, Matrix, Task
+from campaign.contract.platforms import platform
 from campaign.contract.runroot import RunRoot
 from campaign.contract.status import StatusRow
-from campaign.contract.verdictnames import NO_COMPARABLE_IR, SWITCH_NO_IR_DIFF, SkipReason
+from campaign.contract.verdictnames import IR_PASS_DECIDES, NO_COMPARABLE_IR, SWITCH_NO_IR_DIFF, SkipReason
 from campaign.judging import evidence, irevidence, stopping
 from campaign.judging.workload import WorkloadFacts
 
@@ -54,6 +61,9 @@ class Rounds:
         key = (task.workload, decided_by)
         if key not in self._verdicts:
             self._verdicts[key] = self.verdict(task.workload, latest, decided_by)
+        if self._verdicts[key] is None and decided_by == IR_ROUND and not platform(matrix.backend).executes:
+            return (IR_PASS_DECIDES, f"{matrix.backend} compiles only: round 1 would time nothing and compile "
+                    "again what the IR pass (round 0) compiled; the IR pass's pair is the evidence")
         return self._verdicts[key] or self.stop(task, latest)
 
     def stop(self, task: Task, latest: dict[str, StatusRow]) -> Skip:

@@ -4,7 +4,6 @@ baseline that holds every autotune config's variants)."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from pathlib import Path
 
@@ -65,17 +64,18 @@ def test_demo_screen_judges_each_pinned_pair(demo_screen):
     assert {name: r["verdict"] for name, r in table.items()} == {
         "add": "NO_IR_DIFF", "softmax": "NO_IR_DIFF", "row_sum": "NO_IR_DIFF", "matmul": "IR_CHANGED"}
     mm = table["matmul"]
-    # DISABLE_MMA_V3=0 is the plumbing only: the control's code is the baseline's.
-    assert mm["fingerprint_baseline"] == mm["fingerprint_control"] != mm["fingerprint_candidate"]
-    assert "baseline and candidate ttgir differ" in mm["note"] and "IR pass" not in mm["note"]
-    assert mm["range_label"] == "not timed: cpu compiles only, no range"
     rows = status.latest(status.read(root / "status.tsv")[0])
-    # Round 1 ran, all three cells, only where the IR pass found the IR changed.
-    assert {c: rows[f"matmul/r1/{c}"].rc_name for c in ("baseline", "control", "candidate")} == dict.fromkeys(
-        ("baseline", "control", "candidate"), "ok")
-    elapsed = [float(mm[f"elapsed_{c}"]) for c in ("baseline", "control", "candidate")]
-    assert float(mm["weight_s"]) == pytest.approx(sum(elapsed), abs=0.002)
-    assert elapsed[0] == rows["matmul/r1/baseline"].elapsed_s
+    # cpu compiles only: round 1 would time nothing and compile again what round 0 compiled, so offline
+    # it does not run where the IR changed either; the IR pass's pair is the verdict's evidence.
+    for c in ("baseline", "control", "candidate"):
+        assert rows[f"matmul/r1/{c}"].rc_name == "skipped"
+        assert rows[f"matmul/r1/{c}"].note.startswith("IR_PASS_DECIDES: cpu compiles only: round 1 would time nothing")
+    assert not (root / "cells" / "matmul" / "r1").exists()
+    assert mm["fingerprint_baseline"] != mm["fingerprint_candidate"] != "" and mm["fingerprint_control"] == ""
+    assert "baseline and candidate ttgir differ" in mm["note"]
+    assert mm["note"].endswith(screening.compiles_only_note("cpu", "every"))
+    assert (mm["range_label"], mm["weight_s"]) == ("not timed: cpu compiles only, no range", "")
+    assert mm["elapsed_candidate"] == str(rows["matmul/r0/candidate"].elapsed_s)
     for name in ("add", "softmax", "row_sum"):
         r = table[name]
         assert {rows[f"{name}/r1/{c}"].rc_name for c in ("baseline", "control", "candidate")} == {"skipped"}
@@ -97,8 +97,8 @@ def test_demo_screen_judges_each_pinned_pair(demo_screen):
     assert verdicts["add"]["screen"] == "NO_IR_DIFF" and verdicts["add"]["ir"]["from"] == {
         "baseline": "add/r0/baseline", "candidate": "add/r0/candidate"}
     assert "correctness not executed" in verdicts["add"]["reason"] and verdicts["add"]["ir"]["changed"] is False
-    assert verdicts["matmul"]["rounds"]["done"] == [1] and verdicts["matmul"]["ir"]["from"] == {
-        c: f"matmul/r1/{c}" for c in ("baseline", "control", "candidate")}
+    assert verdicts["matmul"]["ir"]["from"] == {"baseline": "matmul/r0/baseline", "candidate": "matmul/r0/candidate"}
+    assert verdicts["matmul"]["ir"]["changed"] is True
     assert list(table["add"])[list(table["add"]).index("backend"):][:len(caliber.flatten({}))] == list(caliber.flatten({}))
 
     # Written before the seal: the receipt hashes the table, and the root verifies.
@@ -119,7 +119,8 @@ def test_emitted_manifest_holds_the_changed_workloads(demo_screen, tmp_path: Pat
     loaded = yamlio.validate(Manifest, emitted)
     source = yamlio.validate(Manifest, DEMO)
     assert [w.name for w in loaded.workloads] == ["matmul"]
-    assert loaded.workloads[0].weight_s == pytest.approx(float(_table(root)["matmul"]["weight_s"]))
+    # an offline IR pass's seconds are compile seconds, no campaign round's cost: no weight_s is written
+    assert loaded.workloads[0].weight_s is None and _table(root)["matmul"]["weight_s"] == ""
     assert (loaded.sources, loaded.device, loaded.switch, loaded.timer, loaded.rounds) == \
         (source.sources, source.device, source.switch, source.timer, source.rounds)
 
@@ -130,19 +131,17 @@ def test_emitted_manifest_holds_the_changed_workloads(demo_screen, tmp_path: Pat
     assert emitted.read_bytes() == before and not (tmp_path / "runs").exists()
 
 
-def test_the_emitted_manifest_replays_the_configs_the_screen_timed(demo_screen, tmp_path: Path):
-    # screen -> campaign: without defaults.autotune_from the campaign re-tunes and may time other
-    # winners than the screen did (H200 mm: 128x128x64 s3 in a screen, 128x64x64 s4 in its campaign)
+def test_an_offline_screens_emitted_manifest_pins_no_configs(demo_screen, tmp_path: Path):
+    # A screen on a card pins its campaign to the configs its round 1 timed (defaults.autotune_from,
+    # tests/planning/test_pinned_configs.py). cpu times nothing, so an offline screen has no winner to
+    # hand on: its emitted campaign tunes afresh, and says nothing about replaying.
     root, _, emitted, _ = demo_screen
-    pinned = yamlio.validate(Manifest, emitted).defaults.autotune_from
-    assert Path(pinned.root) == root                     # outside the project: named absolute
-    assert pinned.receipt_sha256 == hashlib.sha256((root / "receipt.json").read_bytes()).hexdigest()
+    text = emitted.read_text(encoding="utf-8")
+    assert yamlio.validate(Manifest, emitted).defaults.autotune_from is None
+    assert "autotune_from" not in text and "replays the configs" not in text
     done = run_cli("prepare", emitted, "--runs-dir", tmp_path / "runs")
     assert done.returncode == 0, done.stderr
-    campaign_root = Path(done.stdout.strip().splitlines()[-1])
-    # round 1's recording (configs benchmarked), never the IR pass's first-config one
-    assert (campaign_root / "autotune_from" / "matmul" / "autotune.json").read_bytes() == \
-        (root / "cells" / "matmul" / "r1" / "baseline" / "autotune.json").read_bytes()
+    assert not (Path(done.stdout.strip().splitlines()[-1]) / "autotune_from").exists()
 
 
 def test_rescore_writes_beside_the_sealed_root(demo_screen):
@@ -186,10 +185,11 @@ def test_a_timeout_and_an_empty_workload_end_to_end(tmp_path: Path):
     assert table["hang"]["verdict"] == "TIMEOUT" and table["hang"]["rc_candidate"] == "124"
     assert "a cost problem, not a verdict" in table["hang"]["note"] and table["hang"]["range"] == ""
     assert table["noop"]["verdict"] == "NO_ROWS" and "usually the dtype" in table["noop"]["note"]
-    # Decided by the IR pass: no side had IR, so round 1 was skipped as not comparable, never as "equal".
+    # Decided by the IR pass: no side had IR, so round 1 was skipped as not comparable, never as "equal";
+    # offline the table's note says round 1 is not run there at all.
     latest = status.latest(status.read(root / "status.tsv")[0])
     for name in ("hang", "noop"):
-        assert table[name]["note"].endswith(screening.IR_PASS_SKIPPED)
+        assert table[name]["note"].endswith(screening.compiles_only_note("cpu", "every"))
         assert latest[f"{name}/r1/baseline"].rc_name == "skipped"
         assert latest[f"{name}/r1/baseline"].note.startswith("NO_COMPARABLE_IR: the IR pass (round 0) baseline and ")
     assert latest["hang/r0/candidate"].rc == 124

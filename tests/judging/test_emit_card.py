@@ -52,6 +52,13 @@ def test_an_offline_screen_moved_to_the_card_pins_no_configs_it_never_timed(tmp_
     assert emitted.device.backend == "cuda" and emitted.defaults.autotune_from is None
 
 
-def test_a_screen_that_stays_where_it_ran_replays_its_configs(tmp_path):
+def test_a_cards_own_screen_replays_the_configs_its_round_1_timed(tmp_path):
+    emitted = _emitted(tmp_path, {"backend": "cuda", "name": "NVIDIA H200", "target": "cuda:90"})
+    assert emitted.device.backend == "cuda" and emitted.defaults.autotune_from.root == "/runs/screen-root"
+
+
+def test_an_offline_screen_that_stays_on_cpu_pins_nothing_either(tmp_path):
+    # cpu times nothing and an offline screen runs no round 1 (campaign.running.rounds: IR_PASS_DECIDES):
+    # there is no winner to replay, wherever the emitted campaign runs
     emitted = _emitted(tmp_path, {"backend": "cpu", "target": "cuda:90"})
-    assert emitted.device.backend == "cpu" and emitted.defaults.autotune_from.root == "/runs/screen-root"
+    assert emitted.device.backend == "cpu" and emitted.defaults.autotune_from is None
