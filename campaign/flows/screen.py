@@ -25,6 +25,7 @@ from campaign import __version__
 from campaign.contract import canonical, stripregex
 from campaign.contract.artifacts import RECEIPT_FILE, RESCORE_SUFFIX, SCHEMA_VERSION, first_free
 from campaign.contract.errors import EXIT_INPUT, EXIT_OK, SCREEN_REFUSED, InputError, Refused
+from campaign.contract.platforms import platform
 from campaign.contract.rootrecords import Rescore
 from campaign.contract.runroot import RunRoot
 from campaign.contract.verdictnames import EMITTED
@@ -47,7 +48,12 @@ def screen(manifest_path: Path, runs_dir: Path, execution: session.Execution,
     one = checked.manifest.model_copy(update={"rounds": checked.manifest.rounds.model_copy(update={"count": 1, "stop": "fixed"})})
     matrix = expand(one, checked.resolved, ir_pass=True, time_unchanged=time_unchanged)
     root = freeze.freeze(dataclasses.replace(checked, matrix=matrix), runs_dir, mode="screen")
-    timed = "every workload's round 1 timed" if time_unchanged else "round 1 timed where the IR changed"
+    if time_unchanged:
+        timed = "every workload's round 1 timed"
+    elif platform(matrix.backend).executes:
+        timed = "round 1 timed where the IR changed"
+    else:
+        timed = f"round 1 not run: {matrix.backend} compiles only, the IR pass decides"
     print(f"screen {checked.manifest.campaign}: {len(checked.resolved)} workloads, an untimed IR pass, then "
           f"one pinned pair each ({timed}) -> {root}")
     return _execute(RunRoot(root), execution)
