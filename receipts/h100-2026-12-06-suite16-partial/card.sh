@@ -18,6 +18,7 @@ G=$(ls -d /tmp/keep/runs/h200-fidelity-screen-screen-* | head -1); echo "root $G
 N0=$(grep "\] end " /tmp/keep/fid.log | grep -c "/r0/"); echo "ir-pass cells ended: $N0"
 python3 tests/bench/fidelity.py export $G --out /tmp/keep/gpu-prints.json && gzip -f /tmp/keep/gpu-prints.json && cp /tmp/keep/gpu-prints.json.gz $OUT/
 cp /tmp/keep/fid.log $OUT/fid.log
+(cd $G && awk -F'\t' '$6=="tests_failed"{print $1}' status.tsv | while read c; do ls cells/$c/stdout.log cells/$c/stderr.log cells/$c/outcomes.json 2>/dev/null; done | tar czf $OUT/failed-cells.tar.gz -T - ; cp status.tsv $OUT/fid-status.tsv)
 if ! kill -0 $(cat /tmp/keep/fid.pid) 2>/dev/null; then
   date -u > /tmp/keep/fid.done; tail -4 /tmp/keep/fid.log
   campaign verify $G > /tmp/keep/fid-verify.txt 2>&1; echo "verify rc=$?"
@@ -28,7 +29,7 @@ fi
 fi
 if [ ! -f /tmp/keep/tests.done ]; then
   T1=$(date +%s); mkdir -p /tmp/keep/gpu-out
-  CAMPAIGN_GPU_OUT=/tmp/keep/gpu-out timeout ${TEST_TIMEOUT:-330} python3 -m pytest tests/gpu/test_readme_walkthrough_gpu.py tests/gpu/test_per_side_gpu.py tests/gpu/test_cell_capture_gpu.py \
+  CAMPAIGN_GPU_OUT=/tmp/keep/gpu-out timeout ${TEST_TIMEOUT:-330} python3 -m pytest tests/gpu/test_readme_walkthrough_gpu.py tests/gpu/test_per_side_gpu.py tests/gpu/test_cell_capture_gpu.py tests/gpu/test_sass_gpu.py \
      -m gpu -q -p no:cacheprovider --durations=0 > /tmp/keep/gpu-tests.log 2>&1; echo "gpu tests rc=$? in $(( $(date +%s) - T1 )) s"
   grep -E "passed|failed|^FAILED|^ERROR" /tmp/keep/gpu-tests.log | tail -8
   nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv > /tmp/keep/nvidia-smi.txt

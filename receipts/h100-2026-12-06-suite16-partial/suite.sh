@@ -18,6 +18,5 @@ if ! kill -0 $(cat /tmp/keep/suite.pid) 2>/dev/null; then
   mkdir -p /tmp/keep/top; find $R -maxdepth 1 -type f -exec cp {} /tmp/keep/top/ \;
   (cd /tmp/keep && tar czf $OUT/suite-top.tar.gz top suite.log suite.time suite.start cost.md verify.txt emitted.yaml 2>/dev/null)
   cp /tmp/keep/cpu-suite-prints.json.gz $OUT/
-  (cd /tmp/keep/runs && tar czf /tmp/keep/root.tgz $(basename $R)) && ls -la /tmp/keep/root.tgz
 fi
 cp /tmp/keep/suite.log $OUT/suite.log
