@@ -15,6 +15,9 @@ The table is CSV, or with ``--format json`` `campaign.contract.outputs.Inventory
 its comments kept) with one ``provider: flaggems_upstream`` workload per runnable item of the same
 scan (`campaign.planning.suite`), the items not emitted as comments with their reasons. OUT is
 written beside the template, so the relative paths it names keep their meaning, and never over a file.
+``--weights-from ROOT`` (a sealed screen root of the suite) gives each workload the root holds (the
+template's own and the emitted) ``weight_s``: the heavier of its IR-pass cells' seconds there, so the next screen's IR-pass queues hand
+out the heavy workloads first (`campaign.running.batching.heavier_first`) and shards weigh them.
 """
 from __future__ import annotations
 
@@ -35,7 +38,8 @@ from campaign.contract.cellenv_rules import PINNED
 from campaign.contract.errors import EXIT_OK, INVENTORY_REFUSED, InputError, Refused
 from campaign.contract.outputs import OUTPUT_VERSION, InventoryItem, InventoryOutput
 from campaign.contract.platforms import visibility_variables
-from campaign.planning import checkout, harness, inventory, suite, upstream
+from campaign.contract.runroot import RunRoot
+from campaign.planning import checkout, harness, inventory, partition, suite, upstream
 from campaign.planning.upstreamtargets import NO_SRC_PATH
 
 COLUMNS = ("file", "function", "param_index", "mark", "op_name", "bench_class", "shape_key", "shapes",
@@ -59,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="template", type=Path, metavar="TEMPLATE",
                         help="with --emit-manifest: the manifest whose sources, device, switch, timer, rounds and "
                              "defaults (and own workloads) the emitted one keeps")
+    parser.add_argument("--weights-from", type=Path, metavar="ROOT",
+                        help="with --emit-manifest: a sealed screen root; each workload it holds gets weight_s, the "
+                             "heavier of its IR-pass cells' seconds there (the IR pass hands heavier workloads out first)")
 
 
 def collected(root: Path) -> tuple[dict[str, set[str]], set[str]]:
@@ -123,6 +130,7 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
     out, template = args.emit_manifest, args.template
     if template is None or args.out is not None or args.collect or args.format != "csv":
         raise InputError("--emit-manifest OUT takes --from TEMPLATE, and neither --out, --format nor --collect")
+    weights, weighed_by = screen_weights(args.weights_from) if args.weights_from is not None else ({}, "")
     if out.exists():
         raise Refused(INVENTORY_REFUSED, "out", f"{out}: exists; an emitted manifest is never overwritten")
     if out.absolute().parent.resolve() != template.absolute().parent.resolve():
@@ -135,6 +143,10 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
                                                        f"not {args.checkout}: name the checkout the template pins")
     found, notes = upstream.scan(root)
     planned = suite.plan(data, document, template, found, known)
+    emitted = [{**w, "weight_s": round(weights[w["name"]], 3)} if w["name"] in weights else w for w in planned.workloads]
+    for own in document.get("workloads") or []:      # the template's own workloads, weighed in place (comments kept)
+        if own.get("name") in weights:
+            own["weight_s"] = round(weights[own["name"]], 3)
     if not planned.workloads:
         raise Refused(INVENTORY_REFUSED, "emit", f"{root}: no item left to emit beside {template}'s own workloads "
                                                    f"({len(planned.left_out)} not emitted: {'; '.join(planned.left_out[:3])})")
@@ -142,8 +154,8 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
             f"each); the {len(planned.workloads)} emitted follow", *planned.left_out] if planned.left_out else []
     head = (f"# Emitted by `campaign inventory {args.checkout} --emit-manifest {out} --from {template}`: "
             f"{planned.items} items of the checkout,\n# {planned.units} units, {len(planned.workloads)} emitted. "
-            "Edit the template and emit again, not this file.\n")
-    text = head + yamlwrite.extended(document, "workloads", list(planned.workloads), lead)
+            "Edit the template and emit again, not this file.\n" + weighed_by)
+    text = head + yamlwrite.extended(document, "workloads", emitted, lead)
     try:
         with open(out, "x", encoding="utf-8") as handle:
             handle.write(text)
@@ -157,6 +169,24 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
     return EXIT_OK
 
 
+def screen_weights(path: Path) -> tuple[dict[str, float], str]:
+    """Seconds per workload of a sealed screen root's IR pass (`partition.ir_pass_seconds`), and the
+    header's line naming the root and its receipt."""
+    root = RunRoot(path.resolve())
+    if root.mode != "screen":
+        raise Refused(INVENTORY_REFUSED, "weights_from", f"--weights-from {path}: not a screen root (prepare.json "
+                                                           "does not say mode screen): it ran no IR pass to weigh")
+    if not root.sealed:
+        raise Refused(INVENTORY_REFUSED, "weights_from", f"--weights-from {path}: not sealed (its seconds are not final)")
+    rows, _bad = root.status()
+    weights = partition.ir_pass_seconds([(row.workload, row.round, row.elapsed_s) for row in rows])
+    if not weights:
+        raise Refused(INVENTORY_REFUSED, "weights_from", f"--weights-from {path}: no IR-pass cell with seconds "
+                                                           "(a screen sealed before the IR pass): nothing to weigh")
+    return weights, (f"# weight_s: the heavier IR-pass cell's seconds of each workload in {root.path.name} (receipt "
+                     f"{canonical.sha256_file(root.receipt_file)}); the IR pass hands heavier workloads out first.\n")
+
+
 def main(args: argparse.Namespace) -> int:
     root = args.checkout.resolve()
     if upstream.layout(root) is None:
@@ -165,6 +195,8 @@ def main(args: argparse.Namespace) -> int:
     known = inventory.load(harness.PROJECT_ROOT / "ops")
     if args.emit_manifest is not None:
         return emit(args, root, known)
+    if args.weights_from is not None:
+        raise InputError("--weights-from ROOT weighs an emitted manifest: it goes with --emit-manifest OUT --from TEMPLATE")
     verified, errors = collected(root) if args.collect else (None, set())
     if args.format == "json":
         rows, notes = items(root, known, verified, errors)

@@ -110,7 +110,8 @@ def emitted_manifest(root: RunRoot | Path, rows: list[dict[str, str]], autotune_
     for workload in data["workloads"]:
         if workload["name"] in weights:
             weight = weights[workload["name"]]
-            workloads.append({**workload, "weight_s": float(weight)} if weight else dict(workload))
+            own = {key: value for key, value in workload.items() if key != "weight_s"}   # the screen's own weight
+            workloads.append({**own, "weight_s": float(weight)} if weight else own)      # (an IR pass's) predicts no round here
     if not workloads:
         return None
     data["workloads"] = workloads

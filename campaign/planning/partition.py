@@ -107,3 +107,14 @@ def root_seconds(rows: Sequence[tuple[str, Optional[float]]]) -> dict[str, float
     for workload, elapsed in rows:
         totals[workload] = totals.get(workload, 0.0) + (elapsed or 0.0)
     return totals
+
+
+def ir_pass_seconds(rows: Sequence[tuple[str, int, Optional[float]]]) -> dict[str, float]:
+    """Seconds per workload of a screen's IR pass from its (workload, round, elapsed_s) status rows: the
+    heavier of its round-0 cells (each side's queue runs one of them; a retried cell counts its last
+    attempt's seconds at most once), for a later screen's ``weight_s`` (`campaign inventory --weights-from`)."""
+    heaviest: dict[str, float] = {}
+    for workload, round_, elapsed in rows:
+        if round_ == 0 and elapsed is not None:
+            heaviest[workload] = max(heaviest.get(workload, 0.0), elapsed)
+    return heaviest

@@ -16,7 +16,9 @@ Lanes: the untimed tasks of a screen's IR pass (round 0) time nothing, so the ru
 several of their processes at once on one card (`lanes`: ``defaults.ir_pass_lanes``, frozen in the
 matrix, else the runner's choice); each side of the IR pass is then one group, a queue its lanes' processes claim
 workloads from one at a time (`campaign.running.sidequeue`), so one long workload holds up no
-other and the lanes end together whatever the workloads cost. Untimed canaries share lanes only with each other: both
+other and the lanes end together whatever the workloads cost; the queue hands out heavier workloads
+first (`heavier_first`: the manifest's ``weight_s``, else the run order, as Ray's submissions), so a
+long one does not start last and hold the pass after the other lanes ran dry. Untimed canaries share lanes only with each other: both
 sides of a screen's canary run at once, and everything else waits for them, so a broken canary
 still stops the campaign before anything is run behind it. A timed task never shares its card:
 the runner waits for every IR-pass process before the first timed one starts
@@ -30,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from campaign.contract.plans import Task
 from campaign.contract.progresslines import Event, parse
@@ -84,7 +86,17 @@ def lane_kind(group: Sequence[Task]) -> Optional[str]:
     return CANARIES if any(task.canary for task in group) else IR_PASS
 
 
-def groups(tasks: Sequence[Task], bound: int, lanes: int = 1) -> tuple[tuple[Task, ...], ...]:
+def heavier_first(weight: Mapping[str, Optional[float]], workload: str, order: int) -> tuple[float, int]:
+    """The order a pool hands workloads out in (an IR-pass side's queue, Ray's submissions): heavier
+    first by the manifest's ``weight_s`` (a workload without one weighs nothing), then the run order.
+    Where the weights are a sealed screen's IR-pass seconds (`campaign inventory --weights-from`), the
+    2-core whole suite replayed over 16 lanes spans 984 s instead of 1,484 s in the manifest's order
+    (tests/bench/lane_schedule.py)."""
+    return -(weight.get(workload) or 0.0), order
+
+
+def groups(tasks: Sequence[Task], bound: int, lanes: int = 1,
+           weight: Optional[Mapping[str, Optional[float]]] = None) -> tuple[tuple[Task, ...], ...]:
     ordered = sorted(tasks, key=lambda t: t.order)
     if bound <= 1:
         return tuple((task,) for task in ordered)
@@ -94,8 +106,8 @@ def groups(tasks: Sequence[Task], bound: int, lanes: int = 1) -> tuple[tuple[Tas
         if not task.canary:
             sides.setdefault((task.round, task.cell), []).append(task)
     for members in sides.values():
-        if lanes > 1 and lane_kind(members) == IR_PASS:
-            out.append(tuple(members))                    # the side's queue: its lanes' processes claim from it
+        if lanes > 1 and lane_kind(members) == IR_PASS:  # the side's queue: its lanes' processes claim from it
+            out.append(tuple(sorted(members, key=lambda t: heavier_first(weight or {}, t.workload, t.order))))
             continue
         count = math.ceil(len(members) / bound)
         size = math.ceil(len(members) / count)            # near-equal: 5 at bound 4 is 3 + 2, not 4 + 1

@@ -57,7 +57,7 @@ from campaign.contract.platforms import platform
 from campaign.contract.runroot import RunRoot
 from campaign.contract.status import StatusRow
 from campaign.planning.pinning import PINNED_DIR
-from campaign.running import raynode, raywatch, scheduler
+from campaign.running import batching, raynode, raywatch, scheduler
 from campaign.running.raywave import OnTheNode, RayWave
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Events, Outcome, RunSetup
 from campaign.running.telemetry import ERR_FILE
@@ -141,7 +141,7 @@ class RayExecutor:
             order.setdefault(task.workload, task.order)
         weight = {w.name: w.weight_s for w in self.setup.manifest.workloads}
         todo = sorted((w for w in order if any(t.id not in latest for t in tasks if t.workload == w)),
-                      key=lambda w: (-(weight.get(w) or 0.0), order[w]))
+                      key=lambda w: batching.heavier_first(weight, w, order[w]))
         canaries = {t.workload for t in tasks if t.canary}
         asks = {"num_gpus": 1} if self.executes else {"num_cpus": 1}
         remote = ray.remote(max_retries=0, **asks)(raynode.run_on_node)

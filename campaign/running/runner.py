@@ -83,7 +83,7 @@ class Runner:
                              key=lambda t: t.order))
         self.events.started(tasks, latest)
         lanes, bound = self.setup.lanes, batching.bound(self.setup.matrix.workloads_per_process)[0]
-        groups = batching.groups(tasks, bound, lanes)
+        groups = batching.groups(tasks, bound, lanes, {w.name: w.weight_s for w in self.setup.manifest.workloads})
         at = 0
         while at < len(groups):
             block, kind = 1, batching.lane_kind(groups[at])   # the next groups of one lane kind run together

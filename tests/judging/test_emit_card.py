@@ -62,3 +62,24 @@ def test_an_offline_screen_that_stays_on_cpu_pins_nothing_either(tmp_path):
     # there is no winner to replay, wherever the emitted campaign runs
     emitted = _emitted(tmp_path, {"backend": "cpu", "target": "cuda:90"})
     assert emitted.device.backend == "cpu" and emitted.defaults.autotune_from is None
+
+
+def test_a_screened_manifests_own_weight_goes_only_where_the_screen_gives_none(tmp_path):
+    """A suite screen manifest may carry ``weight_s`` (its IR pass's seconds, `campaign inventory
+    --weights-from`: the queues hand heavier workloads out first). Those seconds predict no card round, so
+    an emitted workload carries the screen's timed round's seconds where the table has them, and no weight
+    where it has none (an offline screen's table never has): never the IR pass's seconds as a round's."""
+    from campaign.contract import yamlio, yamlwrite
+    from campaign.contract.artifacts import MANIFEST_FILE
+    from campaign.judging.screenroot import emitted_manifest
+
+    data = manifest_data(device={"backend": "cpu", "name": "NVIDIA H200", "target": "cuda:90"})
+    data["workloads"] = [{**w, "name": f"{w['name']}{suffix}", "weight_s": 900.0}
+                         for w in data["workloads"] for suffix in ("", "_b")]
+    names = [w["name"] for w in data["workloads"]]
+    (tmp_path / MANIFEST_FILE).write_text(yamlwrite.dump(data), encoding="utf-8")
+    rows = [{"workload": name, "verdict": "IR_CHANGED", "weight_s": "3.5" if n == 0 else ""} for n, name in enumerate(names)]
+    path = tmp_path / "emitted.yaml"
+    path.write_text(emitted_manifest(tmp_path, rows), encoding="utf-8")
+    weights = [w.weight_s for w in yamlio.validate(Manifest, path).workloads]
+    assert len(names) == 2 and weights == [3.5, None]

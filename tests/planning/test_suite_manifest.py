@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import rootbuilder
 from test_flaggems_checkout import git, make_checkout
 
-from campaign.contract import yamlio
+from campaign.contract import canonical, yamlio
+from campaign.contract.runroot import RunRoot
 from campaign.planning import suite, upstream
 from campaign.planning.inventory import Inventory
 
@@ -103,6 +105,40 @@ def test_every_runnable_unit_is_one_workload_and_the_rest_say_why(tmp_path, cli)
     assert "ok (5 workloads" in checked.stdout
     again = cli("inventory", root, "--emit-manifest", out, "--from", source)
     assert again.returncode == 1 and "INVENTORY_REFUSED check=out" in again.stderr and "never overwritten" in again.stderr
+
+
+def test_weights_from_a_sealed_screen_give_its_ir_pass_seconds_to_the_workloads_it_holds(tmp_path, cli):
+    """``--weights-from ROOT``: each workload the sealed screen root holds (the template's own, weighed in place,
+    and the emitted) gets ``weight_s``, the heavier
+    of its two IR-pass cells' seconds there (what the next screen's queues hand out first by); the others
+    none; the header names the root and its receipt. A campaign root, or a screen without an IR pass, is refused."""
+    root, head = checkout_with_three_negs(tmp_path)
+    source = template(tmp_path, root.name, head)
+    screened = rootbuilder.screen_root(tmp_path / "roots", [rootbuilder.mm("mm"), rootbuilder.pointwise("neg-plain", "neg"),
+                                                             rootbuilder.pointwise("abs", "abs")],
+                                       rootbuilder.Options(ir_pass=True, backend="cpu"))
+    rows, _ = RunRoot(screened).status()
+    heavier = {name: max(r.elapsed_s for r in rows if r.workload == name and r.round == 0) for name in ("mm", "neg-plain", "abs")}
+    out = tmp_path / "weighed.yaml"
+    done = cli("inventory", root, "--emit-manifest", out, "--from", source, "--weights-from", screened)
+    assert done.returncode == 0, done.stderr
+    data = yamlio.load(out)[0]
+    got = {w["name"]: w.get("weight_s") for w in data["workloads"]}
+    assert got == {"abs": round(heavier["abs"], 3), "neg-unary_pointwise": None, "neg-plain": round(heavier["neg-plain"], 3),
+                   "neg-strided": None, "mm": round(heavier["mm"], 3)}
+    assert all(v > 0 for v in heavier.values())
+    assert (f"# weight_s: the heavier IR-pass cell's seconds of each workload in {screened.name} (receipt "
+            f"{canonical.sha256_file(screened / 'receipt.json')})") in out.read_text()
+    assert cli("validate", out).returncode == 0
+    campaign_root = rootbuilder.sealed(tmp_path / "campaign")
+    refused = cli("inventory", root, "--emit-manifest", tmp_path / "c.yaml", "--from", source, "--weights-from", campaign_root)
+    assert refused.returncode == 1 and "check=weights_from" in refused.stderr and "not a screen root" in refused.stderr
+    old = rootbuilder.screen_root(tmp_path / "old", [rootbuilder.mm("mm")])
+    refused = cli("inventory", root, "--emit-manifest", tmp_path / "d.yaml", "--from", source, "--weights-from", old)
+    assert refused.returncode == 1 and "no IR-pass cell" in refused.stderr
+    assert not (tmp_path / "c.yaml").exists() and not (tmp_path / "d.yaml").exists()
+    alone = cli("inventory", root, "--weights-from", screened)
+    assert alone.returncode != 0 and "goes with --emit-manifest" in alone.stderr
 
 
 def test_a_template_that_does_not_fit_is_refused_naming_the_fix(tmp_path, cli):

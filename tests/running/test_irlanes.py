@@ -66,6 +66,43 @@ def test_lanes_cut_only_the_ir_pass_into_batches_and_leave_canaries_and_timed_si
     assert set(kinds[6:]) == {None}, "a timed group never shares its card"
 
 
+def test_an_ir_pass_side_hands_out_heavier_workloads_first_and_nothing_else_moves(tmp_path: Path):
+    """``weight_s`` orders each IR-pass side's queue heavier first, then the run order (a workload without
+    a weight weighs nothing), as Ray's submissions are ordered; canaries, the timed rounds and a plan
+    without lanes keep the run order. Lost by it: a stopped weighted screen holds its heaviest
+    workloads, not the manifest's first."""
+    path = manifest(tmp_path, [demo("add", canary=True), demo("softmax"), demo("row_sum"), demo("matmul")])
+    tasks = expand(freeze.check(path).manifest, freeze.check(path).resolved, ir_pass=True).tasks
+    weight = {"matmul": 30.0, "row_sum": 20.0, "add": 99.0}
+    plain = [[t.id for t in g] for g in batching.groups(tasks, 8, lanes=2)]
+    weighed = [[t.id for t in g] for g in batching.groups(tasks, 8, lanes=2, weight=weight)]
+    assert weighed[4:6] == [["matmul/r0/baseline", "row_sum/r0/baseline", "softmax/r0/baseline"],
+                            ["matmul/r0/candidate", "row_sum/r0/candidate", "softmax/r0/candidate"]]
+    assert weighed[:4] == plain[:4] and weighed[6:] == plain[6:], "canaries and timed rounds keep the run order"
+    assert batching.groups(tasks, 8, lanes=1, weight=weight) == batching.groups(tasks, 8, lanes=1)
+    assert batching.heavier_first(weight, "softmax", 3) == (0.0, 3) < batching.heavier_first({}, "x", 4)
+
+
+@pytest.mark.slow
+def test_a_weighted_screen_s_lanes_claim_the_heavier_workloads_first(tmp_path: Path):
+    """End to end on the compile-only backend: the runner hands the manifest's weights to the queues,
+    and each side's process claims matmul (30 s), row_sum (20 s), then softmax (none) whatever the
+    manifest's order."""
+    path = manifest(tmp_path, [demo("softmax", float16=True), demo("row_sum", float16=True),
+                               demo("matmul", float16=True)], campaign="weighed", lanes=2)
+    text = path.read_text(encoding="utf-8")
+    for name, seconds in (("matmul", 30), ("row_sum", 20)):
+        text = text.replace(f"{{name: {name}, op: {name}", f"{{name: {name}, op: {name}, weight_s: {seconds}")
+    path.write_text(text, encoding="utf-8")
+    done = run_cli("screen", path, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    root = next((tmp_path / "runs").glob("weighed-screen-*"))
+    for side in ("baseline", "candidate"):
+        starts = sorted((e.unix, e.task_id.split("/")[0]) for p in root.glob("batches/*/progress.tsv")
+                        for e in batching.read(p) if e.kind == "start" and e.task_id.endswith(f"/r0/{side}"))
+        assert [name for _unix, name in starts] == ["matmul", "row_sum", "softmax"], (side, starts)
+
+
 def test_the_lock_holds_every_lane_and_a_takeover_ends_them_all(tmp_path: Path):
     lock = RunLock(RunRoot(tmp_path), report=lambda text: None)
     lock.acquire()
