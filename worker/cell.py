@@ -20,7 +20,8 @@ from campaign.contract.fields import DTYPES
 from campaign.contract.plans import CellPlan
 from campaign.contract.timers import POISONED_MARKER
 
-PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q")
+# -rs: pytest's summary names each skip's reason, what a screen's NO_ROWS says where a benchmark skipped itself
+PYTEST_FLAGS = ("-p", "no:cacheprovider", "--color=no", "-q", "-rs")
 AUTOTUNE_PLUGIN = "campaign.plugins.autotune"
 NOT_EXECUTED = "compile-only backend: launches are not executed"
 POISONED = f"not run: a graph capture poisoned this process's device context ({POISONED_MARKER})"

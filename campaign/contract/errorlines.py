@@ -5,7 +5,8 @@ A cell's stdout.log and stderr.log (`campaign.contract.artifacts`) are pytest's 
 output. The last line that looks like an error wins: pytest's ``E   RuntimeError: ...``, an
 exception named with its message (``SomethingError: ...``, also inside pytest's ``FAILED ... -
 RuntimeError: ...`` summary), pytest's ``ERROR ...`` lines, a tool's ``error: ...``. Where none
-looks like one, the last non-empty line stands. Pure over the text; the reader passes only a
+looks like one, pytest's skip summary (``SKIPPED [1] file.py:240: <reason>``, printed under ``-rs``,
+which every cell's session passes) names why nothing ran, before the last non-empty line. Pure over the text; the reader passes only a
 log's tail (``TAIL_BYTES``), and a line is cut to ``LIMIT`` characters.
 """
 from __future__ import annotations
@@ -22,6 +23,8 @@ PYTEST_E = re.compile(r"^E\s+(?P<text>\S.*)$")
 EXCEPTION = re.compile(r"(?P<text>\b[A-Za-z_][\w.]*(?:Error|Exception|Failure|Interrupt|Exit)\b:.*)$")
 # pytest's collection/setup errors and a compiler's or tool's diagnostics
 PLAIN = re.compile(r"^(?:ERROR\b.*|.*\b(?:error|fatal error|FATAL):\s.*)$")
+# pytest's short summary of a skip (-rs): "SKIPPED [1] benchmark/test_fused_perf.py:240: Skipped due to ..."
+SKIPPED = re.compile(r"^SKIPPED \[\d+\] \S.*$")
 
 
 def error_text(line: str) -> Optional[str]:
@@ -45,6 +48,18 @@ def last_error(text: str, limit: int = LIMIT) -> Optional[str]:
         if found:
             return cut(found, limit)
     return None
+
+
+def last_skip(text: str, limit: int = LIMIT) -> Optional[str]:
+    """pytest's last skip summary line of ``text`` (its reason in it); None where it printed none."""
+    for line in reversed(text.splitlines()):
+        if SKIPPED.match(line.strip()):
+            return cut(line.strip(), limit)
+    return None
+
+
+def is_skip(line: Optional["LogLine"]) -> bool:
+    return line is not None and SKIPPED.match(line.text) is not None
 
 
 def last_line(text: str, limit: int = LIMIT) -> Optional[str]:

@@ -161,10 +161,12 @@ def _log_tail(path: Path) -> str:
 
 def log_error(cell: Path) -> Optional[errorlines.LogLine]:
     """The cell's last error line: an error-looking line of stdout.log (pytest's output), else of
-    stderr.log (a crash before pytest), else the last line of either (`campaign.contract.errorlines`);
+    stderr.log (a crash before pytest), else pytest's skip summary in stdout.log (why nothing ran where
+    the test skipped itself), else the last line of either (`campaign.contract.errorlines`);
     None when both are empty or absent."""
     tails = {name: _log_tail(Path(cell) / name) for name in (STDOUT_LOG, STDERR_LOG)}
     found = [(name, errorlines.last_error(tails[name]), True) for name in (STDOUT_LOG, STDERR_LOG)]
+    found.append((STDOUT_LOG, errorlines.last_skip(tails[STDOUT_LOG]), False))
     found += [(name, errorlines.last_line(tails[name]), False) for name in (STDERR_LOG, STDOUT_LOG)]
     return next((errorlines.LogLine(*entry) for entry in found if entry[1]), None)
 

@@ -15,7 +15,7 @@ deserves rounds from round 1's pair where it ran, else from the IR pass's pair
   time (its IR checked and timed there though the offline verdict was right); a missed one is a wrong
   offline verdict -- NO_IR_DIFF skips a workload whose card code the switch changed, or IR_CHANGED
   times one for a difference the garbage data made -- so the rule flags on any proof, in any cell.
-- ``NO_ROWS``    no cell produced a row: nothing ran, usually the dtype.
+- ``NO_ROWS``    no cell produced a row: a refusal, a kernel not compiled, a skip (pytest's reason), or the dtype.
 - ``NO_TRITON``  rows but no IR file in any cell: aten or a vendor library ran.
 - ``NO_COMPARABLE_IR`` no pair of cells can be compared: one side has no IR, or the
   baseline benchmarked autotune configs (its IR set holds every config's variants,
@@ -148,15 +148,15 @@ def needs_card(sides: Mapping[str, Side]) -> str:
 
 
 def _nothing_ran(f: Facts) -> str:
-    """Why no row ran, named where a cell says: a refusal at preflight, a kernel that did not compile for
-    the target, before the usual suspect (the dtype)."""
-    refused = [f"{c} refused at preflight ({s.refused})" for c, s in f.sides.items() if s.refused]
-    failed = [f"{c}: a kernel did not compile offline ({'; '.join(s.compile_errors)})"
-              for c, s in f.sides.items() if s.compile_errors]
-    if refused or failed:
-        return "; ".join(refused + failed)
+    """Why no row ran where a cell says (a preflight refusal, a kernel not compiled, pytest's skip), else the dtype."""
+    named = [f"{c} refused at preflight ({s.refused})" for c, s in f.sides.items() if s.refused] + [
+        f"{c}: a kernel did not compile offline ({'; '.join(s.compile_errors)})" for c, s in f.sides.items() if s.compile_errors]
+    if named:
+        return "; ".join(named)
     own = "the op's own set" if f.dtypes_own else "named by the manifest"
-    return (f"nothing ran, usually the dtype ({','.join(f.dtypes)}: {own})" if f.provider != "pytest" else
+    return ("nothing ran: the benchmark skipped the cases it selected (pytest's reason below)"
+            if all(errorlines.is_skip(s.error_line) for s in f.sides.values()) else
+            f"nothing ran, usually the dtype ({','.join(f.dtypes)}: {own})" if f.provider != "pytest" else
             "the test times nothing: no call of triton.testing.do_bench (or do_bench_cudagraph) ran in it")
 
 

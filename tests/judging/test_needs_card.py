@@ -103,3 +103,37 @@ def test_no_rows_names_an_offline_refusal_and_a_kernel_that_did_not_compile():
     v = screening.verdict(facts(side("baseline", rows=0, compile_errors=(broken,)), side("candidate", rows=0)))
     assert v.name == "NO_ROWS" and f"baseline: a kernel did not compile offline ({broken})" in v.note
     assert "usually the dtype" in screening.verdict(facts(side("baseline", rows=0), side("candidate", rows=0))).note
+
+
+def test_no_rows_names_the_reason_a_benchmark_skipped_itself(tmp_path: Path):
+    """A FlagGems benchmark that skips itself offline (topk_softmax: "Skipped due to missing vLLM ...") ran
+    nothing: pytest run with the worker's own flags prints the reason (-rs), the cell's error line is that
+    summary line, and NO_ROWS says the benchmark skipped instead of guessing the dtype."""
+    import subprocess
+    import sys
+
+    from campaign.contract import errorlines
+    from campaign.judging.evidence import log_error
+    from worker.cell import PYTEST_FLAGS
+
+    (tmp_path / "bench_skip.py").write_text(
+        "import pytest\n\n\n@pytest.mark.skipif(True, reason='missing vLLM topk_softmax')\n"
+        "def test_bench_topk_softmax():\n    pass\n", encoding="utf-8")
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    done = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "bench_skip.py"), *PYTEST_FLAGS,
+                           f"--rootdir={tmp_path}"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (cell / "stdout.log").write_text(done.stdout, encoding="utf-8")
+    (cell / "stderr.log").write_text("benchmark: pytest exit 0\n", encoding="utf-8")
+    line = log_error(cell)
+    assert line is not None and line.log == "stdout.log" and not line.error
+    assert line.text == "SKIPPED [1] bench_skip.py:4: missing vLLM topk_softmax" and errorlines.is_skip(line)
+    v = screening.verdict(facts(side("baseline", rows=0, error_line=line), side("candidate", rows=0, error_line=line)))
+    assert v.name == "NO_ROWS" and "the benchmark skipped the cases it selected" in v.note
+    assert "usually the dtype" not in v.note
+    # one side skipped and the other ran nothing for another reason: the guess stays, each line named
+    other = errorlines.LogLine("stderr.log", "benchmark: pytest exit 0", False)
+    assert "usually the dtype" in screening.verdict(
+        facts(side("baseline", rows=0, error_line=line), side("candidate", rows=0, error_line=other))).note
+    assert errorlines.last_skip("1 passed in 0.1s\n") is None

@@ -270,7 +270,7 @@ def test_pytest_arguments_of_both_sessions(tmp_path):
     plan = write_plan(tmp_path, task={"targets": {"benchmark": "ops/workloads/demo/bench_demo.py::test_bench_add",
                                                   "correctness": "ops/workloads/demo/test_demo.py",
                                                   "correctness_k": "float16"}})
-    flags = ["-p", "no:cacheprovider", "--color=no", "-q", f"--rootdir={plan.project_root}"]
+    flags = ["-p", "no:cacheprovider", "--color=no", "-q", "-rs", f"--rootdir={plan.project_root}"]
     assert cell.benchmark_args(plan) == ["ops/workloads/demo/bench_demo.py::test_bench_add", *flags]
     assert cell.correctness_args(plan) == ["ops/workloads/demo/test_demo.py", "-k", "float16", *flags]
     nodes = ("ops/workloads/demo/test_demo.py::test_add[1-dtype0]",)
