@@ -143,10 +143,10 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
                                                        f"not {args.checkout}: name the checkout the template pins")
     found, notes = upstream.scan(root)
     planned = suite.plan(data, document, template, found, known)
-    emitted = [{**w, "weight_s": round(weights[w["name"]], 3)} if w["name"] in weights else w for w in planned.workloads]
+    emitted = [{**w, "weight_s": weights[w["name"]]} if w["name"] in weights else w for w in planned.workloads]
     for own in document.get("workloads") or []:      # the template's own workloads, weighed in place (comments kept)
         if own.get("name") in weights:
-            own["weight_s"] = round(weights[own["name"]], 3)
+            own["weight_s"] = weights[own["name"]]
     if not planned.workloads:
         raise Refused(INVENTORY_REFUSED, "emit", f"{root}: no item left to emit beside {template}'s own workloads "
                                                    f"({len(planned.left_out)} not emitted: {'; '.join(planned.left_out[:3])})")
@@ -183,7 +183,7 @@ def screen_weights(path: Path) -> tuple[dict[str, float], str]:
     if not weights:
         raise Refused(INVENTORY_REFUSED, "weights_from", f"--weights-from {path}: no IR-pass cell with seconds "
                                                            "(a screen sealed before the IR pass): nothing to weigh")
-    return weights, (f"# weight_s: the heavier IR-pass cell's seconds of each workload in {root.path.name} (receipt "
+    return {name: round(seconds, 3) for name, seconds in weights.items()}, (f"# weight_s: the heavier IR-pass cell's seconds of each workload in {root.path.name} (receipt "
                      f"{canonical.sha256_file(root.receipt_file)}); the IR pass hands heavier workloads out first.\n")
 
 

@@ -90,7 +90,7 @@ def heavier_first(weight: Mapping[str, Optional[float]], workload: str, order: i
     """The order a pool hands workloads out in (an IR-pass side's queue, Ray's submissions): heavier
     first by the manifest's ``weight_s`` (a workload without one weighs nothing), then the run order.
     Where the weights are a sealed screen's IR-pass seconds (`campaign inventory --weights-from`), the
-    2-core whole suite replayed over 16 lanes spans 984 s instead of 1,484 s in the manifest's order
+    sealed 2-core whole suite replayed over 16 lanes spans 1,032 s instead of 1,530 s in the manifest's order
     (tests/bench/lane_schedule.py)."""
     return -(weight.get(workload) or 0.0), order
 
