@@ -232,7 +232,8 @@ class AutotunePlugin:
         cold = sum(len(w.cold) for w in self.warmups.values())
         self.ctx.log.line(f"autotune ({self.session}): {self.mode} ({self.policy}): {len(self.entries)} entries, "
                           f"{len(self.fallbacks)} fallbacks, {self.tuning_runs} tuning runs, "
-                          f"{sum(w.warmed for w in self.warmups.values())} configs warmed, {cold} cold")
+                          f"{sum(w.warmed for w in self.warmups.values())} configs warmed, {cold} cold, "
+                          f"on {self.workers} compile thread(s)")
 
     def pytest_unconfigure(self, config):
         for cls, original in self.patched.items():

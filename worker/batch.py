@@ -18,6 +18,8 @@ What one process cannot give each workload, and what is done about it:
   by row, where the cell's tuner cache is isolated (`campaign.worker.tunerstore`; run.log
   says so, or says it could not be done); a shared one is left as it is. The run identity
   records what the store held at the workload's start (``tuner_store_at_start``).
+- device memory: what torch's caching allocator kept from earlier workloads is given back to the
+  card before each later one (`release_device_memory`, run.log says how much).
 - imported modules (the project's workload files, torch, triton, flag_gems) stay loaded:
   that is the saving.
 - ``sys.argv`` is a single-cell worker's (``[worker, task.json, result.json]``) during each
@@ -118,6 +120,25 @@ def claimed(record: BatchRecord) -> Iterator[str]:
             yield task_id
 
 
+def release_device_memory() -> str:
+    """What an earlier workload left in torch's caching allocator, given back to the card before the
+    next one: a later workload's memory does not depend on which ran before it in its process. The
+    whole-suite screen's IR pass on the H200 (14 lanes, one card) lost add, sub, mul, div, eq and
+    fused_add_rms_norm, each a batch process's second or later workload, where the same items ended ok
+    offline. Nothing where torch.cuda is not started, or answers as the card offline
+    (`campaign.plugins.flaggems_offline`: a query would start the host's own card, where it has one)."""
+    from campaign.plugins import flaggems_offline
+
+    torch = sys.modules.get("torch")
+    if torch is None or flaggems_offline.ACTIVE is not None or not torch.cuda.is_initialized():
+        return "device memory: nothing to release (no card started in this process)"
+    gc.collect()
+    before = torch.cuda.memory_reserved()
+    torch.cuda.empty_cache()
+    return (f"device memory: {(before - torch.cuda.memory_reserved()) / 2**20:.1f} MiB the earlier workloads "
+            "cached given back before this one")
+
+
 def run(batch_path: Path, started: float, notes: list[str]) -> int:
     try:
         record = BatchRecord.model_validate(read_json(batch_path))
@@ -140,6 +161,7 @@ def run(batch_path: Path, started: float, notes: list[str]) -> int:
                 + (f" (continues batch {record.continues})" if record.continues and position == 0 else "")]
         if position:
             here.append(f"{reset_tuners()} in-memory tuner caches emptied before this workload")
+            here.append(release_device_memory())
             if _isolated(folder):
                 here.append(tunerstore.reset_note())
         mark(progress, "start", task_id)

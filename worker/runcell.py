@@ -10,7 +10,7 @@ and reads exactly RESULT_JSON afterwards. Nothing is reported on stdout.
 2. preflight (`campaign.worker.preflight`): on failure ``PREFLIGHT_FAILED check=…``, exit 78;
 3. the benchmark target in one pytest session with the planned plugins, built in
    plan order (``module.make(ctx)``);
-4. the correctness target in a second session with the outcomes plugin, the autotune
+4. the correctness target in a second session with the outcomes and seeds plugins, the autotune
    plugin on the configs that were timed, and the workload's dtype narrowing
    (`campaign.worker.cell.correctness_plugins`), or,
    on a backend that executes nothing, correctness recorded as not run;
@@ -40,7 +40,7 @@ from typing import Optional
 import pytest
 
 from campaign.backends import get_backend
-from campaign.backends.plan import OUTCOMES
+from campaign.backends.plan import OUTCOMES, SEEDS
 from campaign.contract import faults
 from campaign.contract.artifacts import RUN_LOG
 from campaign.contract.canonical import read_json, write_json_new
@@ -132,7 +132,9 @@ class Cell:
         else:
             args = cell.correctness_args(plan)
             self.say(f"correctness: pytest {' '.join(args)}")
-            session_plugins = [importlib.import_module(OUTCOMES).make(ctx), *cell.correctness_plugins(plan, self.say, ctx)]
+            seeds = [importlib.import_module(SEEDS).make(ctx)] if SEEDS in plan.plugins else []
+            session_plugins = [importlib.import_module(OUTCOMES).make(ctx), *seeds,
+                               *cell.correctness_plugins(plan, self.say, ctx)]
             with self.phases.session("correctness") as watch:
                 correctness_rc = int(pytest.main(args, plugins=[*session_plugins, watch, self.faults]))
             self.say(f"correctness: pytest exit {correctness_rc}")

@@ -8,7 +8,7 @@ announce itself. The order is part of the caliber:
    the item list before them;
 2. compile_only, only where the backend does not execute (it installs the driver
    before anything compiles);
-3. run_identity, ir_capture, autotune, timing, dobench, outcomes.
+3. run_identity, seeds, ir_capture, autotune, timing, dobench, outcomes.
 
 timing (the ``bench`` fixture) and dobench (a test's own ``triton.testing.do_bench``
 calls) both write rows.json: the task's provider picks the one that does
@@ -16,7 +16,7 @@ calls) both write rows.json: the task's provider picks the one that does
 one list derived from the backend alone.
 
 The worker builds every planned plugin but outcomes for the benchmark session, and
-outcomes alone for the correctness session (`campaign.worker`): a benchmark node
+outcomes and seeds for the correctness session (`campaign.worker`): a benchmark node
 passing is not a correctness verdict.
 """
 from __future__ import annotations
@@ -28,8 +28,10 @@ OUTCOMES = "campaign.plugins.outcomes"
 TIMING = "campaign.plugins.timing"
 DOBENCH = "campaign.plugins.dobench"
 FLAGGEMS_BENCH = "campaign.plugins.flaggems_bench"     # dobench with FlagGems' Benchmark roles and keys
+SEEDS = "campaign.plugins.seeds"           # every test from one random state; the correctness session's too
 COMMON = (
     "campaign.plugins.run_identity",
+    SEEDS,
     "campaign.plugins.ir_capture",
     "campaign.plugins.autotune",
     TIMING,

@@ -23,10 +23,12 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 from pathlib import Path
 from typing import IO
 
+from campaign.contract.artifacts import LANE_CORES_VARIABLE
 from campaign.contract.plans import CellPlan
 from campaign.running.cellenv import cell_env
 from campaign.running.runsetup import RunSetup
@@ -71,10 +73,20 @@ def launch_env(cell: dict[str, str], pycache: Path) -> dict[str, str]:
     return env
 
 
+def lane_cores(lanes: int, timed: bool, cores: int) -> dict[str, str]:
+    """An IR-pass lane's share of the host's cores for its worker's own threads (config compiles, SASS
+    disassembly): cores / lanes, at least one. Nothing for a timed cell: it runs alone, every core its."""
+    if timed or lanes <= 1:
+        return {}
+    return {LANE_CORES_VARIABLE: str(max(1, cores // lanes))}
+
+
 def start(setup: RunSetup, plan: CellPlan, args: list[str], out: IO, err: IO) -> subprocess.Popen:
-    """The worker for ``plan`` in its own session, with the cell's env and the import protections."""
+    """The worker for ``plan`` in its own session, with the cell's env, its lane's share of the cores and
+    the import protections."""
     pycache = pycache_dir(setup)
     pycache.mkdir(parents=True, exist_ok=True)      # the first worker of the run makes it: empty then
-    env = launch_env(cell_env(setup.parent_env, plan), pycache)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    env = launch_env({**cell_env(setup.parent_env, plan), **lane_cores(setup.lanes, plan.task.timed, cores)}, pycache)
     return subprocess.Popen(argv(setup.python, args, packages()), cwd=setup.project_root, env=env,
                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)

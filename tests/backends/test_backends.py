@@ -59,7 +59,7 @@ def test_plan_follows_capabilities_not_the_backend_name():
 
 
 def test_plan_order_of_the_common_plugins_is_pinned():
-    assert COMMON == ("campaign.plugins.run_identity", "campaign.plugins.ir_capture", "campaign.plugins.autotune",
+    assert COMMON == ("campaign.plugins.run_identity", "campaign.plugins.seeds", "campaign.plugins.ir_capture", "campaign.plugins.autotune",
                       "campaign.plugins.timing", "campaign.plugins.dobench", "campaign.plugins.flaggems_bench",
                       "campaign.plugins.outcomes")
     for name in BACKENDS:

@@ -6,6 +6,7 @@ Run on the GPU host: ``python -m pytest tests/gpu/test_tunerstore_gpu.py -m gpu 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,9 @@ def test_the_second_flaggems_workload_of_a_batch_starts_on_an_emptied_tuner_stor
         log = (folder / "run.log").read_text()
         emptied = [line for line in log.splitlines() if "FlagGems tuner store emptied before this workload" in line]
         assert emptied and " 0 row(s) deleted" not in emptied[0], "mm tuned into the store before addmm ran"
+        # what mm's cells left in torch's caching allocator went back to the card before addmm started
+        given = re.search(r"device memory: ([0-9.]+) MiB the earlier workloads cached given back", log)
+        assert given and float(given.group(1)) > 0, log
         autotune = json.loads((folder / "autotune.json").read_text())
         assert [e for e in autotune["entries"] if e["tuner"] == "libtuner"], "addmm went through no LibTuner"
     recording = json.loads((root / "cells" / "addmm" / "r1" / "baseline" / "autotune.json").read_text())

@@ -6,6 +6,7 @@ one lane that gets its own row while the other lane goes on."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -198,6 +199,11 @@ def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its
     assert timed and min(timed) > max(ir), lines
     # the IR pass's rows are labelled as such on every backend; round 1's on cpu as compile-only
     assert "rows compiled, not timed (IR pass: untimed)" in latest["add/r0/candidate"].note
+    # a lane's worker compiles matmul's configs on its share of the cores; the timed cell, alone, on all
+    cores = len(os.sched_getaffinity(0))
+    log = {t: (root / "cells" / t / "run.log").read_text(encoding="utf-8") for t in ("matmul/r0/candidate", "matmul/r1/candidate")}
+    assert f"on {max(1, cores // 2)} compile thread(s)" in log["matmul/r0/candidate"], log["matmul/r0/candidate"]
+    assert f"on {cores} compile thread(s)" in log["matmul/r1/candidate"], log["matmul/r1/candidate"]
     assert "rows compiled, not timed (compile-only)" in latest["matmul/r1/candidate"].note
     # the folders set aside are of cells the stop cut, in whichever lane: kept, never run over (the sides run
     # at once, so the stop may also cut the other side's cell before its worker made its folder: nothing to keep)
