@@ -17,7 +17,10 @@ scan (`campaign.planning.suite`), the items not emitted as comments with their r
 written beside the template, so the relative paths it names keep their meaning, and never over a file.
 ``--weights-from ROOT`` (a sealed screen root of the suite) gives each workload the root holds (the
 template's own and the emitted) ``weight_s``: the heavier of its IR-pass cells' seconds there, so the next screen's IR-pass queues hand
-out the heavy workloads first (`campaign.running.batching.heavier_first`) and shards weigh them.
+out the heavy workloads first (`campaign.running.batching.heavier_first`) and shards weigh them. With
+``--split-above SECONDS`` an emitted workload heavier than that is emitted as one workload per dtype its
+cells ran there (`campaign.planning.suite.split_heavy`): one IR-pass cell is one process, and the
+heaviest bounds the pass however many lanes it has.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 from campaign.contract import canonical, toolenv, yamlio, yamlwrite
-from campaign.contract.artifacts import CODE_PATH_VARIABLES
+from campaign.contract.artifacts import CODE_PATH_VARIABLES, ROWS_FILE
 from campaign.contract.canonical import read_json
 from campaign.contract.cellenv_rules import PINNED
 from campaign.contract.errors import EXIT_OK, INVENTORY_REFUSED, InputError, Refused
@@ -66,6 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights-from", type=Path, metavar="ROOT",
                         help="with --emit-manifest: a sealed screen root; each workload it holds gets weight_s, the "
                              "heavier of its IR-pass cells' seconds there (the IR pass hands heavier workloads out first)")
+    parser.add_argument("--split-above", type=float, metavar="SECONDS",
+                        help="with --weights-from: an emitted workload heavier than this is emitted as one workload per "
+                             "dtype it ran there (its IR-pass cell, one process, bounds the pass however many lanes)")
 
 
 def collected(root: Path) -> tuple[dict[str, set[str]], set[str]]:
@@ -143,10 +149,7 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
                                                        f"not {args.checkout}: name the checkout the template pins")
     found, notes = upstream.scan(root)
     planned = suite.plan(data, document, template, found, known)
-    emitted = [{**w, "weight_s": weights[w["name"]]} if w["name"] in weights else w for w in planned.workloads]
-    for own in document.get("workloads") or []:      # the template's own workloads, weighed in place (comments kept)
-        if own.get("name") in weights:
-            own["weight_s"] = weights[own["name"]]
+    emitted, weighed_by = weighed(args, planned.workloads, document, weights, weighed_by)
     if not planned.workloads:
         raise Refused(INVENTORY_REFUSED, "emit", f"{root}: no item left to emit beside {template}'s own workloads "
                                                    f"({len(planned.left_out)} not emitted: {'; '.join(planned.left_out[:3])})")
@@ -167,6 +170,32 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
           f"{planned.covered} covered by the template's own workloads, {planned.dismissed} dismissed, "
           f"{planned.refused} refused by prepare's checks (written as comments with their reasons)")
     return EXIT_OK
+
+
+def weighed(args: argparse.Namespace, workloads: tuple[dict, ...], document, weights: dict[str, float],
+            header: str) -> tuple[list[dict], str]:
+    """The emitted workloads with the root's weights (the template's own weighed in place, comments kept),
+    the heavy ones split by dtype with ``--split-above``; the header lines saying so."""
+    emitted = [{**w, "weight_s": weights[w["name"]]} if w["name"] in weights else w for w in workloads]
+    for own in document.get("workloads") or []:
+        if own.get("name") in weights:
+            own["weight_s"] = weights[own["name"]]
+    if args.split_above is None:
+        return emitted, header
+    split = suite.split_heavy(tuple(emitted), args.split_above, ran_dtypes(args.weights_from, emitted))
+    return list(split.workloads), header + ("".join(f"# {note}\n" for note in split.notes) if split.notes else
+                                            f"# no emitted workload weighs more than {args.split_above:g} s: none split by dtype\n")
+
+
+def ran_dtypes(path: Path, workloads: list[dict]) -> dict[str, tuple[str, ...]]:
+    """The dtypes each workload's IR-pass baseline cell wrote rows for in the root, in their first order."""
+    root, out = RunRoot(path.resolve()), {}
+    for workload in workloads:
+        rows = root.path / "cells" / workload["name"] / "r0" / "baseline" / ROWS_FILE
+        if rows.is_file():
+            seen = [row.get("dtype") for row in read_json(rows).get("rows", [])]
+            out[workload["name"]] = tuple(dict.fromkeys(d for d in seen if d))
+    return out
 
 
 def screen_weights(path: Path) -> tuple[dict[str, float], str]:
@@ -193,6 +222,9 @@ def main(args: argparse.Namespace) -> int:
         raise InputError(f"{args.checkout}: no benchmark/performance_utils.py (5.0.2) or benchmark/base.py (5.3+): "
                          "not a FlagGems checkout")
     known = inventory.load(harness.PROJECT_ROOT / "ops")
+    if args.split_above is not None and (args.weights_from is None or args.split_above <= 0):
+        raise InputError("--split-above SECONDS (more than 0) splits what --weights-from ROOT weighs: "
+                         "it goes with --emit-manifest OUT --from TEMPLATE --weights-from ROOT")
     if args.emit_manifest is not None:
         return emit(args, root, known)
     if args.weights_from is not None:

@@ -164,3 +164,38 @@ def plan(data: dict[str, Any], document: Any, where: Path, items: list[upstream.
         left_out.append(f"not emitted: {unit[0]} in {unit[1]}::{unit[2]} ({why})")
     return Suite(workloads=tuple(emitted), left_out=tuple(left_out), items=len(items), units=len(found),
                  covered=covered, dismissed=dismissed, refused=len(left_out) - dismissed)
+
+
+@dataclass(frozen=True)
+class Split:
+    workloads: tuple[dict[str, Any], ...]   # the emitted workloads, each heavy one replaced by one per dtype
+    notes: tuple[str, ...]                  # one line per heavy workload: split, or why not
+
+
+def split_heavy(workloads: tuple[dict[str, Any], ...], above: float,
+                ran: dict[str, tuple[str, ...]]) -> Split:
+    """Each workload weighing more than ``above`` seconds as one workload per dtype it ran (``ran``: the
+    dtypes of its rows in the root that weighed it; its own ``dtypes`` where it names several), named
+    ``<name>-<dtype>``, each weighing its share of the whole: an estimate, the root times no dtype apart.
+
+    Why: an IR-pass cell is one process compiling one variant after another, so the heaviest cell bounds
+    an IR pass however many lanes it has. In the sealed 2-core suite root upsample_bicubic2d_aa_backward's
+    cell was 1,031 s of the IR pass's 12,983 cell-seconds: 16 lanes span 1,032 s where the cells
+    themselves would fill 811 s. Its three dtypes as three workloads are three cells of about a third.
+    A workload that ran one dtype is left whole, said."""
+    out, notes = [], []
+    for workload in workloads:
+        weight = workload.get("weight_s")
+        if weight is None or weight <= above:
+            out.append(workload)
+            continue
+        dtypes = tuple(workload.get("dtypes") or ran.get(workload["name"], ()))
+        if len(dtypes) < 2:
+            out.append(workload)
+            notes.append(f"{workload['name']} ({weight:.0f} s) left whole: it ran {len(dtypes)} dtype(s)")
+            continue
+        share = round(weight / len(dtypes), 3)
+        out.extend({**workload, "name": f"{workload['name']}-{dtype}", "dtypes": [dtype], "weight_s": share}
+                   for dtype in dtypes)
+        notes.append(f"{workload['name']} ({weight:.0f} s) split by dtype: {', '.join(dtypes)}, ~{share:.0f} s each")
+    return Split(workloads=tuple(out), notes=tuple(notes))

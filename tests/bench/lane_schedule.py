@@ -1,7 +1,7 @@
 """How a screen's IR pass scales with lanes, from one real root: its cells' own seconds replayed over N lanes.
 
     .venv/bin/python tests/bench/lane_schedule.py ROOT [--lanes 2 4 8 16 32] [--at SECONDS]
-        [--partial LANES SECONDS CELLS]
+        [--partial LANES SECONDS CELLS] [--split WORKLOAD=N ...]
 
 Each IR-pass side is a queue its lanes claim workloads from one at a time
 (`campaign.running.sidequeue`); a lane's process takes at most ``bound`` workloads (batch.json),
@@ -17,7 +17,9 @@ replay has ended by that second, to hold it against a partial run on the bigger 
 takes such a run (its lanes, how long it ran, how many IR-pass cells it ended) and finds the factors by
 which its cells were slower than this root's (those for which the replay ends that many cells in that
 time; every cell scaled alike), then replays the whole pass at the least and the greatest: an estimate
-calibrated on the partial run, not a measurement.
+calibrated on the partial run, not a measurement. ``--split WORKLOAD=N`` replays each of that workload's
+cells as N cells of an Nth of its seconds, claimed where it was: what `campaign inventory --split-above`
+makes of a heavy workload (one per dtype), assuming its dtypes cost alike.
 """
 from __future__ import annotations
 
@@ -86,6 +88,15 @@ def replay(cells: list[Cell], lanes: int, bound: int, restart: float, at: float 
     return span, ended
 
 
+def split(cells: list[Cell], parts: dict[str, int]) -> list[Cell]:
+    """Each cell of a workload named in ``parts`` as that many cells of its share of the seconds."""
+    out = []
+    for cell in cells:
+        n = parts.get(cell.task_id.split("/", 1)[0], 1)
+        out.extend(Cell(f"{cell.task_id}#{k}", cell.side, cell.start + k * 1e-6, cell.seconds / n) for k in range(n))
+    return out
+
+
 def slowdown(cells: list[Cell], lanes: int, bound: int, restart: float, seconds: float,
              ended: int) -> tuple[float, float]:
     """The factors for which the replay over ``lanes`` ends ``ended`` cells by ``seconds``: the least and
@@ -106,8 +117,15 @@ def main() -> None:
     parser.add_argument("--at", type=float, help="count the cells the replay has ended by this second")
     parser.add_argument("--partial", type=float, nargs=3, metavar=("LANES", "SECONDS", "CELLS"),
                         help="a partial run elsewhere: calibrate the cells' slowdown there and replay the whole pass")
+    parser.add_argument("--split", nargs="+", default=[], metavar="WORKLOAD=N",
+                        help="replay each cell of WORKLOAD as N cells of an Nth of its seconds (split by dtype)")
     args = parser.parse_args()
     cells, bound, gaps = ir_pass_cells(args.root)
+    measured_cells = cells                       # as the root (and a partial run elsewhere) ran them
+    parts = {name: int(n) for name, _, n in (item.partition("=") for item in args.split)}
+    if parts:
+        cells = split(cells, parts)
+        print(f"split: {', '.join(f'{name} into {n}' for name, n in parts.items())} (each part an equal share)")
     restarts = [g for side in gaps.values() for g in side if g > 0.5]   # within a process the gap is ~0
     restart = statistics.median(restarts) if restarts else 0.0
     first = min(c.start for c in cells)
@@ -130,7 +148,7 @@ def main() -> None:
               f"{seconds / lanes:,.0f} s | {ended if args.at is not None else ''} |")
     if args.partial:
         lanes, ran, ended = int(args.partial[0]), args.partial[1], int(args.partial[2])
-        low, high = slowdown(cells, lanes, bound, restart, ran, ended)
+        low, high = slowdown(measured_cells, lanes, bound, restart, ran, ended)     # the partial run was not split
         fast, slow = (replay(cells, lanes, bound, restart, None, f)[0] for f in (low, high))
         lpt = replay(cells, lanes, bound, restart, None, high, longest_first=True)[0]
         print(f"\npartial run: {ended} IR-pass cells ended in {ran:.0f} s on {lanes} lanes: its cells "

@@ -167,3 +167,36 @@ def test_names_stay_unique_and_valid_whatever_the_functions_are_called():
     assert [workload.get("benchmark") for _, workload in made][::3] == ["benchmark/test_x_perf.py::test_add_benchmark",
                                                                          "benchmark/test_y_perf.py"]
     assert (left_out, covered, dismissed) == ([], 0, 0)
+
+
+def test_split_above_emits_a_heavy_workload_as_one_per_dtype_it_ran(tmp_path, cli):
+    """``--split-above SECONDS``: an emitted workload the root weighs heavier than that is emitted as one
+    workload per dtype its IR-pass cell wrote rows for, ``<name>-<dtype>``, each weighing its share (an
+    estimate); the template's own workloads stay as written, and one that ran a single dtype stays whole;
+    the header says which and why."""
+    root, head = checkout_with_three_negs(tmp_path)
+    source = template(tmp_path, root.name, head)
+    screened = rootbuilder.screen_root(tmp_path / "roots", [rootbuilder.pointwise("neg-plain", "neg"),
+                                                             rootbuilder.pointwise("abs", "abs")],
+                                       rootbuilder.Options(ir_pass=True, backend="cpu"))
+    rows, _ = RunRoot(screened).status()
+    heavier = {name: round(max(r.elapsed_s for r in rows if r.workload == name and r.round == 0), 3) for name in ("neg-plain", "abs")}
+    ran = tuple(dict.fromkeys(r["dtype"] for r in canonical.read_json(
+        screened / "cells" / "neg-plain" / "r0" / "baseline" / "rows.json")["rows"]))
+    assert len(ran) >= 2, ran
+    out = tmp_path / "split.yaml"
+    done = cli("inventory", root, "--emit-manifest", out, "--from", source, "--weights-from", screened,
+               "--split-above", str(heavier["neg-plain"] / 2))
+    assert done.returncode == 0, done.stderr
+    got = {w["name"]: (w.get("dtypes"), w.get("weight_s")) for w in yamlio.load(out)[0]["workloads"]}
+    share = round(heavier["neg-plain"] / len(ran), 3)
+    assert {name: got.get(name) for name in (f"neg-plain-{d}" for d in ran)} == {f"neg-plain-{d}": ([d], share) for d in ran}
+    assert "neg-plain" not in got and got["abs"] == (["float16"], heavier["abs"]), "the template's own: as written"
+    assert got["neg-strided"] == (None, None), "weighed by nothing: whole"
+    assert f"# neg-plain ({heavier['neg-plain']:.0f} s) split by dtype: {', '.join(ran)}" in out.read_text()
+    assert cli("validate", out).returncode == 0
+    # one dtype: nothing to split it by, said
+    assert suite.split_heavy(({"name": "x", "weight_s": 9.0, "dtypes": ["float16"]},), 1.0, {}).notes == (
+        "x (9 s) left whole: it ran 1 dtype(s)",)
+    alone = cli("inventory", root, "--emit-manifest", tmp_path / "e.yaml", "--from", source, "--split-above", "5")
+    assert alone.returncode != 0 and "goes with --emit-manifest OUT --from TEMPLATE --weights-from ROOT" in alone.stderr
