@@ -35,13 +35,15 @@ import tempfile
 from pathlib import Path
 
 from campaign.contract import canonical, toolenv, yamlio, yamlwrite
-from campaign.contract.artifacts import CODE_PATH_VARIABLES, ROWS_FILE
+from campaign.contract.artifacts import CODE_PATH_VARIABLES
 from campaign.contract.canonical import read_json
 from campaign.contract.cellenv_rules import PINNED
 from campaign.contract.errors import EXIT_OK, INVENTORY_REFUSED, InputError, Refused
+from campaign.contract.fields import BASELINE
 from campaign.contract.outputs import OUTPUT_VERSION, InventoryItem, InventoryOutput
 from campaign.contract.platforms import visibility_variables
 from campaign.contract.runroot import RunRoot
+from campaign.judging import evidence
 from campaign.planning import checkout, harness, inventory, partition, suite, upstream
 from campaign.planning.upstreamtargets import NO_SRC_PATH
 
@@ -189,13 +191,9 @@ def weighed(args: argparse.Namespace, workloads: tuple[dict, ...], document, wei
 
 def ran_dtypes(path: Path, workloads: list[dict]) -> dict[str, tuple[str, ...]]:
     """The dtypes each workload's IR-pass baseline cell wrote rows for in the root, in their first order."""
-    root, out = RunRoot(path.resolve()), {}
-    for workload in workloads:
-        rows = root.path / "cells" / workload["name"] / "r0" / "baseline" / ROWS_FILE
-        if rows.is_file():
-            seen = [row.get("dtype") for row in read_json(rows).get("rows", [])]
-            out[workload["name"]] = tuple(dict.fromkeys(d for d in seen if d))
-    return out
+    root, names = RunRoot(path.resolve()), {w["name"] for w in workloads}
+    return {task.workload: evidence.cell_dtypes(root, task) for task in root.matrix.tasks
+            if task.workload in names and task.round == 0 and task.cell == BASELINE}
 
 
 def screen_weights(path: Path) -> tuple[dict[str, float], str]:

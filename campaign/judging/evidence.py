@@ -201,6 +201,12 @@ def cell_variant_texts(root: RunRoot, task: Task, manifest: Manifest) -> tuple[i
     return tuple(out)
 
 
+def cell_dtypes(root: RunRoot, task: Task) -> tuple[str, ...]:
+    """The dtypes a cell wrote rows for, in their first order; none where it wrote no readable rows.json."""
+    rows = read_model(root.cell(task.id) / ROWS_FILE, Rows, [])
+    return tuple(dict.fromkeys(row.dtype for row in rows.rows if row.dtype)) if rows is not None else ()
+
+
 def cell_autotune_files(root: RunRoot, task: Task) -> dict[str, Optional[AutotuneFile]]:
     """The cell's autotune records (benchmark and correctness sessions) that exist; an unreadable one is None."""
     cell = root.cell(task.id)
