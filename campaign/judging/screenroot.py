@@ -145,5 +145,9 @@ def _to_the_card(data: dict) -> str:
         raise ValueError(f"no backend runs {device['target']} on a card: its changed workloads cannot be timed")
     data["device"] = {**device, "backend": backend}
     data["timer"] = {"kind": "graph"}
+    # the offline pass's lanes were the compiling host's cores; the card's host chooses its own (a process per
+    # core on a 2-core laptop is two on the card, sixteen on the GPU host would be sixteen on one card)
+    lanes = (data.get("defaults") or {}).pop("ir_pass_lanes", None)
     return (f"\nScreened offline ({device['backend']} backend): timed here on the {backend} card it compiled for "
-            f"({device.get('name') or device['target']}), timer graph replay at its defaults.")
+            f"({device.get('name') or device['target']}), timer graph replay at its defaults"
+            + (f"; the offline pass's {lanes} IR-pass lanes left to the card's host." if lanes is not None else "."))

@@ -17,6 +17,15 @@ def test_an_offline_screens_changed_workloads_run_on_the_card_it_compiled_for():
     Manifest.model_validate(data)      # what is emitted validates as a card's manifest
 
 
+def test_the_offline_hosts_lanes_stay_behind_and_the_card_host_chooses_its_own():
+    # a 2-core screen's two lanes (or a 16-core host's sixteen) say nothing of how many processes one card takes
+    data = manifest_data(device={"backend": "cpu", "name": "NVIDIA H200", "target": "cuda:90"})
+    data["defaults"] = {**(data.get("defaults") or {}), "ir_pass_lanes": 16}
+    line = _to_the_card(data)
+    assert "ir_pass_lanes" not in data["defaults"] and "the offline pass's 16 IR-pass lanes left to the card's host" in line
+    Manifest.model_validate(data)
+
+
 def test_a_cards_own_screen_emits_its_device_and_timer_unchanged():
     data = manifest_data(device={"backend": "cuda", "name": "NVIDIA H200", "target": "cuda:90"},
                          timer={"kind": "event"})
