@@ -5,7 +5,8 @@ Each workload with unsettled tasks is one Ray task asking ``num_gpus=1``: a work
 every round, stay on the card Ray assigned (an A/B pair never crosses cards), and Ray places
 tasks on free cards of any node. On a compile-only backend (``capabilities.executes`` false:
 the cpu backend, FlagGems' offline plugin; nothing is launched) a task asks ``num_cpus=1``
-instead -- its cells compile one after another on one core -- so a cluster of CPU machines runs
+instead -- its cells compile one after another on one core, its worker's threads held to it
+(`raynode.CPU_TASK_CORES`) -- so a cluster of CPU machines runs
 a screen's IR pass; its rows name no card, as a one-card run's on one host. The task (`campaign.running.raynode.run_on_node`) runs the
 group with `campaign.running.cards.run_group` on its node -- the same worker protocol as one
 host -- and returns its new cell folders as a tar and its status rows through the object
@@ -143,7 +144,7 @@ class RayExecutor:
         todo = sorted((w for w in order if any(t.id not in latest for t in tasks if t.workload == w)),
                       key=lambda w: batching.heavier_first(weight, w, order[w]))
         canaries = {t.workload for t in tasks if t.canary}
-        asks = {"num_gpus": 1} if self.executes else {"num_cpus": 1}
+        asks = {"num_gpus": 1} if self.executes else {"num_cpus": raynode.CPU_TASK_CORES}
         remote = ray.remote(max_retries=0, **asks)(raynode.run_on_node)
         placement = RayWave(self, ray, remote, slots, probe)
         for wave in ([w for w in todo if w in canaries], [w for w in todo if w not in canaries]):

@@ -47,6 +47,7 @@ from campaign.running.cellenv import pinned_env
 from campaign.running.telemetry import Sampler, make_source, visible_devices
 
 PREFIX = RUN_REFUSED
+CPU_TASK_CORES = 1          # what a compile-only task asks its node for (`rayexec`), and all its worker's threads get
 
 
 def pack(base: Path, names: Iterable[str]) -> bytes:
@@ -239,7 +240,9 @@ def _setup(root: RunRoot, prepare: Prepare, matrix: Matrix, manifest: Manifest, 
                     harness_digest=prepare.harness_digest, plugins=plugin_plan(backend),
                     pinned_env=pinned_env(manifest), parent_env=dict(os.environ), scratch=scratch,
                     python=sys.executable, grace_s=grace_s, lock=None,
-                    visibility_variable=backend.visibility_variable)
+                    visibility_variable=backend.visibility_variable,
+                    # a compile-only task asked its node for one CPU (`rayexec`): its worker's threads stay on one
+                    cell_cores=None if backend.capabilities.executes else CPU_TASK_CORES)
 
 
 def append_telemetry(tsv: Path, err: Path, workload: str, node: str, result: dict[str, Any]) -> None:

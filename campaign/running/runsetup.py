@@ -50,6 +50,9 @@ class RunSetup:
     # IR-pass processes at once on this runner's card (`batching.lanes`) and why; 1: one at a time
     lanes: int = 1
     lanes_why: str = ""
+    # the cores one cell's worker may spread its own threads over (`workerlaunch.lane_cores`); None: an
+    # IR-pass lane's share of this host (cores / lanes). A Ray CPU task asked one core of its node: 1
+    cell_cores: Optional[int] = None
 
     def __post_init__(self):
         self.root = RunRoot.of(self.root)

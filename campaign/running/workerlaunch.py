@@ -26,7 +26,7 @@ import importlib.util
 import os
 import subprocess
 from pathlib import Path
-from typing import IO
+from typing import IO, Optional
 
 from campaign.contract.artifacts import LANE_CORES_VARIABLE
 from campaign.contract.plans import CellPlan
@@ -73,9 +73,12 @@ def launch_env(cell: dict[str, str], pycache: Path) -> dict[str, str]:
     return env
 
 
-def lane_cores(lanes: int, timed: bool, cores: int) -> dict[str, str]:
-    """An IR-pass lane's share of the host's cores for its worker's own threads (config compiles, SASS
-    disassembly): cores / lanes, at least one. Nothing for a timed cell: it runs alone, every core its."""
+def lane_cores(lanes: int, timed: bool, cores: int, granted: Optional[int] = None) -> dict[str, str]:
+    """The cores a worker may spread its own threads over (config compiles, SASS disassembly), where it
+    shares its host: ``granted`` (a Ray CPU task: the one core it asked its node for), else an IR-pass
+    lane's share, cores / lanes, at least one. Nothing for a timed cell: it runs alone, every core its."""
+    if granted is not None:
+        return {LANE_CORES_VARIABLE: str(max(1, granted))}
     if timed or lanes <= 1:
         return {}
     return {LANE_CORES_VARIABLE: str(max(1, cores // lanes))}
@@ -87,6 +90,6 @@ def start(setup: RunSetup, plan: CellPlan, args: list[str], out: IO, err: IO) ->
     pycache = pycache_dir(setup)
     pycache.mkdir(parents=True, exist_ok=True)      # the first worker of the run makes it: empty then
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    env = launch_env({**cell_env(setup.parent_env, plan), **lane_cores(setup.lanes, plan.task.timed, cores)}, pycache)
+    env = launch_env({**cell_env(setup.parent_env, plan), **lane_cores(setup.lanes, plan.task.timed, cores, setup.cell_cores)}, pycache)
     return subprocess.Popen(argv(setup.python, args, packages()), cwd=setup.project_root, env=env,
                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
