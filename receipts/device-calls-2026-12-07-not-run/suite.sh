@@ -8,7 +8,7 @@ if [ ! -f /tmp/keep/suite.pid ]; then
   echo $! > /tmp/keep/suite.pid; date -u +%FT%TZ > /tmp/keep/suite.start
 fi
 bash .devrun/watch.sh $(cat /tmp/keep/suite.pid) /tmp/keep/suite.log $D
-R=$(ls -d /tmp/keep/runs/cpu-flaggems-suite-screen-screen-* | head -1); echo "root $R"
+R=$(ls -d /tmp/keep/runs/cpu-flaggems-suite-screen*-screen-* | head -1); echo "root $R"
 uptime
 if ! kill -0 $(cat /tmp/keep/suite.pid) 2>/dev/null; then
   tail -5 /tmp/keep/suite.log
