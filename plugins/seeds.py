@@ -25,7 +25,6 @@ import sys
 import pytest
 
 SEED = 0
-SEEDED = ("random", "numpy.random", "torch")
 
 
 def seed_all(seed: int = SEED) -> tuple[str, ...]:
