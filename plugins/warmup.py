@@ -32,11 +32,10 @@ a change. `worker.phases` counts `compile_every`'s wall time as compile.
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from campaign.contract.artifacts import LANE_CORES_VARIABLE
+from campaign.contract import cores
 
 PARTIAL_LINE = "AUTOTUNE_WARMUP_PARTIAL"
 # Called with every warmed config's CompiledKernel, once the warm-up has finalised it. A config an
@@ -46,16 +45,9 @@ WARMED_HOOKS: list = []
 
 
 def host_workers() -> int:
-    """The threads this process spreads its compiles (and disassemblies) over: the CPU cores it may run
-    on (its affinity mask where the OS has one), or fewer where it is one of an IR pass's lanes, its share
-    of them (`LANE_CORES_VARIABLE`, cores / lanes). Each lane taking every core put 16 lanes x 16 compile
-    threads on the GPU host's 16 cores (load 58 to 75: `receipts/h100-2026-12-06-suite16-partial/`)."""
-    try:
-        cores = max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:                         # no affinity call on this OS
-        cores = max(1, os.cpu_count() or 1)
-    share = os.environ.get(LANE_CORES_VARIABLE, "")
-    return max(1, min(cores, int(share))) if share.isdigit() else cores
+    """The threads this process spreads its compiles (and disassemblies) over: its IR-pass lane's share of
+    the cores, or every core it may run on (`campaign.contract.cores.worker_threads`)."""
+    return cores.worker_threads()
 
 
 def config_name(config) -> str:

@@ -74,9 +74,6 @@ FAILED_SUFFIX = ".failed"        # ir/<hash>-<kernel>.<stage>.failed: that stage
 CODE_PATH_VARIABLES = ("PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CUDA_HOME", "CUDA_PATH",
                        "MUSA_HOME", "MUSA_PATH", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH",
                        "TRITON_NVDISASM_PATH")
-# The cores an IR-pass lane's worker may spread its own threads over (its share of the host: cores / lanes),
-# set by the runner (`campaign.running.workerlaunch`), read by `campaign.plugins.warmup.host_workers`.
-LANE_CORES_VARIABLE = "CAMPAIGN_LANE_CORES"
 ROWS_FILE = "rows.json"
 OUTCOMES_FILE = "outcomes.json"
 AUTOTUNE_FILE = "autotune.json"

@@ -36,7 +36,7 @@ from typing import Any, Callable, Optional
 
 from campaign.backends import get_backend
 from campaign.backends.plan import plugin_plan
-from campaign.contract import faults
+from campaign.contract import cores, faults
 from campaign.contract.artifacts import PREPARE_FILE
 from campaign.contract.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PREFLIGHT, RUN_FAILED, RUN_REFUSED, CampaignError, InputError, Refused
 from campaign.contract.manifest import Manifest, Sources
@@ -210,7 +210,7 @@ def execute(root: RunRoot | Path, execution: Execution, before_seal: Callable[[R
                          python=sys.executable, grace_s=execution.grace_s, lock=lock,
                          visibility_variable=backend.visibility_variable)
         if any(not task.timed for task in matrix.tasks) and not execution.ray:   # a Ray task holds one workload
-            lanes, why = batching.lanes(matrix.ir_pass_lanes, len(os.sched_getaffinity(0)),
+            lanes, why = batching.lanes(matrix.ir_pass_lanes, cores.usable(),
                                         manifest.device.cards, matrix.tuner_cache)
             setup = dataclasses.replace(setup, lanes=lanes, lanes_why=why)
         progress = make_progress(sys.stdout)   # read now: a caller may have redirected it

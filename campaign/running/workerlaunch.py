@@ -23,12 +23,12 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 from pathlib import Path
 from typing import IO, Optional
 
-from campaign.contract.artifacts import LANE_CORES_VARIABLE
+from campaign.contract import cores as host_cores
+from campaign.contract.cores import LANE_CORES_VARIABLE
 from campaign.contract.plans import CellPlan
 from campaign.running.cellenv import cell_env
 from campaign.running.runsetup import RunSetup
@@ -89,7 +89,7 @@ def start(setup: RunSetup, plan: CellPlan, args: list[str], out: IO, err: IO) ->
     the import protections."""
     pycache = pycache_dir(setup)
     pycache.mkdir(parents=True, exist_ok=True)      # the first worker of the run makes it: empty then
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    env = launch_env({**cell_env(setup.parent_env, plan), **lane_cores(setup.lanes, plan.task.timed, cores, setup.cell_cores)}, pycache)
+    share = lane_cores(setup.lanes, plan.task.timed, host_cores.usable(), setup.cell_cores)
+    env = launch_env({**cell_env(setup.parent_env, plan), **share}, pycache)
     return subprocess.Popen(argv(setup.python, args, packages()), cwd=setup.project_root, env=env,
                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import runroots
 
 from campaign.backends import get_backend
-from campaign.contract.artifacts import LANE_CORES_VARIABLE
+from campaign.contract.cores import LANE_CORES_VARIABLE
 from campaign.contract.runroot import RunRoot
 from campaign.plugins import warmup
 from campaign.running import raynode
