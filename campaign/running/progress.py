@@ -10,11 +10,12 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import Callable, Optional, TextIO
+from typing import Callable, Mapping, Optional, TextIO
 
 from campaign.contract.errors import PREFLIGHT_FAILED
 from campaign.contract.plans import Task
 from campaign.contract.status import SKIPPED, StatusRow
+from campaign.running.runsetup import Pace
 
 
 def end_line(row: StatusRow) -> str:
@@ -33,9 +34,15 @@ def end_line(row: StatusRow) -> str:
 
 
 class Tally:
-    """Counts and the ETA, shared by both views. The ETA learns from finished cells: each cell left
-    is estimated by the mean of the finished cells of its own workload and kind (timed, or an
-    untimed IR pass), else of its kind, else of every finished cell."""
+    """Counts and the ETA, shared by both views. The ETA is wall time, learnt from finished cells of the
+    same kind (timed, or an untimed IR-pass cell), never across kinds: one cell left is estimated by
+    the mean of the finished cells of its own workload and kind; else, where the manifest weighs the
+    workloads (``weight_s``) and cells of its kind and weight finished, by its weight at the seconds
+    per weight those cells took; else by its kind's mean. A cell of a kind none of which has finished
+    has no estimate: the line counts it apart, so an IR pass's seconds never stand in for timing's
+    (the offline whole-suite screen once printed 319 h, 1,785 cells at its first two IR-pass cells'
+    644 s, for a pass of about 2 h). Untimed cells run ``untimed_at_once`` at a time (the IR pass's
+    lanes), timed cells ``timed_at_once`` (alone on a card; a Ray cluster's slots)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self.clock = clock
@@ -44,13 +51,19 @@ class Tally:
         self.measured: dict[tuple[str, bool], list[float]] = {}
         self.kinds: dict[str, tuple[str, bool]] = {}      # task id -> (workload, timed)
         self.left: set[str] = set()
+        self.weights: Mapping[str, Optional[float]] = {}
+        self.at_once = {False: 1, True: 1}                 # timed -> cells at a time
+        self._learnt: Optional[tuple[dict[bool, float], dict[bool, float]]] = None
         self.started_at = clock()
         self.current: Optional[Task] = None
         self.current_since = self.started_at
 
-    def start(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow]) -> None:
+    def start(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow], pace: Optional[Pace] = None) -> None:
+        pace = pace or Pace()
         self.total = len(tasks)
         self.kinds = {task.id: (task.workload, task.timed) for task in tasks}
+        self.weights = dict(pace.weights)
+        self.at_once = {False: max(1, pace.untimed_at_once), True: max(1, pace.timed_at_once)}
         finished = [row for row in rows.values() if row.finished]
         self.done = len(finished)
         self.left = set(self.kinds) - {row.task_id for row in finished}
@@ -61,6 +74,7 @@ class Tally:
         if row.elapsed_s is not None and row.rc_name != SKIPPED:
             kind = self.kinds.get(row.task_id, (row.workload, True))
             self.measured.setdefault(kind, []).append(row.elapsed_s)
+            self._learnt = None
 
     def begin(self, task: Task) -> None:
         self.current, self.current_since = task, self.clock()
@@ -75,21 +89,71 @@ class Tally:
             self._measure(row)
         return self.done if counted else self.done + 1
 
+    def _rates(self) -> tuple[dict[bool, float], dict[bool, float]]:
+        """Per kind (timed -> value): the finished cells' mean, and their seconds per second of weight
+        where their workloads are weighed. Learnt again only when a cell has finished since."""
+        if self._learnt is None:
+            means: dict[bool, list[float]] = {}
+            weighed: dict[bool, list[float]] = {}                 # [seconds, weight]
+            for (workload, timed), found in self.measured.items():
+                means.setdefault(timed, []).extend(found)
+                weight = self.weights.get(workload)
+                if weight:
+                    pair = weighed.setdefault(timed, [0.0, 0.0])
+                    pair[0] += sum(found)
+                    pair[1] += weight * len(found)
+            self._learnt = ({timed: statistics.fmean(found) for timed, found in means.items()},
+                            {timed: pair[0] / pair[1] for timed, pair in weighed.items()})
+        return self._learnt
+
     def estimate_s(self, task_id: str) -> Optional[float]:
-        """One cell left: its workload and kind's mean, else its kind's, else every finished cell's."""
+        """One cell left: its workload and kind's mean; else its weight at its kind's seconds per weight;
+        else its kind's mean; None where no cell of its kind has finished."""
         workload, timed = self.kinds[task_id]
-        for found in (self.measured.get((workload, timed)),
-                      [s for (_, t), seconds in self.measured.items() if t is timed for s in seconds],
-                      [s for seconds in self.measured.values() for s in seconds]):
-            if found:
-                return statistics.fmean(found)
-        return None
+        own = self.measured.get((workload, timed))
+        if own:
+            return statistics.fmean(own)
+        means, per_weight = self._rates()
+        weight = self.weights.get(workload)
+        if weight and timed in per_weight:
+            return per_weight[timed] * weight
+        return means.get(timed)
 
     def eta_s(self) -> Optional[float]:
-        """The cells left, each at its estimate (skips make it pessimistic); None before any cell finished."""
+        """The wall the estimated cells left take: each kind's seconds over the cells it runs at a time
+        (skips make it pessimistic); None before any cell finished."""
+        return self._forecast()[0]
+
+    def unestimated(self) -> dict[bool, int]:
+        """Cells left with no estimate (no cell of their kind has finished), by kind (timed -> count)."""
+        return self._forecast()[1]
+
+    def _forecast(self) -> tuple[Optional[float], dict[bool, int]]:
         if not self.measured:
-            return None
-        return sum(self.estimate_s(task_id) or 0.0 for task_id in self.left)
+            return None, {}
+        total = {False: 0.0, True: 0.0}
+        apart: dict[bool, int] = {}
+        for task_id in self.left:
+            estimate, timed = self.estimate_s(task_id), self.kinds[task_id][1]
+            if estimate is None:
+                apart[timed] = apart.get(timed, 0) + 1
+            else:
+                total[timed] += estimate
+        return sum(seconds / self.at_once[timed] for timed, seconds in total.items()), apart
+
+    def eta_text(self) -> str:
+        """The ETA as a line shows it, naming its lanes and the cells it leaves out."""
+        eta, apart = self._forecast()
+        text = _clock_text(eta)
+        if eta is None:
+            return text
+        lanes = self.at_once[False]
+        if lanes > 1 and any(not self.kinds[task_id][1] for task_id in self.left):
+            text += f", IR pass over {lanes} lanes"
+        for timed, label in ((True, "timed"), (False, "IR-pass")):
+            if apart.get(timed):
+                text += f"; {apart[timed]} {label} cell(s) not yet estimated"
+        return text
 
 
 def _clock_text(seconds: Optional[float]) -> str:
@@ -107,8 +171,8 @@ class PlainProgress:
     def _print(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
 
-    def started(self, tasks, rows) -> None:
-        self.tally.start(tasks, rows)
+    def started(self, tasks, rows, pace: Optional[Pace] = None) -> None:
+        self.tally.start(tasks, rows, pace)
         self._print(f"run: {self.tally.done}/{self.tally.total} cells already finished")
 
     def cell_started(self, task: Task) -> None:
@@ -118,7 +182,7 @@ class PlainProgress:
     def cell_ended(self, task: Task, row: StatusRow, settled: bool = True) -> None:
         position = self.tally.end(row, settled)
         self._print(f"[{position}/{self.tally.total}] end {end_line(row)} "
-                    f"(eta {_clock_text(self.tally.eta_s())})")
+                    f"(eta {self.tally.eta_text()})")
 
     def note(self, text: str) -> None:
         self._print(f"note: {text}")
@@ -153,7 +217,7 @@ class RichProgress(PlainProgress):
         if tally.current is not None:
             table.add_row("current", f"{tally.current.id} ({_clock_text(now - tally.current_since)})")
         table.add_row("elapsed", _clock_text(now - tally.started_at))
-        table.add_row("eta", _clock_text(tally.eta_s()))
+        table.add_row("eta", tally.eta_text())
         return table
 
     def close(self) -> None:

@@ -61,6 +61,7 @@ from campaign.planning.pinning import PINNED_DIR
 from campaign.running import batching, raynode, raywatch, scheduler
 from campaign.running.raywave import OnTheNode, RayWave
 from campaign.running.runner import CANARY_FAILED, COMPLETED, INTERRUPTED, Events, Outcome, RunSetup
+from campaign.running.runsetup import Pace
 from campaign.running.telemetry import ERR_FILE
 
 PREFIX = RUN_REFUSED
@@ -136,11 +137,12 @@ class RayExecutor:
             self.events.note(f"status.tsv: ignored a line that is not a row: {line}")
         tasks = tuple(sorted(self.setup.matrix.tasks, key=lambda t: t.order))
         latest = status.settled(rows)
-        self.events.started(tasks, latest)
+        weight = {w.name: w.weight_s for w in self.setup.manifest.workloads}
+        # a workload a task, up to `slots` tasks out at once, timed or not
+        self.events.started(tasks, latest, pace=Pace(untimed_at_once=slots, timed_at_once=slots, weights=weight))
         order: dict[str, int] = {}
         for task in tasks:
             order.setdefault(task.workload, task.order)
-        weight = {w.name: w.weight_s for w in self.setup.manifest.workloads}
         todo = sorted((w for w in order if any(t.id not in latest for t in tasks if t.workload == w)),
                       key=lambda w: batching.heavier_first(weight, w, order[w]))
         canaries = {t.workload for t in tasks if t.canary}

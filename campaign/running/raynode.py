@@ -177,7 +177,7 @@ class _Notes:
     def __init__(self) -> None:
         self.notes: list[str] = []
 
-    def started(self, tasks, rows) -> None:
+    def started(self, tasks, rows, pace=None) -> None:
         pass
 
     def cell_started(self, task) -> None:

@@ -38,7 +38,7 @@ from campaign.running.cellproc import Ended, wait_worker
 from campaign.running.cellresult import status_row
 from campaign.running.oneprocess import OneProcess
 from campaign.running.rounds import Rounds
-from campaign.running.runsetup import Events, RunSetup, Telemetry
+from campaign.running.runsetup import Events, Pace, RunSetup, Telemetry
 from campaign.running.sidequeue import SideQueue
 
 COMPLETED, CANARY_FAILED, INTERRUPTED = "completed", "canary_failed", "interrupted"
@@ -81,9 +81,10 @@ class Runner:
         tasks = tuple(sorted((t for t in self.setup.matrix.tasks
                               if self.setup.workloads is None or t.workload in self.setup.workloads),
                              key=lambda t: t.order))
-        self.events.started(tasks, latest)
         lanes, bound = self.setup.lanes, batching.bound(self.setup.matrix.workloads_per_process)[0]
-        groups = batching.groups(tasks, bound, lanes, {w.name: w.weight_s for w in self.setup.manifest.workloads})
+        weights = {w.name: w.weight_s for w in self.setup.manifest.workloads}
+        self.events.started(tasks, latest, pace=Pace(untimed_at_once=lanes, weights=weights))
+        groups = batching.groups(tasks, bound, lanes, weights)
         at = 0
         while at < len(groups):
             block, kind = 1, batching.lane_kind(groups[at])   # the next groups of one lane kind run together

@@ -4,7 +4,7 @@ runner's helpers (`campaign.running.batch`) can name them without importing the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Protocol
 
@@ -14,8 +14,19 @@ from campaign.contract.runroot import RunRoot
 from campaign.contract.status import StatusRow
 
 
+@dataclass(frozen=True)
+class Pace:
+    """How a run's cells go, for its ETA: untimed IR-pass cells ``untimed_at_once`` at a time (its
+    lanes), timed cells ``timed_at_once`` (alone on a card; a Ray cluster's slots), and the manifest's
+    workload weights (``weight_s``; None where a workload has none)."""
+
+    untimed_at_once: int = 1
+    timed_at_once: int = 1
+    weights: Mapping[str, Optional[float]] = field(default_factory=dict)
+
+
 class Events(Protocol):
-    def started(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow]) -> None: ...
+    def started(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow], pace: Optional[Pace] = None) -> None: ...
     def cell_started(self, task: Task) -> None: ...
     def cell_ended(self, task: Task, row: StatusRow, settled: bool = True) -> None: ...
     def note(self, text: str) -> None: ...

@@ -379,7 +379,7 @@ class _Events:
     def __init__(self):
         self.ended, self.notes, self.at = [], [], {}
 
-    def started(self, tasks, rows):
+    def started(self, tasks, rows, pace=None):
         pass
 
     def cell_ended(self, task, row, settled=True):

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from campaign.contract.plans import Autotune, Targets, Task
 from campaign.contract.status import StatusRow
 from campaign.running.progress import PlainProgress, RichProgress, Tally, end_line, make_progress
+from campaign.running.runsetup import Pace
 
 
 def _task(n: int) -> Task:
@@ -32,28 +34,60 @@ def test_eta_from_measured_cells_only():
     assert Tally().eta_s() is None
 
 
+def _kind_task(workload: str, n: int, timed: bool = True) -> Task:
+    return _task(n).model_copy(update={"id": f"{workload}/r{int(timed)}/c{n}", "workload": workload, "timed": timed})
+
+
+def _kind_row(t: Task, elapsed: float) -> StatusRow:
+    return StatusRow(t.id, 1, t.workload, "baseline", 0, "ok", elapsed_s=elapsed, rows_ok=1, rows_failed=0)
+
+
 def test_eta_learns_from_finished_cells_of_the_same_workload_and_kind():
-    """A slow workload's cells say nothing about a fast one's; an untimed IR-pass cell nothing about a timed one."""
-    def task(workload: str, n: int, timed: bool = True) -> Task:
-        return _task(n).model_copy(update={"id": f"{workload}/r{int(timed)}/c{n}", "workload": workload,
-                                           "timed": timed})
-
-    def row(t: Task, elapsed: float) -> StatusRow:
-        return StatusRow(t.id, 1, t.workload, "baseline", 0, "ok", elapsed_s=elapsed, rows_ok=1, rows_failed=0)
-
-    slow = [task("mm", n) for n in range(3)]
-    fast = [task("add", n) for n in range(3)]
-    ir_pass = [task("add", n, timed=False) for n in range(2)]
+    """A slow workload's cells say nothing about a fast one's; an untimed IR-pass cell nothing about a
+    timed one: a kind none of which has finished is counted apart, never estimated from the other."""
+    slow = [_kind_task("mm", n) for n in range(3)]
+    fast = [_kind_task("add", n) for n in range(3)]
+    ir_pass = [_kind_task("add", n, timed=False) for n in range(2)]
     tally = Tally(clock=lambda: 0.0)
     tally.start(tuple(slow + fast + ir_pass), {})
-    assert tally.eta_s() is None
-    tally.end(row(slow[0], 60.0))
-    assert tally.eta_s() == 60.0 * 7          # nothing else known: every cell left at the one mean
-    tally.end(row(fast[0], 6.0))
-    # mm: 2 x 60; add timed: 2 x 6; add's IR pass: no untimed cell yet, so the timed cells' mean (33)
-    assert tally.eta_s() == 2 * 60.0 + 2 * 6.0 + 2 * 33.0
-    tally.end(row(ir_pass[0], 2.0))
+    assert tally.eta_s() is None and tally.eta_text() == "?"
+    tally.end(_kind_row(slow[0], 60.0))
+    assert tally.eta_s() == 60.0 * 5          # the timed cells at the one timed mean; the IR pass apart
+    assert tally.unestimated() == {False: 2}
+    assert tally.eta_text() == "0:05:00; 2 IR-pass cell(s) not yet estimated"
+    tally.end(_kind_row(fast[0], 6.0))
+    assert tally.eta_s() == 2 * 60.0 + 2 * 6.0
+    tally.end(_kind_row(ir_pass[0], 2.0))
     assert tally.estimate_s(ir_pass[1].id) == 2.0 and tally.eta_s() == 2 * 60.0 + 2 * 6.0 + 2.0
+    assert tally.unestimated() == {} and tally.eta_text() == "0:02:14"
+
+
+def test_eta_of_an_ir_pass_is_its_lanes_wall_at_the_weights_pace():
+    """The offline whole-suite screen's case: 2 lanes, weighed workloads, heaviest first. Its first two
+    cells (one workload's two sides, 644 s each, weight 344) once made an ETA of 319 h: every one of
+    1,785 cells at 644 s, one after another, timed cells included, though offline none is timed. Now:
+    each IR-pass cell left at its weight x 644/344, the sum over the 2 lanes, the timed cells apart."""
+    weights = {"heavy": 344.0, **{f"w{n}": 10.0 for n in range(100)}}
+    ir_pass = [_kind_task(name, side, timed=False) for name in weights for side in range(2)]
+    timed = [_kind_task(name, 10 + n) for name in weights for n in range(4)]
+    tally = Tally(clock=lambda: 0.0)
+    tally.start(tuple(ir_pass + timed), {}, Pace(untimed_at_once=2, weights=weights))
+    tally.end(_kind_row(ir_pass[0], 644.0))
+    tally.end(_kind_row(ir_pass[1], 644.0))
+    rate = 644.0 / 344.0
+    assert tally.estimate_s(ir_pass[2].id) == pytest.approx(10.0 * rate)
+    assert tally.eta_s() == pytest.approx(200 * 10.0 * rate / 2)          # 31 min, not 319 h
+    assert tally.unestimated() == {True: 404}
+    assert tally.eta_text() == "0:31:12, IR pass over 2 lanes; 404 timed cell(s) not yet estimated"
+    # the first timed cell: the timed cells at its pace, one at a time
+    tally.end(_kind_row(timed[0], 30.0))
+    assert tally.unestimated() == {}
+    assert tally.eta_s() == pytest.approx(200 * 10.0 * rate / 2 + 3 * 30.0 + 400 * 10.0 * 30.0 / 344.0)
+    # without weights a cell left is its kind's mean
+    plain = Tally(clock=lambda: 0.0)
+    plain.start(tuple(ir_pass), {}, Pace(untimed_at_once=2))
+    plain.end(_kind_row(ir_pass[0], 644.0))
+    assert plain.eta_s() == pytest.approx(201 * 644.0 / 2)
 
 
 def test_plain_lines_one_per_start_and_end():
