@@ -11,6 +11,7 @@ a canary's two processes run before the queues and hold nothing these tests asse
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from runroots import fault, manifest
 from campaign.contract import canonical, status
 from campaign.contract.artifacts import claim, claimed_by
 from campaign.contract.progresslines import parse
+from campaign.running.sidequeue import ClaimIndex
 
 QUICK = "test_bench_noop"
 
@@ -34,6 +36,29 @@ def test_a_workload_is_claimed_once_and_its_claim_names_the_batch(tmp_path: Path
     assert claimed_by(tmp_path, "softmax/r0/candidate") == "0003"
     assert claimed_by(tmp_path, "matmul/r0/candidate") is None
     assert [p.name for p in tmp_path.iterdir()] == ["softmax__r0__candidate"], "nothing left aside"
+
+
+def test_the_watch_reads_the_queue_again_only_when_a_claim_came_or_went(tmp_path: Path):
+    """`ClaimIndex`: while the queue folder's mtime stands still, and stood still a while before the last
+    reading began, the last reading stands; a claim made, given back or made again moves it. The proof
+    the reading stood: a claim file rewritten in place (which no claim does) is not seen until a name
+    comes or goes."""
+    assert claim(tmp_path, "mm/r0/candidate", "0001")
+    index = ClaimIndex(tmp_path)
+    assert index.owners() == {"mm__r0__candidate": "0001"}
+    assert claim(tmp_path, "bmm/r0/candidate", "0002")       # in the same clock tick as that reading, maybe
+    assert index.owners() == {"mm__r0__candidate": "0001", "bmm__r0__candidate": "0002"}, "a new claim is seen"
+    past = time.time() - 10
+    os.utime(tmp_path, (past, past))                          # settled: the next reading is trusted after
+    assert index.owners()["bmm__r0__candidate"] == "0002"
+    (tmp_path / "bmm__r0__candidate").write_text("9999", encoding="utf-8")   # in place: the folder's mtime stays
+    os.utime(tmp_path, (past, past))
+    assert index.owners()["bmm__r0__candidate"] == "0002", "the settled reading stands"
+    (tmp_path / "bmm__r0__candidate").unlink()                # given back ...
+    assert index.owners() == {"mm__r0__candidate": "0001"}
+    assert claim(tmp_path, "bmm/r0/candidate", "0003")       # ... and claimed again, by another process
+    assert index.owners() == {"mm__r0__candidate": "0001", "bmm__r0__candidate": "0003"}
+    assert claimed_by(tmp_path, "bmm/r0/candidate") == "0003"
 
 
 def _claims(root: Path) -> dict[str, str]:
