@@ -54,12 +54,14 @@ class Tally:
         self.weights: Mapping[str, Optional[float]] = {}
         self.at_once = {False: 1, True: 1}                 # timed -> cells at a time
         self._learnt: Optional[tuple[dict[bool, float], dict[bool, float]]] = None
+        self._forecasted: Optional[tuple[int, Optional[float], dict[bool, int]]] = None    # (done, eta, apart)
         self.started_at = clock()
         self.current: Optional[Task] = None
         self.current_since = self.started_at
 
     def start(self, tasks: tuple[Task, ...], rows: dict[str, StatusRow], pace: Optional[Pace] = None) -> None:
         pace = pace or Pace()
+        self._forecasted = None
         self.total = len(tasks)
         self.kinds = {task.id: (task.workload, task.timed) for task in tasks}
         self.weights = dict(pace.weights)
@@ -129,6 +131,13 @@ class Tally:
         return self._forecast()[1]
 
     def _forecast(self) -> tuple[Optional[float], dict[bool, int]]:
+        """The wall of the estimated cells left, and the count of those without one; worked out again only
+        when a cell has been counted since (the live view redraws twice a second)."""
+        if self._forecasted is None or self._forecasted[0] != self.done:
+            self._forecasted = (self.done, *self._work_out())
+        return self._forecasted[1], self._forecasted[2]
+
+    def _work_out(self) -> tuple[Optional[float], dict[bool, int]]:
         if not self.measured:
             return None, {}
         total = {False: 0.0, True: 0.0}
