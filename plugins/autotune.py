@@ -39,6 +39,7 @@ import pytest
 import triton
 from triton.runtime.autotuner import Autotuner
 
+from campaign.contract import cores
 from campaign.contract.artifacts import AUTOTUNE_CORRECTNESS_FILE, AUTOTUNE_FILE, REPLAY_FALLBACK_MARKER
 from campaign.contract.canonical import read_json, write_json_new
 from campaign.contract.cellfiles import AutotuneEntry, AutotuneFile, TunedConfig, WarmupEntry
@@ -105,7 +106,7 @@ class AutotunePlugin:
         self.mode, self.policy, self.source = spec.mode, spec.policy, spec.source
         self.session = session
         self.file = SESSION_FILES[session]
-        self.workers = warmup.host_workers()
+        self.workers = cores.worker_threads()
         self.recording: dict[Ident, TunedConfig] = {}
         self.replayed: str | None = None     # replay: the policy of the recording replayed
         self.entries: dict[Ident, AutotuneEntry] = {}

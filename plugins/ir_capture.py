@@ -50,10 +50,10 @@ from triton import knobs
 
 from campaign.contract.artifacts import FAILED_SUFFIX, INDEX_COLUMNS, INDEX_FILE, IR_DIR
 from campaign.contract.canonical import write_new
+from campaign.contract.cores import worker_threads
 from campaign.contract.platforms import TEXT_STAGES, family
 from campaign.plugins import flaggems_offline, warmup
 from campaign.plugins.disassembly import SassStore, disassembled
-from campaign.plugins.warmup import host_workers
 
 STAGES = TEXT_STAGES                # every family's text stages; a variant writes those its compiler made
 SASS_TOOL = "nvdisasm"
@@ -177,7 +177,7 @@ class IrCapturePlugin:
         # cell holds a variant per benchmarked config (FlagGems mm on the H200: 162), and one
         # after another they were most of its write-out. Results are written in hash order.
         order = sorted(self.cubins.items())
-        with ThreadPoolExecutor(max_workers=min(host_workers(), max(1, len(order)))) as pool:
+        with ThreadPoolExecutor(max_workers=min(worker_threads(), max(1, len(order)))) as pool:
             done = list(pool.map(lambda item: disassembled(self.store, Path(item[1])), order))
         for (hash_, _), (text, why) in zip(order, done):
             kernel, stages = self.variants[hash_]

@@ -35,19 +35,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from campaign.contract import cores
-
 PARTIAL_LINE = "AUTOTUNE_WARMUP_PARTIAL"
 # Called with every warmed config's CompiledKernel, once the warm-up has finalised it. A config an
 # earlier workload of the process compiled is found in the JIT's in-memory cache and fires no
 # compile event: `campaign.plugins.ir_capture` registers here to take it into this cell's evidence.
 WARMED_HOOKS: list = []
-
-
-def host_workers() -> int:
-    """The threads this process spreads its compiles (and disassemblies) over: its IR-pass lane's share of
-    the cores, or every core it may run on (`campaign.contract.cores.worker_threads`)."""
-    return cores.worker_threads()
 
 
 def config_name(config) -> str:

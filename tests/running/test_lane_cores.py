@@ -8,9 +8,9 @@ from __future__ import annotations
 import runroots
 
 from campaign.backends import get_backend
+from campaign.contract import cores
 from campaign.contract.cores import LANE_CORES_VARIABLE
 from campaign.contract.runroot import RunRoot
-from campaign.plugins import warmup
 from campaign.running import raynode
 from campaign.running.workerlaunch import lane_cores
 
@@ -33,10 +33,10 @@ def test_a_ray_compile_only_task_is_granted_the_core_it_asked_for(tmp_path):
 
 
 def test_the_worker_spreads_its_threads_over_its_share(monkeypatch):
-    every = warmup.host_workers()
+    every = cores.worker_threads()
     monkeypatch.setenv(LANE_CORES_VARIABLE, "1")
-    assert warmup.host_workers() == 1
+    assert cores.worker_threads() == 1
     monkeypatch.setenv(LANE_CORES_VARIABLE, str(every + 5))
-    assert warmup.host_workers() == every, "never more than the cores it may run on"
+    assert cores.worker_threads() == every, "never more than the cores it may run on"
     monkeypatch.delenv(LANE_CORES_VARIABLE)
-    assert warmup.host_workers() == every
+    assert cores.worker_threads() == every
