@@ -156,6 +156,22 @@ def claimed_by(queue: Path, task_id: str) -> Optional[str]:
         return None
 
 
+def claims(queue: Path) -> dict[str, str]:
+    """Every claim of a queue as it stands: claim file name -> the batch it names. A claim still being
+    written aside (its dot name, `claim`) is not one yet; one given back between the listing and the
+    read is gone."""
+    found: dict[str, str] = {}
+    with os.scandir(queue) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                found[entry.name] = Path(entry.path).read_text(encoding="utf-8")
+            except FileNotFoundError:
+                continue
+    return found
+
+
 def set_aside(folder: Path) -> Path:
     """Move an unfinished cell folder to ``<cell>.interrupted-<n>``, the first free n."""
     def move(target: Path) -> None:

@@ -48,6 +48,7 @@ from campaign.contract.artifacts import (
     claim,
     claim_file,
     claimed_by,
+    claims,
     first_free,
     set_aside,
 )
@@ -174,15 +175,7 @@ class ClaimIndex:
         began, stamp = time.time_ns(), os.stat(self.queue).st_mtime_ns
         if self.reading is not None and self.reading[0] == stamp and self.reading[1] - stamp > self.SETTLED_NS:
             return self.reading[2]
-        owners: dict[str, str] = {}
-        with os.scandir(self.queue) as entries:
-            for entry in entries:
-                if entry.name.startswith("."):            # a claim being written aside
-                    continue
-                try:
-                    owners[entry.name] = Path(entry.path).read_text(encoding="utf-8")
-                except FileNotFoundError:                 # given back between the listing and the read
-                    continue
+        owners = claims(self.queue)
         self.reading = (stamp, began, owners)
         return owners
 
