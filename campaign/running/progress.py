@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, TextIO
 
 from campaign.contract.errors import PREFLIGHT_FAILED
@@ -33,6 +34,13 @@ def end_line(row: StatusRow) -> str:
     return f"{row.task_id}: " + " | ".join(parts)
 
 
+@dataclass(frozen=True)
+class _Forecast:
+    eta_s: Optional[float]            # the wall of the estimated cells left; None before any cell finished
+    apart: dict[bool, int]            # cells left with no estimate, by kind (timed -> count)
+    untimed_left: int                 # IR-pass cells left
+
+
 class Tally:
     """Counts and the ETA, shared by both views. The ETA is wall time, learnt from finished cells of the
     same kind (timed, or an untimed IR-pass cell), never across kinds: one cell left is estimated by
@@ -54,7 +62,7 @@ class Tally:
         self.weights: Mapping[str, Optional[float]] = {}
         self.at_once = {False: 1, True: 1}                 # timed -> cells at a time
         self._learnt: Optional[tuple[dict[bool, float], dict[bool, float]]] = None
-        self._forecasted: Optional[tuple[int, Optional[float], dict[bool, int]]] = None    # (done, eta, apart)
+        self._forecasted: Optional[tuple[int, _Forecast]] = None         # (done when worked out, the forecast)
         self.started_at = clock()
         self.current: Optional[Task] = None
         self.current_since = self.started_at
@@ -124,22 +132,23 @@ class Tally:
     def eta_s(self) -> Optional[float]:
         """The wall the estimated cells left take: each kind's seconds over the cells it runs at a time
         (skips make it pessimistic); None before any cell finished."""
-        return self._forecast()[0]
+        return self._forecast().eta_s
 
     def unestimated(self) -> dict[bool, int]:
         """Cells left with no estimate (no cell of their kind has finished), by kind (timed -> count)."""
-        return self._forecast()[1]
+        return self._forecast().apart
 
-    def _forecast(self) -> tuple[Optional[float], dict[bool, int]]:
+    def _forecast(self) -> _Forecast:
         """The wall of the estimated cells left, and the count of those without one; worked out again only
         when a cell has been counted since (the live view redraws twice a second)."""
         if self._forecasted is None or self._forecasted[0] != self.done:
-            self._forecasted = (self.done, *self._work_out())
-        return self._forecasted[1], self._forecasted[2]
+            self._forecasted = (self.done, self._work_out())
+        return self._forecasted[1]
 
-    def _work_out(self) -> tuple[Optional[float], dict[bool, int]]:
+    def _work_out(self) -> _Forecast:
+        untimed_left = sum(1 for task_id in self.left if not self.kinds[task_id][1])
         if not self.measured:
-            return None, {}
+            return _Forecast(None, {}, untimed_left)
         total = {False: 0.0, True: 0.0}
         apart: dict[bool, int] = {}
         for task_id in self.left:
@@ -148,20 +157,20 @@ class Tally:
                 apart[timed] = apart.get(timed, 0) + 1
             else:
                 total[timed] += estimate
-        return sum(seconds / self.at_once[timed] for timed, seconds in total.items()), apart
+        return _Forecast(sum(seconds / self.at_once[timed] for timed, seconds in total.items()), apart, untimed_left)
 
     def eta_text(self) -> str:
         """The ETA as a line shows it, naming its lanes and the cells it leaves out."""
-        eta, apart = self._forecast()
-        text = _clock_text(eta)
-        if eta is None:
+        forecast = self._forecast()
+        text = _clock_text(forecast.eta_s)
+        if forecast.eta_s is None:
             return text
         lanes = self.at_once[False]
-        if lanes > 1 and any(not self.kinds[task_id][1] for task_id in self.left):
+        if lanes > 1 and forecast.untimed_left:
             text += f", IR pass over {lanes} lanes"
         for timed, label in ((True, "timed"), (False, "IR-pass")):
-            if apart.get(timed):
-                text += f"; {apart[timed]} {label} cell(s) not yet estimated"
+            if forecast.apart.get(timed):
+                text += f"; {forecast.apart[timed]} {label} cell(s) not yet estimated"
         return text
 
 
