@@ -119,7 +119,8 @@ class Runner:
     def _alone(self, block: tuple[tuple[Task, ...], ...], rows: list[StatusRow]) -> Optional[Outcome]:
         """After the lanes of ``block``: its cells that ran out of device memory beside other lanes
         (`status.run_alone`), each run once more with no other process on this card -- a side's in one
-        process, a canary in its own (its failure still stops the run) -- in the order they were planned."""
+        process at a time, at most the bound a process, a canary in its own (its failure still stops the run)
+        -- in the order they were planned."""
         alone = status.run_alone(rows)
         sides: dict[tuple[int, str, str], list[Task]] = {}
         for task in (t for group in block for t in group if t.id in alone):
@@ -127,10 +128,12 @@ class Runner:
         if sides:
             self.events.note(f"{batching.IR_PASS}: {sum(map(len, sides.values()))} cell(s) ran out of device memory beside "
                              f"{self.setup.lanes} lanes; each runs again alone on this card")
-        for group in sides.values():
-            outcome = self._group(tuple(group), rows)
-            if outcome is not None:
-                return outcome
+        bound = batching.bound(self.setup.matrix.workloads_per_process)[0]
+        for side in sides.values():
+            for at in range(0, len(side), max(bound, 1)):
+                outcome = self._group(tuple(side[at:at + max(bound, 1)]), rows)
+                if outcome is not None:
+                    return outcome
         return None
 
     def _lanes(self, block: tuple[tuple[Task, ...], ...], kind: str, rows: list[StatusRow]) -> Optional[Outcome]:

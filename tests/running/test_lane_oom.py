@@ -91,3 +91,25 @@ def test_an_out_of_memory_beside_other_lanes_runs_once_more_alone_after_them_acr
     assert cost.returncode == 0, cost.stderr
     report = run_cli("report", root)
     assert report.returncode == 0, report.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_one_process_a_cell_in_lanes_runs_an_out_of_memory_once_more_alone_too(tmp_path: Path):
+    """``workloads_per_process: 1``: the lanes take one cell a process (`Runner._lanes`), not a side's queue;
+    the same rule, and the retries run one process a cell, as the manifest asks."""
+    path = manifest(tmp_path, [fault("beside", "test_bench_oom_beside_a_lane"), fault("always", "test_bench_oom_always"),
+                               fault("softmax", QUICK)], campaign="oom", lanes=2, per_process=1)
+    done = run_cli("screen", path, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, "--grace", "1",
+                   timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    root = next((tmp_path / "runs").glob("oom-screen-*"))
+    rows = [r for r in status.read(root / "status.tsv")[0] if r.round == 0]
+    runs = {t: [r for r in rows if r.task_id == t] for t in {r.task_id for r in rows}}
+    for side in ("baseline", "candidate"):
+        crowded, alone = runs[f"beside/r0/{side}"]
+        assert status.in_lanes_out_of_memory(crowded) == 2 and alone.rc_name == "ok", runs[f"beside/r0/{side}"]
+        assert "IR pass lane" not in alone.note and "batch" not in alone.note, "alone, one process a cell"
+    assert [r.rc_name for r in runs["always/r0/candidate"]] == ["tests_failed", "tests_failed"]
+    assert all(len(found) == 1 for t, found in runs.items() if t not in {"beside/r0/baseline", "beside/r0/candidate",
+                                                                         "always/r0/candidate"}), runs
+    assert run_cli("verify", root).returncode == 0
