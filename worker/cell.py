@@ -15,7 +15,7 @@ import pytest
 
 from campaign.contract.artifacts import AUTOTUNE_FILE, INDEX_COLUMNS, INDEX_FILE, IR_DIR, OUTCOMES_FILE, ROWS_FILE
 from campaign.contract.canonical import read_json
-from campaign.contract.cellfiles import AutotuneFile, AutotuneSummary, Correctness, Outcomes, RowCounts, Rows
+from campaign.contract.cellfiles import AutotuneFile, AutotuneSummary, Correctness, Outcomes, RowCounts, Rows, device_out_of_memory
 from campaign.contract.fields import DTYPES
 from campaign.contract.plans import CellPlan
 from campaign.contract.timers import POISONED_MARKER
@@ -142,6 +142,14 @@ def read_rows(cell_dir: Path) -> tuple[RowCounts, Optional[str]]:
         return RowCounts(), f"{note}: zero rows"
     count = {status: sum(1 for row in rows.rows if row.status == status) for status in ("ok", "failed", "compiled")}
     return RowCounts(**count), None
+
+
+def rows_out_of_memory(cell_dir: Path) -> Optional[str]:
+    """The first failed row's error that names a device out-of-memory error
+    (`campaign.contract.cellfiles.device_out_of_memory`); None: none does, or no rows file."""
+    rows, _ = _load(cell_dir / ROWS_FILE, Rows)
+    failed = (row.error for row in (rows.rows if rows else ()) if row.status == "failed")
+    return next((line for line in map(device_out_of_memory, failed) if line), None)
 
 
 def read_correctness(cell_dir: Path, session_rc: int) -> Correctness:

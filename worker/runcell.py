@@ -50,6 +50,7 @@ from campaign.contract.plans import CellPlan
 from campaign.contract.runroot import RunRoot
 from campaign.worker import cell, facts, lifeline, phases, preflight
 from campaign.worker.context import CellContext, CellLog
+from campaign.worker.memoryfaults import DeviceMemory
 from campaign.worker.writefaults import WriteFaults
 
 
@@ -65,6 +66,7 @@ class Cell:
         self.timed = False
         self.phases = phases.Recorder(started, first_in_process=first_in_process)
         self.faults = WriteFaults()
+        self.memory = DeviceMemory()
 
     def say(self, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -78,6 +80,10 @@ class Cell:
         if self.preflight is not None and self.preflight.ok:
             # before pytest ran, absent plugin files are expected, not news
             notes = notes + [note for note in (rows_note, autotune_note, index_note) if note]
+        # the runner reads it from the row: beside other IR-pass lanes, a cell run again alone (contract/status)
+        out_of_memory = self.memory.first or (cell.rows_out_of_memory(self.cell_dir) if rows.failed else None)
+        if out_of_memory:
+            notes = notes + [out_of_memory]
         preflight_record = self.preflight or Preflight(ok=False, interpreter=sys.executable, checks=())
         return CellResult(task_id=self.plan.task.id, rc=int(rc), preflight=preflight_record, rows=rows,
                           markers=dict(self.log.counts), correctness=correctness, autotune=autotune,
@@ -121,7 +127,7 @@ class Cell:
         args = cell.benchmark_args(plan)
         self.say(f"benchmark: pytest {' '.join(args)}")
         with self.phases.session("timing") as watch:
-            rc = int(pytest.main(args, plugins=[*plugins, watch, self.faults]))
+            rc = int(pytest.main(args, plugins=[*plugins, watch, self.faults, self.memory]))
         self.say(f"benchmark: pytest exit {rc}")
 
         notes = []

@@ -6,9 +6,14 @@ and its own clock (`RowClock`): the SM clock and clocks-event reasons the worker
 that window (`campaign.plugins.rowclock`), and the environmental reasons it was re-timed for;
 under a noise target, the samples it took and the relative spread they reached (``noise_capped``:
 the time cap stopped it above the target).
+
+A cell that met a device out of memory says so in its result's note, in torch's own words
+(`device_out_of_memory`, the one test of them): its status row carries the line, and the runner reads
+it back there (`campaign.contract.status.settled`).
 """
 from __future__ import annotations
 
+import re
 from typing import Literal, Optional
 
 from campaign.contract.artifacts import SCHEMA_VERSION, Record
@@ -222,3 +227,21 @@ class OfflineTrust(Record):
         """Each proof that the IR needs the card, named: ``host reads kernel results: allclose x3``."""
         return (tuple(f"host reads kernel results: {s.site} x{s.count}" for s in self.host_reads)
                 + tuple(f"FlagGems fell back to torch: {s.site} x{s.count}" for s in self.torch_fallbacks))
+
+
+# torch's message for a card's allocator (``torch.OutOfMemoryError: CUDA out of memory. Tried to allocate
+# 2.00 GiB``; ROCm's ``HIP out of memory``), and the runtime's own (``CUDA error: out of memory``). The class
+# alone is not enough: torch raises OutOfMemoryError for the host's allocator too (``DefaultCPUAllocator:
+# not enough memory``), which lanes on a card do not contend for, and the cpu backend allocates nothing else.
+_DEVICE_OOM = re.compile(r"\b(?:CUDA|HIP|MUSA)(?: error:)? out of memory")
+
+
+def device_out_of_memory(text: Optional[str]) -> Optional[str]:
+    """The first line of ``text`` (an exception's, a row's note) that names a device out-of-memory error,
+    cut to 300 characters; None: none does. The one test, on the worker's side (what it notes in its
+    result, `campaign.worker.memoryfaults`) and on the runner's (`campaign.contract.status.in_lanes_out_of_memory`)."""
+    for line in (text or "").splitlines():
+        found = _DEVICE_OOM.search(line)
+        if found is not None:
+            return line.strip()[:300]
+    return None

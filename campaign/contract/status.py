@@ -12,7 +12,7 @@ Columns (tab-separated, header first)::
   its elapsed_s runs from the end of the workload before it in that process (from
   the spawn for the first, which so carries the process start and imports).
 - A screen's IR-pass cell run beside others on its card (IR-pass lanes,
-  `campaign.running.batching.lanes`) has its note end ``IR pass lane <k> of <w> on its
+  `campaign.running.batching.lanes`) has its note say ``IR pass lane <k> of <w> on its
   card`` (`lane_note`, read back by `lane_of`): its elapsed_s overlaps other cells', so
   a sum of such rows is more than the time that passed.
 - An empty field means "not known" (no result.json, no telemetry, a skipped
@@ -39,7 +39,11 @@ Columns (tab-separated, header first)::
   ``kill -9``) may have died of something outside the cell, so its first such
   row does not settle the task: it is run once more (`settled`). A second
   death by a signal does: the same failure twice is deterministic, and its
-  row says so (`noted`).
+  row says so (`campaign.contract.rownotes.noted`).
+- An IR-pass cell that failed with a device out of memory (the worker's note,
+  `campaign.contract.cellfiles.device_out_of_memory`) in a lane of several on its card may
+  have failed of the lanes' peaks together: its first such row does not settle it either; it
+  runs once more alone after the lanes (`run_alone`), and that row settles it, ok or failed.
 """
 from __future__ import annotations
 
@@ -47,12 +51,13 @@ import os
 import re
 import signal
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional, TypeVar
 
 from campaign.contract import faults, regular
 from campaign.contract.artifacts import MARKERS
+from campaign.contract.cellfiles import device_out_of_memory
 from campaign.contract.errors import WORKER_EXITS
 
 COLUMNS = ("task_id", "round", "workload", "cell", "rc", "rc_name", "elapsed_s", "rows_ok", "rows_failed",
@@ -232,23 +237,49 @@ def killed_by_signal(row: StatusRow) -> bool:
     return row.rc_name.startswith("signal_")
 
 
+def in_lanes_out_of_memory(row: StatusRow) -> Optional[int]:
+    """The lanes (more than one) its card ran when ``row`` failed with a device out of memory in one; None:
+    no such failure (ok, killed, timed out, or alone: a one-lane run's is final at once)."""
+    lane = lane_of(row)
+    if lane is None or lane[1] < 2 or not row.finished or not row.failed:
+        return None
+    if killed_by_signal(row) or row.rc_name in ("timed_out", "killed"):
+        return None
+    return lane[1] if device_out_of_memory(row.note) else None
+
+
 def settled(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
     """Task id -> the row that settles it; a task absent here is run (again).
 
     Not settled: a last row ``interrupted``, or a last row of the task's first
-    death by a signal (retried once). A later row of the task replaces both.
+    death by a signal (retried once), or of its first device out-of-memory error
+    beside other lanes (retried once, alone: `run_alone`). A later row of the
+    task replaces each.
     """
     out: dict[str, StatusRow] = {}
     died: set[str] = set()
+    crowded: set[str] = set()
     for row in rows:
-        retry = killed_by_signal(row) and row.task_id not in died
+        retry = ((killed_by_signal(row) and row.task_id not in died)
+                 or (in_lanes_out_of_memory(row) is not None and row.task_id not in crowded))
         if killed_by_signal(row):
             died.add(row.task_id)
+        if in_lanes_out_of_memory(row) is not None:
+            crowded.add(row.task_id)
         if row.finished and not retry:
             out[row.task_id] = row
         else:
             out.pop(row.task_id, None)
     return out
+
+
+def run_alone(rows: Iterable[StatusRow]) -> set[str]:
+    """Task ids not settled that ran out of device memory beside other lanes: they run again alone on the
+    card, after its lanes (`campaign.running.runner.Runner`), never in a lane, until a row settles them --
+    an interrupted retry, or a killed runner, leaves the task here for the resumed run."""
+    rows = list(rows)
+    done = settled(rows)
+    return {row.task_id for row in rows if row.task_id not in done and in_lanes_out_of_memory(row) is not None}
 
 
 _LANE = re.compile(r"IR pass lane (\d+) of (\d+) on its card")
@@ -263,21 +294,3 @@ def lane_of(row: StatusRow) -> Optional[tuple[int, int]]:
     """(lane, lanes) of a row that ran in an IR-pass lane, 1-based as written; None: it ran alone."""
     found = _LANE.search(row.note or "")
     return None if found is None else (int(found.group(1)), int(found.group(2)))
-
-
-def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
-    """``row`` with its note saying what a death by a signal means, given the task's ``earlier`` rows."""
-    if not killed_by_signal(row):
-        return row
-    first = next((r for r in earlier if r.task_id == row.task_id and killed_by_signal(r)), None)
-    signal_name = row.rc_name[len("signal_"):]
-    if first is None:
-        why = f"killed by {signal_name}: run once more (a kill may come from outside the cell)"
-    elif first.rc_name == row.rc_name:
-        why = f"killed by {signal_name} again: the same failure twice is deterministic; not retried again"
-    else:
-        why = f"killed by {first.rc_name[len('signal_'):]}, then by {signal_name}: not retried again"
-    return replace(row, note="; ".join(part for part in (row.note, why) if part))
-
-
-

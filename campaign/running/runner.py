@@ -10,7 +10,9 @@ reported through `Events` callbacks so the loop never draws anything.
 
 Resume: a task is finished when its rows settle it (`status.settled`: the last
 is not ``interrupted``, nor the task's first death by a signal -- that one is
-run once more, at once). Unfinished tasks whose cell folder exists (a killed
+run once more, at once --, nor its first device out of memory beside other IR-pass
+lanes -- run once more alone on the card after them, `_alone`, on resume too).
+Unfinished tasks whose cell folder exists (a killed
 runner, an interrupted or killed cell) have it moved aside to
 ``<cell>.interrupted-<n>`` -- kept, never deleted -- and are run again.
 Adaptive rounds: `campaign.running.rounds`. A batch of one side's workloads shares a process
@@ -27,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical, faults, journal, status
+from campaign.contract import canonical, faults, journal, rownotes, status
 from campaign.contract.artifacts import AUTOTUNE_FILE, RESULT_FILE, STATUS_FILE, STDERR_LOG, STDOUT_LOG, TASK_FILE
 from campaign.contract.plans import CellPlan, Task
 from campaign.contract.status import StatusRow
@@ -100,17 +102,38 @@ class Runner:
             at += block
         return Outcome(COMPLETED)
 
-    def _group(self, group: tuple[Task, ...], rows: list[StatusRow]) -> Optional[Outcome]:
+    def _group(self, group: tuple[Task, ...], rows: list[StatusRow], in_lanes: bool = False) -> Optional[Outcome]:
         """Run one group until its rows settle it (`scheduler.settle`); an Outcome when the run must end
         there. Several workloads share one process at a time (`campaign.running.batch`); a group of one
         is one process, and a first death by a signal runs again at once, so a recording cell's retry
-        comes before every cell that replays its recording."""
+        comes before every cell that replays its recording. ``in_lanes``: beside other lanes, where a
+        device out of memory leaves its cell to `_alone`."""
         placement = BatchRun(self, group) if len(group) > 1 else OneProcess(self)
-        if scheduler.settle(self, group, rows, placement):
+        if scheduler.settle(self, group, rows, placement, in_lanes):
             return Outcome(INTERRUPTED, self.stop_reason)
         task, latest = group[0], status.settled(rows)
-        if len(group) == 1 and task.canary and latest[task.id].failed:
+        if len(group) == 1 and task.canary and task.id in latest and latest[task.id].failed:
             return Outcome(CANARY_FAILED, _canary_reason(latest[task.id]))
+        return None
+
+    def _alone(self, block: tuple[tuple[Task, ...], ...], rows: list[StatusRow]) -> Optional[Outcome]:
+        """After the lanes of ``block``: its cells that ran out of device memory beside other lanes
+        (`status.run_alone`), each run once more with no other process on this card -- a side's in one
+        process at a time, at most the bound a process, a canary in its own (its failure still stops the run)
+        -- in the order they were planned."""
+        alone = status.run_alone(rows)
+        sides: dict[tuple[int, str, str], list[Task]] = {}
+        for task in (t for group in block for t in group if t.id in alone):
+            sides.setdefault((task.round, task.cell, task.id if task.canary else ""), []).append(task)
+        if sides:
+            self.events.note(f"{batching.IR_PASS}: {sum(map(len, sides.values()))} cell(s) ran out of device memory beside "
+                             f"{self.setup.lanes} lanes; each runs again alone on this card")
+        bound = batching.bound(self.setup.matrix.workloads_per_process)[0]
+        for side in sides.values():
+            for at in range(0, len(side), max(bound, 1)):
+                outcome = self._group(tuple(side[at:at + max(bound, 1)]), rows)
+                if outcome is not None:
+                    return outcome
         return None
 
     def _lanes(self, block: tuple[tuple[Task, ...], ...], kind: str, rows: list[StatusRow]) -> Optional[Outcome]:
@@ -132,8 +155,8 @@ class Runner:
                     group = next(pending, None)
                 if group is None:
                     return next((o for o in outcomes if o is not None), None)
-                outcomes.append(self._group(group, rows))
-        return self._in_lanes(width, lane)
+                outcomes.append(self._group(group, rows, in_lanes=width > 1))
+        return self._in_lanes(width, lane) or self._alone(block, rows)
 
     def _queues(self, block: tuple[tuple[Task, ...], ...], rows: list[StatusRow]) -> Optional[Outcome]:
         """The IR pass's sides, each a queue its lanes' processes claim workloads from one at a time
@@ -149,10 +172,10 @@ class Runner:
         def lane() -> Optional[Outcome]:
             first = self.lane % len(queues)
             for queue in queues[first:] + queues[:first]:
-                if scheduler.settle(self, queue.group, rows, queue):
+                if scheduler.settle(self, queue.group, rows, queue, in_lanes=True):
                     return Outcome(INTERRUPTED, self.stop_reason)
             return None
-        return self._in_lanes(self.setup.lanes, lane)
+        return self._in_lanes(self.setup.lanes, lane) or self._alone(block, rows)
 
     def _in_lanes(self, width: int, lane) -> Optional[Outcome]:
         """``lane()`` in ``width`` threads at once, each its lane (`lane`); the first outcome of any."""
@@ -181,10 +204,10 @@ class Runner:
     def record(self, task: Task, row: StatusRow, rows: list[StatusRow]) -> dict[str, StatusRow]:
         """Append ``task``'s row (noted with its history) to status.tsv and ``rows``; the settled rows."""
         with self._recording:      # IR-pass lanes end cells at once: one row at a time
-            row = status.noted(row, rows)
             if self.lane is not None:
                 row = replace(row, note="; ".join(part for part in (
                     row.note, status.lane_note(self.lane, self.setup.lanes)) if part))
+            row = rownotes.noted(row, rows)       # after its lane: a device out of memory beside others is read from it
             if self.setup.card is not None:
                 row = replace(row, device=self.setup.card.uuid)
             journal.record(self.setup.root, task.id, row, self.status_path)   # its line first: a row never lacks one

@@ -61,13 +61,17 @@ def unsettled(tasks: tuple[Task, ...], rows: list[StatusRow]) -> tuple[Task, ...
     return tuple(task for task in tasks if task.id not in latest)
 
 
-def settle(runner: Recorder, group: tuple[Task, ...], rows: list[StatusRow], placement: Placement) -> bool:
+def settle(runner: Recorder, group: tuple[Task, ...], rows: list[StatusRow], placement: Placement,
+           in_lanes: bool = False) -> bool:
     """Run the group's unsettled tasks until each is settled, or held by another placement; True when the
     runner was stopped. A task that a launch leaves unsettled (a first death by a signal) is claimed and
-    launched again at once."""
+    launched again at once -- but ``in_lanes`` (an IR-pass lane beside others on its card), never a task
+    that ran out of device memory beside other lanes: it is left for the runner to run alone after them
+    (`campaign.contract.status.run_alone`)."""
     latest = status.settled(rows)
     while True:
-        todo = placement.available(tuple(task for task in group if task.id not in latest))
+        alone = status.run_alone(rows) if in_lanes else set()
+        todo = placement.available(tuple(task for task in group if task.id not in latest and task.id not in alone))
         if not todo:
             return False
         if runner.stop.is_set():

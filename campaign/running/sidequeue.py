@@ -26,7 +26,9 @@ workload a process):
 - a claimed workload that is not settled when its process ends (a first death by a signal) is
   given back to the queue -- its folder set aside and prepared again, its claim removed -- and runs
   again in whichever lane claims it next; after a stop nothing is given back (a resumed run prepares
-  a new queue from status.tsv). Nothing settled runs twice.
+  a new queue from status.tsv). A workload that ran out of device memory beside the other lanes
+  (`campaign.contract.status.run_alone`) is neither given back nor queued on resume: its claim stays,
+  and the runner runs it alone after the lanes. Nothing settled runs twice.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical, faults
+from campaign.contract import canonical, faults, status
 from campaign.contract.artifacts import (
     BATCH_FILE,
     BATCHES_DIR,
@@ -69,8 +71,14 @@ class SideQueue:
         batches.mkdir(exist_ok=True)
         self.folder = first_free(lambda n: batches / f"{QUEUE_PREFIX}{n:04d}", lambda path: path.mkdir())
         self.plans: dict[str, CellPlan] = {}
-        for task in scheduler.unsettled(group, rows):
+        for task in self._queued(group):
             self._prepare(task)
+
+    def _queued(self, tasks: tuple[Task, ...]) -> tuple[Task, ...]:
+        """Those of ``tasks`` the lanes run: not settled, and none that ran out of device memory beside
+        other lanes (`campaign.contract.status.run_alone`: the runner runs it alone after the lanes)."""
+        alone = status.run_alone(self.rows)
+        return tuple(task for task in scheduler.unsettled(tasks, self.rows) if task.id not in alone)
 
     def _prepare(self, task: Task) -> None:
         folder = self.setup.root.cell(task.id)
@@ -150,7 +158,7 @@ class SideQueue:
         if self.runner.stop.is_set():
             return
         with self.lock:
-            for task in scheduler.unsettled(watch.claimed(), self.rows):
+            for task in self._queued(watch.claimed()):
                 self._prepare(task)
                 claim_file(self.folder, task.id).unlink()
 

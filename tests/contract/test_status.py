@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import signal
+from dataclasses import replace
 from pathlib import Path
 
-from campaign.contract import status
+from campaign.contract import rownotes, status
+from campaign.contract.cellfiles import device_out_of_memory
 from campaign.contract.status import COLUMNS, StatusRow
 
 CLEAN = StatusRow(task_id="mm/r1/baseline", round=1, workload="mm", cell="baseline", rc=0, rc_name="ok",
@@ -86,3 +88,63 @@ def test_bytes_that_are_not_utf8_spoil_their_line_only(tmp_path: Path):
     rows, bad = status.read(path)
     assert rows == [CLEAN, CLEAN]
     assert len(bad) == 1 and bad[0].startswith("line 3: 1 fields, expected")
+
+
+OOM = "OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 79.19 GiB"
+
+
+def _failed(note: str, rc_name: str = "tests_failed", task_id: str = "abs/r0/candidate") -> StatusRow:
+    return StatusRow(task_id=task_id, round=0, workload="abs", cell="candidate", rc=1 if rc_name == "tests_failed" else 137,
+                     rc_name=rc_name, rows_ok=0, rows_failed=0, note=note)
+
+
+def test_a_device_out_of_memory_is_named_by_its_device_wording_only():
+    assert device_out_of_memory(f"first line\ntorch.{OOM}") == f"torch.{OOM}"
+    assert device_out_of_memory("HIP out of memory. Tried to allocate 2.00 GiB")
+    assert device_out_of_memory("RuntimeError: CUDA error: out of memory")
+    # the host's allocator raises the same class: lanes on a card do not contend for it
+    assert device_out_of_memory("OutOfMemoryError: DefaultCPUAllocator: not enough memory") is None
+    assert device_out_of_memory("device out of memory with 12 lanes on the card; run again alone") is None
+    assert device_out_of_memory(None) is None
+
+
+def test_a_device_out_of_memory_beside_other_lanes_runs_once_more_alone_and_no_more():
+    lanes = status.lane_note(2, 12)
+    crowded = _failed(f"{OOM}; {lanes}")
+    assert status.in_lanes_out_of_memory(crowded) == 12
+    assert status.settled([crowded]) == {} and status.run_alone([crowded]) == {"abs/r0/candidate"}
+    noted = rownotes.noted(crowded, [])
+    assert noted.note.endswith("device out of memory with 12 lanes on the card; run again alone after the lanes")
+    interrupted = _failed("stopped", rc_name=status.INTERRUPTED)
+    assert status.run_alone([crowded, interrupted]) == {"abs/r0/candidate"}, "a stopped retry stays owed, alone"
+    again = rownotes.noted(_failed(OOM), [noted, interrupted])       # alone: no lane note
+    assert again.note.endswith("run again alone on its card after a device out of memory with 12 lanes; "
+                               "out of memory again: final, not retried again")
+    assert status.settled([noted, interrupted, again]) == {"abs/r0/candidate": again}
+    assert status.run_alone([noted, interrupted, again]) == set()
+    ok = rownotes.noted(replace(CLEAN, task_id="abs/r0/candidate"), [noted])
+    assert status.settled([noted, ok]) == {"abs/r0/candidate": ok} and "run again alone" in ok.note
+    # a second one beside lanes (never scheduled so) settles too: the retry is owed once
+    assert status.settled([noted, crowded])["abs/r0/candidate"] == crowded
+
+
+def test_an_out_of_memory_alone_or_not_of_the_device_is_final_at_once():
+    final = (_failed(OOM),                                              # a one-lane run: no lane note
+             _failed(f"{OOM}; {status.lane_note(0, 1)}"),               # one lane of one
+             _failed(f"stderr.log: DefaultCPUAllocator: not enough memory; {status.lane_note(0, 4)}"),
+             _failed(f"no result.json; {OOM}; {status.lane_note(0, 4)}", rc_name="timed_out"))
+    for row in final:
+        assert status.settled([row]) == {row.task_id: row} and status.run_alone([row]) == set(), row
+        assert rownotes.noted(row, []) == row
+    ok = replace(CLEAN, note=f"{OOM}; {status.lane_note(0, 4)}")     # a note is no failure
+    assert status.settled([ok]) == {ok.task_id: ok}
+
+
+def test_a_death_by_a_signal_and_an_out_of_memory_beside_lanes_are_each_retried_once():
+    lanes = status.lane_note(0, 4)
+    died = _failed(lanes, rc_name="signal_SIGKILL")
+    crowded = _failed(f"{OOM}; {lanes}")
+    assert status.settled([died]) == {} and status.settled([died, crowded]) == {}
+    assert status.run_alone([died, crowded]) == {"abs/r0/candidate"}
+    last = _failed("", rc_name="signal_SIGKILL")
+    assert status.settled([died, crowded, last]) == {"abs/r0/candidate": last}

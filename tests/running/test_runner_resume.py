@@ -12,7 +12,7 @@ import pytest
 from conftest import PROJECT_ROOT, run_cli
 from runroots import by_id, demo, fault, manifest, prepare, rows, run, start_run
 
-from campaign.contract import canonical, status
+from campaign.contract import canonical, rownotes, status
 from campaign.judging import screentable
 
 WAIT_CELL = ("slow", "r1", "candidate")
@@ -249,5 +249,5 @@ def test_a_first_death_by_a_signal_is_retried_once_and_a_second_is_final():
     assert status.settled([kill, segv]) == {"w/r1/baseline": segv}
     assert status.settled([_row("w/r1/candidate", "signal_SIGKILL", 137), ok]) == {"w/r1/baseline": ok}
     assert status.settled([_row("w/r1/baseline", "timed_out", 124)])   # a timeout is the cell's own: final
-    assert status.noted(segv, [kill]).note == "killed by SIGKILL, then by SIGSEGV: not retried again"
-    assert status.noted(ok, [kill]) == ok
+    assert rownotes.noted(segv, [kill]).note == "killed by SIGKILL, then by SIGSEGV: not retried again"
+    assert rownotes.noted(ok, [kill]) == ok

@@ -236,6 +236,20 @@ def test_rows_are_counted_by_status(tmp_path):
     assert (rows.ok, rows.failed, rows.compiled, note) == (2, 1, 0, None)
 
 
+def test_a_failed_row_s_device_out_of_memory_is_named_and_the_host_s_is_not(tmp_path):
+    """A measured call's out of memory becomes a failed row (the timing plugin), not a failed test: the worker
+    still notes its line (`cell.rows_out_of_memory`), so the runner's rule reads it from the status row."""
+    row = {"test": "b.py::test_x[0]", "function": "test_x", "op": "add", "shape": [4], "dtype": "float16", "timer": "none"}
+    oom = "OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB"
+    _write(tmp_path / "rows.json", {"schema_version": 1, "rows": [
+        {**row, "status": "failed", "error": "OutOfMemoryError: DefaultCPUAllocator: not enough memory"},
+        {**row, "status": "compiled"}, {**row, "status": "failed", "error": f"{oom}\nRuntimeError: context"}]})
+    assert cell.rows_out_of_memory(tmp_path) == oom
+    _write(tmp_path / "rows.json", {"schema_version": 1, "rows": [{**row, "status": "failed", "error": "RuntimeError"}]})
+    assert cell.rows_out_of_memory(tmp_path) is None
+    assert cell.rows_out_of_memory(tmp_path / "absent") is None
+
+
 def test_a_malformed_rows_file_is_a_note(tmp_path):
     _write(tmp_path / "rows.json", "{not json")
     rows, note = cell.read_rows(tmp_path)

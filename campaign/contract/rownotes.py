@@ -1,0 +1,39 @@
+"""What a status row's note says of its task's history (`campaign.contract.status`): the runner writes
+each row through `noted` as it records it, so status.tsv, `campaign report` and `campaign cost` say why a
+row did not settle its task -- a first death by a signal, a first device out of memory beside other
+IR-pass lanes -- and what became of the task's next attempt."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable
+
+from campaign.contract import status
+from campaign.contract.cellfiles import device_out_of_memory
+from campaign.contract.status import StatusRow
+
+
+def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
+    """``row`` with its note saying what a death by a signal, or a device out-of-memory error beside other
+    lanes, means, given the task's ``earlier`` rows; ``row`` carries its lane note already (`status.lane_note`)."""
+    earlier = [r for r in earlier if r.task_id == row.task_id]
+    crowded = next((r for r in earlier if status.in_lanes_out_of_memory(r) is not None), None)
+    why = ""
+    if crowded is not None:
+        why = f"run again alone on its card after a device out of memory with {status.in_lanes_out_of_memory(crowded)} lanes"
+        if device_out_of_memory(row.note) and row.failed:
+            why += "; out of memory again: final, not retried again"
+    elif status.in_lanes_out_of_memory(row) is not None:
+        why = f"device out of memory with {status.in_lanes_out_of_memory(row)} lanes on the card; run again alone after the lanes"
+    if why:
+        row = replace(row, note="; ".join(part for part in (row.note, why) if part))
+    if not status.killed_by_signal(row):
+        return row
+    first = next((r for r in earlier if status.killed_by_signal(r)), None)
+    signal_name = row.rc_name[len("signal_"):]
+    if first is None:
+        why = f"killed by {signal_name}: run once more (a kill may come from outside the cell)"
+    elif first.rc_name == row.rc_name:
+        why = f"killed by {signal_name} again: the same failure twice is deterministic; not retried again"
+    else:
+        why = f"killed by {first.rc_name[len('signal_'):]}, then by {signal_name}: not retried again"
+    return replace(row, note="; ".join(part for part in (row.note, why) if part))

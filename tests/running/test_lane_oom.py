@@ -1,0 +1,115 @@
+"""A device out of memory beside other IR-pass lanes (`campaign.contract.status.run_alone`): the cell's first
+such failure is history, it runs once more alone on its card after the lanes, and nothing settled runs twice,
+across a stop and a resume. Through the CLI on the compile-only backend, whose lanes share one declared card
+as a card's do (`tests/running/test_sidequeue.py`); the workloads raise torch's own ``OutOfMemoryError`` in
+CUDA's wording (`tests/fixtures/workloads/bench_faults.py`): ``beside`` while another ``beside`` runs at the
+same time (a sibling's marker), ``always`` in its candidate whether alone or not."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT_ROOT, run_cli
+from runroots import fault, manifest
+
+from campaign.contract import status
+
+QUICK = "test_bench_noop"
+OOM = "CUDA out of memory. Tried to allocate 8.00 GiB"
+
+
+def _stop_in_the_alone_retry(tmp_path: Path, path: Path) -> Path:
+    """The screen started, then stopped (SIGINT) while a ``beside`` runs alone after the lanes: both its sides'
+    out-of-memory rows written and a worker's marker in ``busy/`` (in the run's own scratch folder)."""
+    proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--runs-dir", str(tmp_path / "runs"),
+                             "--scratch-dir", str(tmp_path), "--grace", "1"], cwd=PROJECT_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, root = time.monotonic() + 300, None
+        while time.monotonic() < deadline and proc.poll() is None:
+            root = next((tmp_path / "runs").glob("oom-screen-*"), None)
+            rows = status.read(root / "status.tsv")[0] if root is not None else []
+            crowded = {r.task_id for r in rows if status.in_lanes_out_of_memory(r)}
+            if {"beside/r0/baseline", "beside/r0/candidate"} <= crowded and any(tmp_path.glob("*/busy/*")):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the screen ended before a retry ran alone"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert root is not None
+    return root
+
+
+@pytest.mark.slow
+def test_an_out_of_memory_beside_other_lanes_runs_once_more_alone_after_them_across_a_resume(tmp_path: Path):
+    # two lanes, each starting on its own side: beside's baseline and candidate run at once and meet each other
+    path = manifest(tmp_path, [fault("beside", "test_bench_oom_beside_a_lane"), fault("always", "test_bench_oom_always"),
+                               fault("softmax", QUICK), fault("row_sum", QUICK)], campaign="oom", lanes=2)
+    root = _stop_in_the_alone_retry(tmp_path, path)
+    first = status.read(root / "status.tsv")[0]
+    assert [r.rc_name for r in first if r.task_id == "always/r0/candidate"] == ["tests_failed"], \
+        "the lanes ran always's candidate once; its retry waits for them"
+    stopped = [r for r in first if r.rc_name == status.INTERRUPTED]
+    assert [r.workload for r in stopped] == ["beside"] and "IR pass lane" not in stopped[0].note, stopped
+
+    resumed = run_cli("screen", "--resume", root, "--scratch-dir", tmp_path, "--grace", "1", timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    rows = status.read(root / "status.tsv")[0]
+    latest = status.latest(rows)
+    for side in ("baseline", "candidate"):
+        history = [r for r in rows if r.task_id == f"beside/r0/{side}"]
+        crowded, *retries = history
+        assert crowded.rc_name == "tests_failed" and OOM in crowded.note and "IR pass lane" in crowded.note
+        assert crowded.note.endswith("device out of memory with 2 lanes on the card; run again alone after the lanes")
+        assert [r.rc_name for r in retries] in (["ok"], [status.INTERRUPTED, "ok"]), history
+        assert all("IR pass lane" not in r.note for r in retries), "each retry ran alone, after the lanes"
+        assert "run again alone on its card after a device out of memory with 2 lanes" in latest[crowded.task_id].note
+    assert sum(r.rc_name == status.INTERRUPTED for r in rows) == 1
+    # a second out of memory, alone, is final and says so
+    always = [r for r in rows if r.task_id == "always/r0/candidate"]
+    assert [r.rc_name for r in always] == ["tests_failed", "tests_failed"], always
+    assert OOM in always[1].note and "IR pass lane" not in always[1].note
+    assert always[1].note.endswith("out of memory again: final, not retried again")
+    assert status.settled(rows)["always/r0/candidate"] == always[1]
+    # nothing else ran twice, across the stop: the rest settled once each, in the lanes
+    others = [r.task_id for r in rows if r.round == 0 and r.workload != "beside" and r.task_id != "always/r0/candidate"]
+    assert sorted(others) == sorted({"always/r0/baseline", *(f"{w}/r0/{s}" for w in ("softmax", "row_sum")
+                                                             for s in ("baseline", "candidate"))}), others
+    assert all(latest[t].rc_name == "ok" for t in others)
+    # the first attempts' folders are kept beside the retries'
+    assert list((root / "cells" / "always" / "r0").glob("candidate.interrupted-*"))
+    assert run_cli("verify", root).returncode == 0
+    cost = run_cli("cost", root)
+    assert cost.returncode == 0, cost.stderr
+    report = run_cli("report", root)
+    assert report.returncode == 0, report.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_one_process_a_cell_in_lanes_runs_an_out_of_memory_once_more_alone_too(tmp_path: Path):
+    """``workloads_per_process: 1``: the lanes take one cell a process (`Runner._lanes`), not a side's queue;
+    the same rule, and the retries run one process a cell, as the manifest asks."""
+    path = manifest(tmp_path, [fault("beside", "test_bench_oom_beside_a_lane"), fault("always", "test_bench_oom_always"),
+                               fault("softmax", QUICK)], campaign="oom", lanes=2, per_process=1)
+    done = run_cli("screen", path, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, "--grace", "1",
+                   timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    root = next((tmp_path / "runs").glob("oom-screen-*"))
+    rows = [r for r in status.read(root / "status.tsv")[0] if r.round == 0]
+    runs = {t: [r for r in rows if r.task_id == t] for t in {r.task_id for r in rows}}
+    for side in ("baseline", "candidate"):
+        crowded, alone = runs[f"beside/r0/{side}"]
+        assert status.in_lanes_out_of_memory(crowded) == 2 and alone.rc_name == "ok", runs[f"beside/r0/{side}"]
+        assert "IR pass lane" not in alone.note and "batch" not in alone.note, "alone, one process a cell"
+    assert [r.rc_name for r in runs["always/r0/candidate"]] == ["tests_failed", "tests_failed"]
+    assert all(len(found) == 1 for t, found in runs.items() if t not in {"beside/r0/baseline", "beside/r0/candidate",
+                                                                         "always/r0/candidate"}), runs
+    assert run_cli("verify", root).returncode == 0
