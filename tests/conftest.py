@@ -112,6 +112,29 @@ def _gpu_tests_need_the_gpu_host(request):
     import flag_gems  # noqa: F401  -- the host must have it: the FlagGems tests are the point
 
 
+@pytest.hookimpl(optionalhook=True)   # a cell's own pytest session (tests/fixtures) loads this file without xdist
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``-n`` (xdist's default ``--dist load``, as CI runs), the tests of a module that has a
+    module-scoped fixture (a real run or screen, built once for the module) go to one worker as one
+    unit, and every other test on its own. Spread one at a time, each worker that got one of a
+    module's tests built its fixture again: test_sass_cpu's four SASS cells twice in one CI-like run
+    (51 s and 30 s of setup). xdist's own ``--dist loadgroup`` cannot do it here: its worker renames
+    ``item._nodeid``, which pytest 9 no longer reads, so every group falls apart silently. The units
+    go out largest first (xdist's loadscope order): the shared fixtures start early, not in the tail."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+    shared = {path.relative_to(config.rootpath).as_posix() for path in (PROJECT_ROOT / "tests").rglob("test_*.py")
+              if 'scope="module"' in path.read_text(encoding="utf-8")}
+
+    class ModuleFixturesTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in shared else nodeid
+
+    return ModuleFixturesTogether(config, log)
+
+
 def pytest_configure(config):
     """The project's packages compiled to bytecode once, before any test (in the controller, before
     xdist starts its workers). With PYTHONDONTWRITEBYTECODE set (as on this machine) no process ever

@@ -174,9 +174,16 @@ def test_a_later_workload_of_a_batch_starts_on_an_emptied_store(tmp_path):
     assert classify_root(root)["workloads"]["second"]["taints"] == []
 
 
-def test_a_shared_tuner_cache_is_left_as_it_is(tmp_path):
+@pytest.fixture(scope="module")
+def shared_store_root(tmp_path_factory) -> Path:
+    """The batched root with the manifest's own bound and a shared tuner cache, run once for the module:
+    the two tests below only read it (each ran this same root before)."""
+    return _batched_root(tmp_path_factory.mktemp("shared-store"), "  workloads_per_process: 2\n  tuner_cache: shared\n")
+
+
+def test_a_shared_tuner_cache_is_left_as_it_is(shared_store_root):
     """Shared is the manifest's own choice (a caliber, warned): the batch empties nothing of it."""
-    root = _batched_root(tmp_path, "  workloads_per_process: 2\n  tuner_cache: shared\n")
+    root = shared_store_root
     assert {canonical.read_json(p)["bound_by"] for p in (root / "batches").glob("*/batch.json")} == {"manifest"}
     second = canonical.read_json(root / "cells" / "second" / "r1" / "candidate" / "run_identity.json")
     assert second["tuner_cache"] == "shared" and second["tuner_store_at_start"]["rows"] >= 1
@@ -184,11 +191,11 @@ def test_a_shared_tuner_cache_is_left_as_it_is(tmp_path):
     assert "FlagGems tuner store" not in log
 
 
-def test_the_process_defaults_are_frozen_in_the_matrix(tmp_path):
+def test_the_process_defaults_are_frozen_in_the_matrix(tmp_path, shared_store_root):
     """Prepare freezes ``workloads_per_process`` and ``tuner_cache`` into matrix.json, and the runner reads
     them there (`tests/structure/test_runner_checks.py` holds that running/ reads no manifest default): they
     bound the batches and share the tuner store. Their defaults are left out (older roots: same bytes)."""
-    root = _batched_root(tmp_path, "  workloads_per_process: 2\n  tuner_cache: shared\n")
+    root = shared_store_root
     matrix = canonical.read_json(root / "matrix.json")
     assert (matrix["workloads_per_process"], matrix["tuner_cache"]) == (2, "shared")
     records = [canonical.read_json(p) for p in (root / "batches").glob("*/batch.json")]

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from runroots import by_id, fault, prepare, run, start_run
 from taskplan import run_worker, write_plan
 
@@ -26,7 +27,11 @@ def _gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
+@pytest.mark.slow
 def test_a_runner_killed_outright_takes_its_worker_with_it(tmp_path: Path):
+    # slow: the fast suite holds this claim in tests/running/test_runner_resume.py
+    # (test_runner_killed_mid_cell_then_run_again_completes kills its runner outright mid-cell, and the
+    # takeover that follows finds no orphaned worker group to end); here the worker is watched die itself
     root = prepare(tmp_path, [fault("slow", "test_bench_wait")])
     proc = start_run(root)
     worker = None
