@@ -69,8 +69,12 @@ def _sharded(checked: freeze.Checked, args: argparse.Namespace) -> int:
     set_id = shards.set_id(canonical.sha256_file(checked.manifest_path), split.workloads)
     print(f"prepared {checked.manifest.campaign} as {len(roots)} shards of {len(checked.resolved)} workloads "
           f"(set {set_id[:12]}); each runs and seals on its own")
+    # the arithmetic, said: weight_s is the manifest's (a screened round's, or set by hand), and adaptive rounds
+    # that decide early run fewer than the most the manifest plans
+    rounds = checked.manifest.rounds.planned
+    per_round = f"weight_s x {rounds} round{'s' if rounds != 1 else ''}, the most the manifest plans"
     for index, (root, names, seconds) in enumerate(zip(roots, split.workloads, split.predicted_s), start=1):
-        weighed = "" if len(split.equal) == len(checked.resolved) else f" (predicted {seconds:g} s)"
+        weighed = "" if len(split.equal) == len(checked.resolved) else f" (predicted {seconds:g} s: {per_round})"
         print(f"shard {index} of {len(roots)}: {', '.join(names)}{weighed}: {root}")
     print("next: " + "; ".join(f"campaign run {root}" for root in roots))
     print("then: campaign report " + " ".join(str(root) for root in roots))

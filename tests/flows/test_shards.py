@@ -141,6 +141,8 @@ def test_shard_budget_takes_the_fewest_shards_within_it_and_refuses_a_workload_o
                                                                           (900, 500, 400))]
     roots = _prepare(tmp_path, "--shard-budget", "1000", workloads=weighed)      # 900 | 500 + 400
     assert [_prepared(r).shard.workloads for r in roots][0] == (("add",), ("row_sum", "softmax"))
+    said = run_cli("prepare", tmp_path / "shards.yaml", "--runs-dir", tmp_path / "said", "--shard-budget", "1000").stdout
+    assert "shard 2 of 2: row_sum, softmax (predicted 900 s: weight_s x 1 round, the most the manifest plans): " in said
     done = run_cli("prepare", tmp_path / "shards.yaml", "--runs-dir", tmp_path / "over", "--shard-budget", "800")
     assert done.returncode == EXIT_REFUSED
     assert "PREPARE_REFUSED check=shard_budget: --shard-budget 800: add (900 s) alone exceeds 800 s" in done.stderr
