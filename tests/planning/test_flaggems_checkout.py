@@ -117,7 +117,7 @@ def test_inventory_is_verified_by_collection(tmp_path, cli, layout):
 
 def test_a_dismissed_item_is_refused_with_its_reason(tmp_path, cli):
     root, head = make_checkout(tmp_path, "502")
-    path = manifest(tmp_path, root, f"commit: {head}",
+    path = manifest(tmp_path, root, f'commit: "{head}"',
                     "  - {name: pow, op: pow, provider: flaggems_upstream, "
                     "benchmark: benchmark/test_binary_pointwise_perf.py::test_pow}\n")
     done = cli("validate", path)
@@ -149,7 +149,7 @@ def test_a_mark_resolves_past_the_dismissed_item_and_records_its_options(tmp_pat
 
 def test_an_edited_checkout_file_is_refused_by_run(tmp_path, cli):
     root, head = make_checkout(tmp_path, "53")
-    path = manifest(tmp_path, root, f"commit: {head[:12]}", "  - {name: abs, op: abs, provider: flaggems_upstream}\n")
+    path = manifest(tmp_path, root, f'commit: "{head[:12]}"', "  - {name: abs, op: abs, provider: flaggems_upstream}\n")
     done = cli("prepare", path, "--runs-dir", tmp_path / "runs")
     assert done.returncode == 0, done.stderr
     run_root = done.stdout.strip().splitlines()[-1]
@@ -165,15 +165,15 @@ def test_the_checkout_must_be_at_the_pin_and_clean(tmp_path, cli):
     workloads = "  - {name: abs, op: abs, provider: flaggems_upstream}\n"
     wrong = cli("validate", manifest(tmp_path, root, "commit: " + "a" * 40, workloads))
     assert wrong.returncode == 2 and "check=checkout" in wrong.stderr and f"HEAD is {head}" in wrong.stderr
-    assert cli("validate", manifest(tmp_path, root, f"commit: {head}", workloads)).returncode == 0
+    assert cli("validate", manifest(tmp_path, root, f'commit: "{head}"', workloads)).returncode == 0
     (root / "benchmark" / "test_abs.py").write_text("# edited\n", encoding="utf-8")
-    dirty = cli("validate", manifest(tmp_path, root, f"commit: {head}", workloads))
+    dirty = cli("validate", manifest(tmp_path, root, f'commit: "{head}"', workloads))
     assert dirty.returncode == 2 and "check=checkout" in dirty.stderr and "benchmark/test_abs.py" in dirty.stderr
 
 
 def test_the_provider_needs_the_checkout_and_upstream_shapes(tmp_path, cli):
     root, head = make_checkout(tmp_path, "53")
-    path = manifest(tmp_path, root, f"commit: {head}", "  - {name: abs, op: abs, provider: flaggems_upstream}\n")
+    path = manifest(tmp_path, root, f'commit: "{head}"', "  - {name: abs, op: abs, provider: flaggems_upstream}\n")
     path.write_text(path.read_text().replace("shape_mode: upstream", "shape_mode: project"))
     done = cli("validate", path)
     assert done.returncode == 2 and "shape_mode upstream" in done.stderr

@@ -68,7 +68,7 @@ def test_a_git_work_tree_is_not_pinned_by_a_digest(tmp_path: Path, cli):
     done = cli("validate", manifest(tmp_path, root, f'digest: "{"0" * 64}"', WORKLOADS))
     assert done.returncode == 2
     assert "a git work tree is named by its commit or tag, not a digest: pin `commit:`" in done.stderr
-    both = cli("validate", manifest(tmp_path, root, f'commit: {head}, digest: "{"0" * 64}"', WORKLOADS))
+    both = cli("validate", manifest(tmp_path, root, f'commit: "{head}", digest: "{"0" * 64}"', WORKLOADS))
     assert both.returncode == 2 and "a digest pins a plain tree, a commit or tag a git work tree" in both.stderr
 
 
@@ -85,11 +85,11 @@ def test_the_checkouts_own_version_must_be_the_pinned_one(tmp_path: Path, cli, f
     git(root, "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "version")
     head = git(root, "rev-parse", "HEAD").strip()
-    refused = cli("validate", pin_flag_gems(manifest(tmp_path, root, f"commit: {head}", WORKLOADS), "5.0.2"))
+    refused = cli("validate", pin_flag_gems(manifest(tmp_path, root, f'commit: "{head}"', WORKLOADS), "5.0.2"))
     assert refused.returncode == 2
     assert (f"sources -> flag_gems -> version: the checkout {root} is FlagGems 5.4.0.dev0 ({where}), "
             "sources.flag_gems pins 5.0.2: its benchmark files would time another release's package; check out "
             "FlagGems 5.0.2 there, or pin sources.flag_gems to 5.4.0.dev0 (and install that)") in refused.stderr
-    same = pin_flag_gems(manifest(tmp_path, root, f"commit: {head}", WORKLOADS), "5.4.0.dev0")
+    same = pin_flag_gems(manifest(tmp_path, root, f'commit: "{head}"', WORKLOADS), "5.4.0.dev0")
     done = cli("validate", same)
     assert "check=checkout" not in done.stderr, done.stderr

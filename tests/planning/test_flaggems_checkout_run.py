@@ -40,7 +40,7 @@ def _env() -> dict:
 
 def _run(cli, tmp_path: Path, layout: str, workloads: str, extra: str = "") -> Path:
     root, head = make_checkout(tmp_path, layout)
-    path = manifest(tmp_path, root, f"commit: {head}", workloads)
+    path = manifest(tmp_path, root, f'commit: "{head}"', workloads)
     path.write_text(path.read_text().replace("defaults: {bench_level: core, shape_mode: upstream}",
                                              "rounds: {count: 1}\n"
                                              f"defaults: {{bench_level: core, shape_mode: upstream{extra}}}"))
@@ -124,7 +124,7 @@ def test_a_campaign_shape_file_replaces_core_shapes_for_both_roles_and_gems_op(t
 def test_a_shape_file_without_a_key_for_an_item_is_refused(tmp_path, cli):
     root, head = make_checkout(tmp_path, "53")
     (tmp_path / "trace.yaml").write_text("abs:\n  shapes: [[8]]\n", encoding="utf-8")
-    path = manifest(tmp_path, root, f"commit: {head}", "  - {name: mm, op: mm, provider: flaggems_upstream}\n")
+    path = manifest(tmp_path, root, f'commit: "{head}"', "  - {name: mm, op: mm, provider: flaggems_upstream}\n")
     path.write_text(path.read_text().replace("shape_mode: upstream", "shape_mode: upstream, shape_file: trace.yaml"))
     done = cli("validate", path)
     assert done.returncode == 2
@@ -136,7 +136,7 @@ def test_an_edited_shape_file_is_refused_by_run(tmp_path, cli):
     root, head = make_checkout(tmp_path, "53")
     trace = tmp_path / "trace.yaml"
     trace.write_text(TRACE, encoding="utf-8")
-    path = manifest(tmp_path, root, f"commit: {head}", "  - {name: abs, op: abs, provider: flaggems_upstream}\n")
+    path = manifest(tmp_path, root, f'commit: "{head}"', "  - {name: abs, op: abs, provider: flaggems_upstream}\n")
     path.write_text(path.read_text().replace("shape_mode: upstream", "shape_mode: upstream, shape_file: trace.yaml"))
     done = cli("prepare", path, "--runs-dir", tmp_path / "runs")
     assert done.returncode == 0, done.stderr

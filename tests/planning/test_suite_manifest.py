@@ -53,7 +53,7 @@ campaign: suite-cpu
 description: every item of the stand-in checkout
 sources:
   triton: {{version: "3.6.0"}}
-  flag_gems_checkout: {{path: {checkout}, commit: {pin}}}   # pinned
+  flag_gems_checkout: {{path: {checkout}, commit: "{pin}"}}   # pinned
 device: {{backend: cpu, target: "cuda:90"}}
 switch:
   name: DISABLE_MMA_V3
