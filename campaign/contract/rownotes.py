@@ -16,14 +16,15 @@ def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
     """``row`` with its note saying what a death by a signal, or a device out-of-memory error beside other
     lanes, means, given the task's ``earlier`` rows; ``row`` carries its lane note already (`status.lane_note`)."""
     earlier = [r for r in earlier if r.task_id == row.task_id]
-    crowded = next((r for r in earlier if status.in_lanes_out_of_memory(r) is not None), None)
+    crowded = next((lanes for lanes in map(status.in_lanes_out_of_memory, earlier) if lanes is not None), None)
+    lanes = status.in_lanes_out_of_memory(row)
     why = ""
     if crowded is not None:
-        why = f"run again alone on its card after a device out of memory with {status.in_lanes_out_of_memory(crowded)} lanes"
+        why = f"run again alone on its card after a device out of memory with {crowded} lanes"
         if device_out_of_memory(row.note) and row.failed:
             why += "; out of memory again: final, not retried again"
-    elif status.in_lanes_out_of_memory(row) is not None:
-        why = f"device out of memory with {status.in_lanes_out_of_memory(row)} lanes on the card; run again alone after the lanes"
+    elif lanes is not None:
+        why = f"device out of memory with {lanes} lanes on the card; run again alone after the lanes"
     if why:
         row = replace(row, note="; ".join(part for part in (row.note, why) if part))
     if not status.killed_by_signal(row):

@@ -260,11 +260,11 @@ def settled(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
     died: set[str] = set()
     crowded: set[str] = set()
     for row in rows:
-        retry = ((killed_by_signal(row) and row.task_id not in died)
-                 or (in_lanes_out_of_memory(row) is not None and row.task_id not in crowded))
-        if killed_by_signal(row):
+        killed, out_of_memory = killed_by_signal(row), in_lanes_out_of_memory(row) is not None
+        retry = (killed and row.task_id not in died) or (out_of_memory and row.task_id not in crowded)
+        if killed:
             died.add(row.task_id)
-        if in_lanes_out_of_memory(row) is not None:
+        if out_of_memory:
             crowded.add(row.task_id)
         if row.finished and not retry:
             out[row.task_id] = row

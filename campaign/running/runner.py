@@ -128,10 +128,10 @@ class Runner:
         if sides:
             self.events.note(f"{batching.IR_PASS}: {sum(map(len, sides.values()))} cell(s) ran out of device memory beside "
                              f"{self.setup.lanes} lanes; each runs again alone on this card")
-        bound = batching.bound(self.setup.matrix.workloads_per_process)[0]
+        bound = max(batching.bound(self.setup.matrix.workloads_per_process)[0], 1)
         for side in sides.values():
-            for at in range(0, len(side), max(bound, 1)):
-                outcome = self._group(tuple(side[at:at + max(bound, 1)]), rows)
+            for at in range(0, len(side), bound):
+                outcome = self._group(tuple(side[at:at + bound]), rows)
                 if outcome is not None:
                     return outcome
         return None
