@@ -53,7 +53,7 @@ import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Optional, TypeVar
+from typing import Callable, Iterable, Mapping, Optional, TypeVar
 
 from campaign.contract import faults, regular
 from campaign.contract.artifacts import MARKERS
@@ -273,12 +273,13 @@ def settled(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
     return out
 
 
-def run_alone(rows: Iterable[StatusRow]) -> set[str]:
+def run_alone(rows: Iterable[StatusRow], done: Optional[Mapping[str, StatusRow]] = None) -> set[str]:
     """Task ids not settled that ran out of device memory beside other lanes: they run again alone on the
     card, after its lanes (`campaign.running.runner.Runner`), never in a lane, until a row settles them --
-    an interrupted retry, or a killed runner, leaves the task here for the resumed run."""
+    an interrupted retry, or a killed runner, leaves the task here for the resumed run. ``done``: the
+    rows' `settled` where the caller holds it already."""
     rows = list(rows)
-    done = settled(rows)
+    done = settled(rows) if done is None else done
     return {row.task_id for row in rows if row.task_id not in done and in_lanes_out_of_memory(row) is not None}
 
 

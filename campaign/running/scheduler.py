@@ -70,7 +70,7 @@ def settle(runner: Recorder, group: tuple[Task, ...], rows: list[StatusRow], pla
     (`campaign.contract.status.run_alone`)."""
     latest = status.settled(rows)
     while True:
-        alone = status.run_alone(rows) if in_lanes else set()
+        alone = status.run_alone(rows, latest) if in_lanes else set()
         todo = placement.available(tuple(task for task in group if task.id not in latest and task.id not in alone))
         if not todo:
             return False
