@@ -6,14 +6,17 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 from conftest import PROJECT_ROOT, run_cli
 
 from campaign.contract import status
 
 FAULTS = "tests/fixtures/workloads/bench_faults.py"
+
+T = TypeVar("T")
 
 HEAD = """schema_version: 1
 campaign: {campaign}
@@ -165,3 +168,18 @@ def copy_root(root: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "runs" / root.name
     shutil.copytree(root, copy, symlinks=True)
     return copy
+
+
+def wait_until(found: Callable[[], Optional[T]], proc: subprocess.Popen, what: str, limit: float = 120,
+               poll_s: float = 0.1) -> T:
+    """``found()``'s first truthy value, asked every ``poll_s`` while ``proc`` (a run or screen started by the
+    test) still runs: an assertion, with the process's output, if it ended first, and one naming ``what``
+    if ``limit`` seconds pass."""
+    deadline = time.monotonic() + limit
+    while True:
+        value = found()
+        if value:
+            return value
+        assert proc.poll() is None, (f"ended before {what}", proc.communicate())
+        assert time.monotonic() < deadline, f"{what} never came in {limit} s"
+        time.sleep(poll_s)

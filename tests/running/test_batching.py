@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cellrun import read_index
 from conftest import run_cli
-from runroots import by_id, demo, fault, manifest, rows, run, start_run
+from runroots import by_id, demo, fault, manifest, rows, run, start_run, wait_until
 
 from campaign.contract import canonical
 from campaign.contract.plans import Matrix
@@ -138,12 +138,9 @@ def test_a_kernel_loaded_before_another_workloads_joins_its_launches_to_itself_n
         assert fingerprint(later / "ir") == fingerprint(first / "ir") is not None
 
 
-def _wait_for_start(progress: Path, task_id: str, proc, limit: float = 180) -> None:
-    deadline = time.monotonic() + limit
-    while not (progress.is_file() and f"start\t{task_id}\t" in progress.read_text()):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, f"{task_id} never started"
-        time.sleep(0.1)
+def _wait_for_start(progress: Path, task_id: str, proc) -> None:
+    wait_until(lambda: progress.is_file() and f"start\t{task_id}\t" in progress.read_text(), proc,
+               f"{task_id}'s start", 180)
 
 
 def test_a_batch_interrupted_midway_resumes_without_running_its_finished_workloads_again(tmp_path: Path):

@@ -11,12 +11,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import PROJECT_ROOT, run_cli
-from runroots import demo, fault, manifest
+from runroots import demo, fault, manifest, wait_until
 
 from campaign.contract import status
 from campaign.contract.runroot import RunRoot
@@ -147,14 +146,8 @@ def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its
                              "--scratch-dir", str(tmp_path), "--grace", "1", "--time-unchanged"], cwd=PROJECT_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline, root = time.monotonic() + 240, None
-        while time.monotonic() < deadline and proc.poll() is None:
-            roots = list((tmp_path / "runs").glob("lanes-screen-*"))
-            root = roots[0] if roots else None
-            if root is not None and _started(root, "hang/r0/candidate"):
-                break
-            time.sleep(0.1)
-        assert proc.poll() is None, "the screen ended before the hang started"
+        root = wait_until(lambda: next((r for r in (tmp_path / "runs").glob("lanes-screen-*")
+                                        if _started(r, "hang/r0/candidate")), None), proc, "the hang's start", 240)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from conftest import PROJECT_ROOT, run_cli
-from runroots import fault, manifest
+from runroots import fault, manifest, wait_until
 
 from campaign.contract import status
 
@@ -29,23 +29,22 @@ def _stop_in_the_alone_retry(tmp_path: Path, path: Path) -> Path:
                              "--scratch-dir", str(tmp_path), "--grace", "1"], cwd=PROJECT_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline, root = time.monotonic() + 300, None
-        while time.monotonic() < deadline and proc.poll() is None:
-            root = next((tmp_path / "runs").glob("oom-screen-*"), None)
-            rows = status.read(root / "status.tsv")[0] if root is not None else []
-            crowded = {r.task_id for r in rows if status.in_lanes_out_of_memory(r)}
-            if {"beside/r0/baseline", "beside/r0/candidate"} <= crowded and any(tmp_path.glob("*/busy/*")):
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the screen ended before a retry ran alone"
+        root = wait_until(lambda: _retrying_alone(tmp_path), proc, "a retry running alone", 300, poll_s=0.05)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err[-3000:]
-    assert root is not None
     return root
+
+
+def _retrying_alone(tmp_path: Path) -> Optional[Path]:
+    """The screen's root once both ``beside`` sides have their out-of-memory rows and a worker is busy."""
+    root = next((tmp_path / "runs").glob("oom-screen-*"), None)
+    rows = status.read(root / "status.tsv")[0] if root is not None else []
+    crowded = {r.task_id for r in rows if status.in_lanes_out_of_memory(r)}
+    return root if {"beside/r0/baseline", "beside/r0/candidate"} <= crowded and any(tmp_path.glob("*/busy/*")) else None
 
 
 @pytest.mark.slow

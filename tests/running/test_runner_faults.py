@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
+from typing import Optional
 
-from runroots import by_id, fault, prepare, rows, run, start_run
+from runroots import by_id, fault, prepare, rows, run, start_run, wait_until
 
 from campaign.contract import canonical
 
@@ -92,11 +92,9 @@ def test_a_failed_canary_stops_the_campaign(tmp_path: Path):
 
 def _worker_of(root: Path, task_id: str, proc, limit: float = 120) -> int:
     """The pid of the worker running ``task_id``, once it has reached its benchmark."""
-    deadline = time.monotonic() + limit
     log = root / "cells" / task_id / "run.log"
-    while True:
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, f"{task_id} never reached its benchmark"
+
+    def pgid() -> Optional[int]:
         try:                         # the lock is created empty (O_EXCL) and then written: read it again
             holder = canonical.read_json(root / "run.lock") if (root / "run.lock").is_file() else {}
         except canonical.Unreadable:
@@ -104,7 +102,8 @@ def _worker_of(root: Path, task_id: str, proc, limit: float = 120) -> int:
         if (holder.get("task_id") == task_id and log.is_file()
                 and "benchmark: pytest" in log.read_text(encoding="utf-8")):
             return holder["worker_pgid"]   # the worker leads its own session: its pid is the group's id
-        time.sleep(0.1)
+        return None
+    return wait_until(pgid, proc, f"{task_id}'s benchmark", limit)
 
 
 def test_a_killed_recording_canary_is_run_again_before_the_cells_that_replay_it(tmp_path: Path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROJECT_ROOT, run_cli
-from runroots import by_id, demo, fault, manifest, prepare, rows, run, start_run
+from runroots import by_id, demo, fault, manifest, prepare, rows, run, start_run, wait_until
 
 from campaign.contract import canonical, rownotes, status
 from campaign.judging import screentable
@@ -20,20 +20,8 @@ WAIT_CELL = ("slow", "r1", "candidate")
 SCREEN_WAIT_CELL = ("slow", "r0", "candidate")
 
 
-def _wait_for(path: Path, proc, limit: float = 120) -> None:
-    deadline = time.monotonic() + limit
-    while not path.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.1)
-
-
-def _wait_until(done, proc, what: str, limit: float = 120) -> None:
-    deadline = time.monotonic() + limit
-    while not done():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, f"{what} never came"
-        time.sleep(0.1)
+def _wait_for(path: Path, proc) -> None:
+    wait_until(path.exists, proc, f"{path}")
 
 
 def _row_ids(root: Path) -> set[str]:
@@ -77,7 +65,7 @@ def test_runner_killed_mid_cell_then_run_again_completes(tmp_path: Path, started
     proc = start_run(root)
     started[0].append(proc)
     cell = root / "cells" / Path(*WAIT_CELL)
-    _wait_until(lambda: "add/r1/candidate" in _row_ids(root), proc, "add/r1/candidate's row")
+    wait_until(lambda: "add/r1/candidate" in _row_ids(root), proc, "add/r1/candidate's row")
     time.sleep(1.0)  # let the worker reach the waiting benchmark
     pgid = _worker_pgid(root)
     started[1].append(pgid)
@@ -150,11 +138,7 @@ def test_an_interrupted_screen_is_resumed_by_the_screen_and_sealed_with_its_tabl
                              "--grace", "1", "--scratch-dir", str(tmp_path)],
                             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started[0].append(proc)
-    deadline = time.monotonic() + 60
-    while not list((tmp_path / "runs").glob("screen-resume-screen-*")):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.1)
-    root = next((tmp_path / "runs").glob("screen-resume-screen-*"))
+    root = wait_until(lambda: next((tmp_path / "runs").glob("screen-resume-screen-*"), None), proc, "the root", 60)
     _wait_for(root / "cells" / Path(*SCREEN_WAIT_CELL) / "task.json", proc)
     time.sleep(1.0)
     started[1].append(_worker_pgid(root))
@@ -207,20 +191,15 @@ def test_a_cell_killed_by_a_signal_as_the_runner_stops_is_run_again_on_resume(tm
     proc = start_run(root)
     started[0].append(proc)
     log = root / "cells" / Path(*WAIT_CELL) / "run.log"
-    _wait_for(log, proc)
-    deadline = time.monotonic() + 120
-    while "benchmark: pytest" not in log.read_text(encoding="utf-8"):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.1)
+    wait_until(lambda: log.is_file() and "benchmark: pytest" in log.read_text(encoding="utf-8"), proc,
+               "the worker's benchmark")
     worker = _worker_pgid(root)
     started[1].append(worker)
     os.kill(worker, signal.SIGKILL)
     _zombie(worker)
     # the runner records the death before it is stopped (else the stop, not the kill, is what it saw)
-    deadline = time.monotonic() + 60
-    while not any(row.task_id == "slow/r1/candidate" for row in rows(root)):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
+    wait_until(lambda: any(row.task_id == "slow/r1/candidate" for row in rows(root)), proc,
+               "the killed cell's row", 60, poll_s=0.05)
     proc.send_signal(signal.SIGINT)   # the runner stops before, or while, it runs the killed cell again
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from conftest import run_cli
-from runroots import by_id, fault, prepare, rows, run, start_run
+from runroots import by_id, fault, prepare, rows, run, start_run, wait_until
 
 from campaign.contract import canonical
 from campaign.running.cellproc import POLL_S, STOPPED, TIMED_OUT, Clock, watch
@@ -37,12 +37,8 @@ def _progress(root: Path, batch: str) -> list[tuple[str, str]]:
     return [tuple(line.split("\t")[:2]) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
-def _wait_until_held(root: Path, proc: subprocess.Popen, limit: float = 240) -> None:
-    deadline = time.monotonic() + limit
-    while not (root.parent / "holding").is_file():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the workload never held its process"
-        time.sleep(0.05)
+def _wait_until_held(root: Path, proc: subprocess.Popen) -> None:
+    wait_until((root.parent / "holding").is_file, proc, "the workload's hold of its process", 240, poll_s=0.05)
 
 
 def _interrupt(proc: subprocess.Popen) -> tuple[str, float]:
