@@ -28,7 +28,7 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--devices", type=_devices, default=None, metavar="I,J,...",
                         help="only these of the manifest's cards; a resume moves the others' workloads here")
     parser.add_argument("--weights-from", type=Path, default=None, metavar="ROOT",
-                        help="partition by this sealed root's seconds per workload (default: weight_s)")
+                        help="partition by a sealed root's seconds a workload")
     parser.add_argument("--ray", metavar="auto|ADDRESS", default=None,
                         help="each workload a Ray task; this host seals")
 
@@ -55,8 +55,7 @@ def add_schema_arguments(parser: argparse.ArgumentParser) -> None:
     what verify refuses (`campaign.sealing.verification.require_verified`)."""
     from campaign.contract.receiptmodel import RECEIPT_VERSION
     parser.add_argument("--allow-schema", type=int, action="append", default=[], metavar="N",
-                        help=f"read a receipt of the older schema_version N (current: {RECEIPT_VERSION}) with the "
-                             "checks it supports")
+                        help=f"read an older receipt, schema_version N (now {RECEIPT_VERSION})")
 
 
 def add_key_arguments(parser: argparse.ArgumentParser) -> None:

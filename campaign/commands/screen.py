@@ -45,7 +45,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from campaign.commands import add_execution_arguments, add_schema_arguments, execution
+from campaign.commands import add_execution_arguments, add_schema_arguments, execution, prepare
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, InputError, Refused
 from campaign.contract.outputs import OUTPUT_VERSION, ScreenOutput
@@ -59,14 +59,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", type=Path, nargs="?", help="the manifest to screen (YAML)")
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR",
                         help="where the screen root is made (default: runs/)")
-    parser.add_argument("--resume", type=Path, metavar="ROOT", help="complete a stopped screen, keeping finished cells")
+    parser.add_argument("--resume", type=Path, nargs="+", metavar="ROOT",
+                        help="finish a stopped screen, or a set's shards")
     parser.add_argument("--rescore", type=Path, metavar="ROOT", help="re-judge a sealed screen root; runs nothing")
     parser.add_argument("--strip-annotation", action="append", default=[], metavar="RE",
                         help="--rescore: also strip RE before fingerprinting")
     add_schema_arguments(parser)   # --rescore of a root sealed under an older receipt schema
     parser.add_argument("--time-unchanged", action="store_true", help="time round 1 also where the IR is unchanged")
     parser.add_argument("--emit-manifest", type=Path, metavar="FILE",
-                        help="write the IR_CHANGED and NEEDS_CARD workloads as a manifest")
+                        help="write IR_CHANGED, NEEDS_CARD as a manifest")
+    parser.add_argument("--shards", type=prepare._positive(int), metavar="N",
+                        help="N roots of whole workloads, each sealed")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text (default) or json (schemas/screen.schema.json)")
     add_execution_arguments(parser)
@@ -84,19 +87,31 @@ def _usage(args: argparse.Namespace) -> None:
         raise InputError("--time-unchanged applies to a fresh screen (a MANIFEST); a resumed screen keeps its matrix's choice")
     if args.ray is not None and args.rescore is not None:
         raise InputError("--ray applies to a screen that runs cells (a MANIFEST or --resume ROOT); --rescore runs nothing")
+    if args.shards is not None and args.manifest is None:
+        raise InputError("--shards applies to a fresh screen (a MANIFEST); a set's shards are resumed by "
+                         "`--resume ROOT ROOT...`")
+    if _is_set(args) and args.format == "json":
+        raise InputError("--format json is one screen root's table (schemas/screen.schema.json); a set of shards "
+                         "has one in each shard: its screen.tsv")
     if args.emit_manifest is not None and args.emit_manifest.exists():
         raise Refused(flow.PREFIX, "emit_exists", f"{args.emit_manifest} exists: an emitted manifest never overwrites one")
 
 
+def _is_set(args: argparse.Namespace) -> bool:
+    return args.shards is not None or (args.resume is not None and len(args.resume) > 1)
+
+
 def main(args: argparse.Namespace) -> int:
     _usage(args)
+    if _is_set(args):
+        return _main_set(args)
     as_json = args.format == "json"
     # with --format json, stdout holds the JSON alone: every other line goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         if args.rescore is not None:
             code, out, rows = flow.rescore(args.rescore, tuple(args.strip_annotation), args.allow_schema)
         elif args.resume is not None:
-            code, out, rows = flow.resume(args.resume, execution(args))
+            code, out, rows = flow.resume(args.resume[0], execution(args))
         else:
             code, out, rows = flow.screen(args.manifest, args.runs_dir, execution(args), args.time_unchanged)
         if code != EXIT_OK:
@@ -114,6 +129,27 @@ def main(args: argparse.Namespace) -> int:
         sys.stdout.write(canonical.dumps(table.model_dump(mode="json")))
     else:
         print(out / screenroot.SCREEN_FILE)
+    return EXIT_OK
+
+
+def _main_set(args: argparse.Namespace) -> int:
+    """A screen as shards (``--shards N``) or a set's shards resumed (``--resume ROOT ROOT...``): every
+    shard's rows, one summary over the set, an emitted manifest over the set; the last lines are the
+    shards' screen.tsv paths, shard 1 first."""
+    if args.shards is not None:
+        code, roots, rows = flow.screen_shards(args.manifest, args.runs_dir, execution(args), args.shards,
+                                               args.time_unchanged)
+    else:
+        code, roots, rows = flow.resume_set(args.resume, execution(args))
+    if code != EXIT_OK:
+        return code
+    for r in rows:
+        print(line(r))
+    print(screentable.summary(rows) + f" (over {len(roots)} shards)")
+    if args.emit_manifest is not None:
+        flow.emit_set(roots, rows, args.emit_manifest)
+    for root in roots:
+        print(root / screenroot.SCREEN_FILE)
     return EXIT_OK
 
 

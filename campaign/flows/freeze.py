@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from campaign import __version__
 from campaign.contract import canonical, faults, journal, yamlio, yamlwrite
@@ -189,9 +189,11 @@ def narrowed(checked: Checked, names: Sequence[str], project_root: Path = harnes
 
 
 def freeze_shards(checked: Checked, runs_dir: Path, split: shards.Split,
-                  project_root: Path = harness.PROJECT_ROOT) -> list[Path]:
+                  project_root: Path = harness.PROJECT_ROOT, mode: str = "campaign",
+                  shaped: Callable[[Checked], Checked] = lambda part: part) -> list[Path]:
     """One root a shard, each a prepared root of its own workloads; all or none (a failed shard
-    removes the roots made before it)."""
+    removes the roots made before it). ``mode`` and ``shaped`` (each shard's own check, as its mode's
+    matrix needs it: a screen's IR pass) as `freeze` takes them for a whole root."""
     whole = canonical.sha256_file(checked.manifest_path)
     now = datetime.now(timezone.utc)
     roots: list[Path] = []
@@ -202,7 +204,8 @@ def freeze_shards(checked: Checked, runs_dir: Path, split: shards.Split,
             part = narrowed(checked, names, project_root)
             if Manifest.model_validate(yamlio.load_text(text, f"shard {index}")[0]) != part.manifest:
                 raise AssertionError(f"shard {index}'s manifest text does not read back as its workloads")
-            roots.append(freeze(part, runs_dir, project_root, shard=ShardText(split.shard(index, whole), text), now=now))
+            roots.append(freeze(shaped(part), runs_dir, project_root, mode=mode,
+                                shard=ShardText(split.shard(index, whole), text), now=now))
     except BaseException:
         for root in roots:
             shutil.rmtree(root, ignore_errors=True)

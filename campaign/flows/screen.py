@@ -17,9 +17,10 @@ a sealed screen root beside it (``<root>.rescore-<n>/``), never writing inside i
 from __future__ import annotations
 
 import dataclasses
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Collection
+from typing import Collection, Optional, Sequence
 
 from campaign import __version__
 from campaign.contract import canonical, stripregex
@@ -29,9 +30,9 @@ from campaign.contract.platforms import platform
 from campaign.contract.rootrecords import Rescore
 from campaign.contract.runroot import RunRoot
 from campaign.contract.verdictnames import EMITTED
-from campaign.flows import freeze, session
+from campaign.flows import freeze, session, shardset
 from campaign.judging import screenroot, screentable
-from campaign.planning import harness
+from campaign.planning import harness, shards
 from campaign.planning.matrix import expand
 from campaign.sealing import receipt, verification
 
@@ -40,23 +41,84 @@ ORIGINAL_FILE = "screen.original.tsv"
 RESCORE_FILE = "rescore.json"
 RULE_FILES = ("campaign/judging/irevidence.py", "campaign/judging/screening.py")   # the rule a rescore applies
 Screened = tuple[int, Path, list[dict[str, str]]]      # exit code, the root, the table's rows
+ScreenedSet = tuple[int, list[Path], list[dict[str, str]]]   # exit code, the shards' roots, their tables' rows
+
+
+def _screened(checked: freeze.Checked, time_unchanged: bool) -> freeze.Checked:
+    """``checked`` with a screen's matrix: an untimed IR pass and one round."""
+    one = checked.manifest.model_copy(update={"rounds": checked.manifest.rounds.model_copy(update={"count": 1, "stop": "fixed"})})
+    return dataclasses.replace(checked, matrix=expand(one, checked.resolved, ir_pass=True, time_unchanged=time_unchanged))
+
+
+def _timed(backend: str, time_unchanged: bool) -> str:
+    if time_unchanged:
+        return "every workload's round 1 timed"
+    if platform(backend).executes:
+        return "round 1 timed where the IR changed"
+    return f"round 1 not run: {backend} compiles only, the IR pass decides"
 
 
 def screen(manifest_path: Path, runs_dir: Path, execution: session.Execution,
            time_unchanged: bool = False) -> Screened:
-    checked = freeze.check(manifest_path)
-    one = checked.manifest.model_copy(update={"rounds": checked.manifest.rounds.model_copy(update={"count": 1, "stop": "fixed"})})
-    matrix = expand(one, checked.resolved, ir_pass=True, time_unchanged=time_unchanged)
-    root = freeze.freeze(dataclasses.replace(checked, matrix=matrix), runs_dir, mode="screen")
-    if time_unchanged:
-        timed = "every workload's round 1 timed"
-    elif platform(matrix.backend).executes:
-        timed = "round 1 timed where the IR changed"
-    else:
-        timed = f"round 1 not run: {matrix.backend} compiles only, the IR pass decides"
+    checked = _screened(freeze.check(manifest_path), time_unchanged)
+    root = freeze.freeze(checked, runs_dir, mode="screen")
     print(f"screen {checked.manifest.campaign}: {len(checked.resolved)} workloads, an untimed IR pass, then "
-          f"one pinned pair each ({timed}) -> {root}")
+          f"one pinned pair each ({_timed(checked.matrix.backend, time_unchanged)}) -> {root}")
     return _execute(RunRoot(root), execution)
+
+
+def screen_shards(manifest_path: Path, runs_dir: Path, execution: session.Execution, count: int,
+                  time_unchanged: bool = False) -> ScreenedSet:
+    """The screen as ``count`` shards (`campaign.planning.shards`: whole workloads, LPT by weight_s), each
+    frozen now and then screened and sealed in turn, each its own root and screen.tsv: a screen longer
+    than one job's window runs a shard a job (`resume_set`), no cell in two."""
+    checked = freeze.check(manifest_path)
+    split = shards.split(checked.manifest, count, None)
+    roots = freeze.freeze_shards(checked, runs_dir, split, mode="screen",
+                                 shaped=lambda part: _screened(part, time_unchanged))
+    set_id = shards.set_id(canonical.sha256_file(checked.manifest_path), split.workloads)
+    print(f"screen {checked.manifest.campaign}: {len(checked.resolved)} workloads as {len(roots)} shards "
+          f"(set {set_id[:12]}), each screened and sealed on its own: an untimed IR pass, then one pinned pair "
+          f"each ({_timed(checked.matrix.backend, time_unchanged)})")
+    for index, (root, names, seconds) in enumerate(zip(roots, split.workloads, split.predicted_s), start=1):
+        # a shard's weight_s summed (the split's load is weight_s x the rounds a campaign of it would plan)
+        weighed = ("" if len(split.equal) == len(checked.resolved)
+                   else f", weight_s {seconds / checked.manifest.rounds.planned:g} s in all")
+        print(f"shard {index} of {len(roots)}: {len(names)} workloads{weighed}: {root}")
+    return _set(gathered(roots), execution)
+
+
+def resume_set(roots: Sequence[Path], execution: session.Execution) -> ScreenedSet:
+    """The shards of one screen set, each unsealed one screened to its seal in shard order, the sealed
+    ones verified and read; refused unless the roots are one whole set of screen shards."""
+    return _set(gathered(roots), execution)
+
+
+def gathered(roots: Sequence[Path]) -> list[shardset.Member]:
+    members = shardset.gather([root.resolve() for root in roots], prefix=PREFIX, sealed_only=False)
+    plain = [str(m.root) for m in members if m.root.mode != "screen"]
+    if plain:
+        raise Refused(PREFIX, "screen_root", f"{', '.join(plain)}: shards of a campaign, not of a screen; "
+                      "`campaign run ROOT` runs each", EXIT_INPUT)
+    return members
+
+
+def _set(members: list[shardset.Member], execution: session.Execution) -> ScreenedSet:
+    rows: list[dict[str, str]] = []
+    for member in members:
+        if member.root.sealed:      # verified as gathered
+            print(f"{member.label}: sealed, read: {member.root}")
+            rows.extend(screentable.parse((member.root / screenroot.SCREEN_FILE).read_text(encoding="utf-8")))
+            continue
+        print(f"{member.label}: screening {member.root}")    # a resumed one says its cells already finished
+        code, _, own = _execute(member.root, execution)
+        if code != EXIT_OK:
+            left = [str(m.root) for m in members]
+            print(f"screen: {member.label} stopped; `campaign screen --resume {' '.join(left)}` resumes it and "
+                  "screens the shards after it", file=sys.stderr)
+            return code, [m.root.path for m in members], rows
+        rows.extend(own)
+    return EXIT_OK, [m.root.path for m in members], rows
 
 
 def resume(root: Path, execution: session.Execution) -> Screened:
@@ -133,7 +195,16 @@ def pinned_to(root: Path) -> dict[str, str]:
 
 
 def emit(root: Path, rows: list[dict[str, str]], path: Path) -> None:
-    text = screenroot.emitted_manifest(root, rows, pinned_to(root))
+    _write_emitted(screenroot.emitted_manifest(root, rows, pinned_to(root)), rows, path)
+
+
+def emit_set(roots: Sequence[Path], rows: list[dict[str, str]], path: Path) -> None:
+    """One manifest of the set's IR_CHANGED and NEEDS_CARD workloads, pinned to no root: a campaign's
+    autotune_from names one, and each shard timed its own workloads' configs."""
+    _write_emitted(screenroot.emitted_manifest(roots[0], rows, None, others=roots[1:]), rows, path)
+
+
+def _write_emitted(text: Optional[str], rows: list[dict[str, str]], path: Path) -> None:
     if text is None:
         raise Refused(PREFIX, "emit_empty", "no workload is IR_CHANGED or NEEDS_CARD: nothing deserves rounds, "
                       "no manifest written")

@@ -56,13 +56,15 @@ def is_shard(root: Path) -> bool:
     return set_of(root) is not None
 
 
-def gather(roots: Sequence[Path], allow_schema: Collection[int] = (), prefix: str = PREFIX) -> list[Member]:
+def gather(roots: Sequence[Path], allow_schema: Collection[int] = (), prefix: str = PREFIX,
+           sealed_only: bool = True) -> list[Member]:
     """The shards given, in shard order, each sealed one verified; refused unless they are one whole set
-    (``prefix``: the refusing command's, `campaign report`'s or `campaign compare`'s)."""
+    (``prefix``: the refusing command's, `campaign report`'s, `campaign compare`'s or `campaign screen`'s),
+    every one sealed unless ``sealed_only`` is off (a screen's set resumed, its unsealed shards to run)."""
     # the verify gate first, once a shard: a hand-edited prepare.json is a digest difference
     members = [dataclasses.replace(m, verified=receipt.require_verified(m.root, prefix, allow_schema))
                if m.root.sealed else m for m in (_member(Path(root), prefix) for root in roots)]
-    problems = _set_problems(members) or _shard_problems(members)
+    problems = _set_problems(members, sealed_only) or _shard_problems(members)
     if problems:
         raise CampaignError([f"{prefix} check={check}: {detail}" for check, detail in problems], EXIT_REFUSED)
     return sorted(members, key=lambda m: m.shard.index)
@@ -77,7 +79,7 @@ def _member(path: Path, prefix: str) -> Member:
     return Member(root, shard)
 
 
-def _set_problems(members: list[Member]) -> list[tuple[str, str]]:
+def _set_problems(members: list[Member], sealed_only: bool = True) -> list[tuple[str, str]]:
     ids = sorted({m.shard.set_id for m in members})
     if len(ids) > 1:
         return [("shard_set", "the roots are shards of " + str(len(ids)) + " sets, not one: " + "; ".join(
@@ -94,9 +96,13 @@ def _set_problems(members: list[Member]) -> list[tuple[str, str]]:
     of = members[0].shard.of
     problems += [("shard_missing", f"shard {index} of {of} not given ({', '.join(members[0].shard.workloads[index - 1])})")
                  for index in range(1, of + 1) if index not in seen]
-    problems += [("shard_unsealed", f"{m.label} not sealed: {m.root}; `campaign run {m.root}` runs and seals it")
-                 for m in members if not m.root.sealed]
+    problems += [("shard_unsealed", f"{m.label} not sealed: {m.root}; `{_runs(m.root)}` runs and seals it")
+                 for m in members if sealed_only and not m.root.sealed]
     return problems
+
+
+def _runs(root: RunRoot) -> str:
+    return f"campaign screen --resume {root}" if root.mode == "screen" else f"campaign run {root}"
 
 
 def _shard_problems(members: list[Member]) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ judged table into the manifest of the workloads that deserve rounds. Nothing her
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from campaign.contract import status, verdictnames, yamlio, yamlwrite
 from campaign.contract.manifest import Manifest
@@ -98,16 +98,19 @@ def table(root: RunRoot | Path, extra_strip: tuple[str, ...] = ()) -> list[dict[
     return [screentable.row(facts) for facts in gather(root, extra_strip)]
 
 
-def emitted_manifest(root: RunRoot | Path, rows: list[dict[str, str]], autotune_from: Optional[dict[str, str]] = None) -> Optional[str]:
+def emitted_manifest(root: RunRoot | Path, rows: list[dict[str, str]], autotune_from: Optional[dict[str, str]] = None,
+                     others: Sequence[RunRoot | Path] = ()) -> Optional[str]:
     """The root's manifest narrowed to its IR_CHANGED and NEEDS_CARD workloads (an offline IR that is
     no evidence is checked on the card), each with ``weight_s``, pinned to ``autotune_from``
-    (``defaults.autotune_from``: the sealed screen root) where given; None when there are none."""
-    root = RunRoot.of(root)
-    data, _ = yamlio.load(root.manifest_file)     # the manifest's own YAML, narrowed and re-emitted
+    (``defaults.autotune_from``: the sealed screen root) where given; None when there are none.
+    ``others``: the other shards of a sharded screen, whose workloads follow the root's in shard order
+    (one manifest for the set: its shards' manifests differ in their workloads alone)."""
+    roots = [RunRoot.of(one) for one in (root, *others)]
+    data, _ = yamlio.load(roots[0].manifest_file)     # the manifest's own YAML, narrowed and re-emitted
     weights = {r["workload"]: r["weight_s"] for r in rows if r["verdict"] in verdictnames.EMITTED}
     card = sum(r["verdict"] == verdictnames.NEEDS_CARD for r in rows)
     workloads = []
-    for workload in data["workloads"]:
+    for workload in [w for one in roots for w in yamlio.load(one.manifest_file)[0]["workloads"]]:
         if workload["name"] in weights:
             weight = weights[workload["name"]]
             own = {key: value for key, value in workload.items() if key != "weight_s"}   # the screen's own weight
@@ -123,9 +126,12 @@ def emitted_manifest(root: RunRoot | Path, rows: list[dict[str, str]], autotune_
         data["defaults"] = {**(data.get("defaults") or {}), "autotune_from": dict(autotune_from)}
     Manifest.model_validate(data)  # what is written must be a manifest
     pinned = ("\nautotune_from replays the configs the screen recorded and timed; drop it to tune afresh."
-              if autotune_from is not None else "")
+              if autotune_from is not None else
+              f"\nNot pinned: the configs the shards timed lie in {len(roots)} roots and autotune_from names one; "
+              "the card tunes afresh." if len(roots) > 1 and platform(screened_on).executes else "")
+    source = roots[0].name if len(roots) == 1 else f"the {len(roots)} shards {', '.join(one.name for one in roots)}"
     return yamlwrite.dump(data, (
-        f"Emitted by `campaign screen` from {root.name}: its {len(workloads) - card} IR_CHANGED and {card} "
+        f"Emitted by `campaign screen` from {source}: its {len(workloads) - card} IR_CHANGED and {card} "
         "NEEDS_CARD workload(s) (their offline IR is no evidence: the card compiles them with real data).\n"
         "weight_s is one screened round's elapsed seconds: a campaign of N rounds costs about N times it." + pinned + offline))
 
