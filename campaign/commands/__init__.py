@@ -43,6 +43,16 @@ def _devices(text: str) -> tuple[int, ...]:
     return found
 
 
+def positive(kind):
+    """An argument type: `kind` of the text, refused unless above 0 (prepare's and screen's --shards)."""
+    def parse(text: str):
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text}: must be above 0")
+        return value
+    return parse
+
+
 def execution(args: argparse.Namespace) -> "Execution":
     from campaign.flows.session import Execution
     return Execution(scratch_dir=args.scratch_dir, telemetry_interval=args.telemetry_interval, grace_s=args.grace,

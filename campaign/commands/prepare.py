@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from campaign.commands import positive
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK
 from campaign.flows import freeze
@@ -27,21 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR",
                         help="where run roots are made (default: runs/)")
     split = parser.add_mutually_exclusive_group()
-    split.add_argument("--shards", type=_positive(int), metavar="N",
+    split.add_argument("--shards", type=positive(int), metavar="N",
                        help="N roots, each a disjoint set of whole workloads (LPT by weight_s), each run and "
                             "sealed on its own; `campaign report` reads them all as one answer")
-    split.add_argument("--shard-budget", type=_positive(float), metavar="SECONDS",
+    split.add_argument("--shard-budget", type=positive(float), metavar="SECONDS",
                        help="as --shards, the fewest roots whose predicted device seconds (weight_s x rounds) "
                             "each fit SECONDS: one GPU job's time, less its start-up")
-
-
-def _positive(kind):
-    def parse(text: str):
-        value = kind(text)
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"{text}: must be above 0")
-        return value
-    return parse
 
 
 def main(args: argparse.Namespace) -> int:

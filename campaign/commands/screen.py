@@ -45,7 +45,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from campaign.commands import add_execution_arguments, add_schema_arguments, execution, prepare
+from campaign.commands import add_execution_arguments, add_schema_arguments, execution, positive
 from campaign.contract import canonical
 from campaign.contract.errors import EXIT_OK, InputError, Refused
 from campaign.contract.outputs import OUTPUT_VERSION, ScreenOutput
@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-unchanged", action="store_true", help="time round 1 also where the IR is unchanged")
     parser.add_argument("--emit-manifest", type=Path, metavar="FILE",
                         help="write IR_CHANGED, NEEDS_CARD as a manifest")
-    parser.add_argument("--shards", type=prepare._positive(int), metavar="N",
+    parser.add_argument("--shards", type=positive(int), metavar="N",
                         help="N roots of whole workloads, each sealed")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text (default) or json (schemas/screen.schema.json)")
