@@ -111,11 +111,11 @@ def _set(members: list[shardset.Member], execution: session.Execution) -> Screen
             rows.extend(screentable.parse((member.root / screenroot.SCREEN_FILE).read_text(encoding="utf-8")))
             continue
         print(f"{member.label}: screening {member.root}")    # a resumed one says its cells already finished
-        code, _, own = _execute(member.root, execution)
+        in_set = dataclasses.replace(execution, resumed_as=tuple(m.root.path for m in members))
+        code, _, own = _execute(member.root, in_set)
         if code != EXIT_OK:
-            left = [str(m.root) for m in members]
-            print(f"screen: {member.label} stopped; `campaign screen --resume {' '.join(left)}` resumes it and "
-                  "screens the shards after it", file=sys.stderr)
+            print(f"screen: {member.label} stopped; {session.resume_command(member.root, 'screen', in_set)} resumes "
+                  "it and screens the shards after it", file=sys.stderr)
             return code, [m.root.path for m in members], rows
         rows.extend(own)
     return EXIT_OK, [m.root.path for m in members], rows

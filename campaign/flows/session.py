@@ -70,6 +70,7 @@ class Execution:
     weights_from: Optional[Path] = None         # --weights-from: a sealed root whose seconds weigh the partition
     ray: Optional[str] = None             # `campaign run|screen --ray`: a Ray cluster's address or "auto"
     sign_key: Any = None                  # `campaign run --sign`: an ed25519 private key, used as the seal ends
+    resumed_as: tuple[Path, ...] = ()     # a screen set's shard roots: a shard's resume command names them all
 
 
 def find_root(root: Optional[Path], runs_dir: Path) -> RunRoot:
@@ -156,10 +157,10 @@ def _sampler(root: RunRoot, backend, pinned: dict, interval: float) -> Sampler:
 
 def _resume_hint(root: RunRoot, mode: str, execution: Execution) -> str:
     if mode == "campaign":
-        return f"`campaign run {root}` re-runs the interrupted cell and completes the campaign"
-    again = f" --emit-manifest {execution.emit_manifest}" if execution.emit_manifest is not None else ""
-    return (f"`campaign {mode} --resume {root}{again}` re-runs the interrupted cell and completes the {mode}"
-            + ("" if again else " (add --emit-manifest FILE there if a manifest should be emitted)"))
+        return f"{resume_command(root, mode, execution)} re-runs the interrupted cell and completes the campaign"
+    what = "this shard and screens the shards after it" if execution.resumed_as else f"the {mode}"
+    return (f"{resume_command(root, mode, execution)} re-runs the interrupted cell and completes {what}"
+            + ("" if execution.emit_manifest else " (add --emit-manifest FILE there if a manifest should be emitted)"))
 
 
 def execute(root: RunRoot | Path, execution: Execution, before_seal: Callable[[RunRoot], None] = lambda root: None) -> int:  # noqa: C901 (the run's phases in order (lock, checks, runner, judge, seal), each with its named exit)
@@ -175,7 +176,7 @@ def execute(root: RunRoot | Path, execution: Execution, before_seal: Callable[[R
     try:
         lock.acquire()
     except OSError as exc:   # a read-only or full root: named, as any write of the run
-        raise faults.write_failed(exc, f"{_resume_command(root, prepare.mode)} resumes") from exc
+        raise faults.write_failed(exc, f"{resume_command(root, prepare.mode, execution)} resumes") from exc
     sealed = False
     try:
         if interrupted and root.sealed:   # the stale lock taken over was the seal's
@@ -242,7 +243,7 @@ def execute(root: RunRoot | Path, execution: Execution, before_seal: Callable[[R
         sealed_receipt = seal_root(root, release=lock.release)
         sealed = True
     except OSError as exc:   # a full disk, an unwritable path: named, never a traceback
-        raise faults.write_failed(exc, f"{_resume_command(root, prepare.mode)} resumes") from exc
+        raise faults.write_failed(exc, f"{resume_command(root, prepare.mode, execution)} resumes") from exc
     finally:
         if not sealed and not receipt.seal_interrupted(root):   # a seal left unfinished keeps its lock
             lock.release()
@@ -257,8 +258,14 @@ def _sign(root: RunRoot, key) -> None:
         print(f"signed {root}: statement in {signing.sign_root(root, key)} (keyid {signing.keyid(key.public_key())})")
 
 
-def _resume_command(root: RunRoot, mode: str) -> str:
-    return f"`campaign run {root}`" if mode == "campaign" else f"`campaign {mode} --resume {root}`"
+def resume_command(root: RunRoot, mode: str, execution: Execution) -> str:
+    """The command that goes on from where ``root`` stopped: a shard of a screen set resumes as the whole
+    set (one shard alone would seal and emit only its own workloads), with the screen's --emit-manifest."""
+    if mode == "campaign":
+        return f"`campaign run {root}`"
+    roots = " ".join(str(path) for path in execution.resumed_as) or str(root)
+    again = f" --emit-manifest {execution.emit_manifest}" if execution.emit_manifest is not None else ""
+    return f"`campaign {mode} --resume {roots}{again}`"
 
 
 def _sealed(root: RunRoot, prepare: Prepare, sealed_receipt: dict[str, Any]) -> int:

@@ -70,8 +70,10 @@ def test_a_screen_as_two_shards_seals_each_and_reads_as_one_table_and_one_emitte
 def test_a_sharded_screen_stopped_in_a_shard_resumes_as_a_set_and_runs_no_cell_twice(tmp_path: Path):
     # slow's candidate waits until it is run again (its first attempt set aside): the stop comes there
     path = manifest(tmp_path, [fault("slow", "test_bench_wait"), demo("add", float16=True)], campaign="stopped")
+    emitted = tmp_path / "card.yaml"
     proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--shards", "2",
-                             "--runs-dir", str(tmp_path / "runs"), "--scratch-dir", str(tmp_path), "--grace", "1"],
+                             "--runs-dir", str(tmp_path / "runs"), "--scratch-dir", str(tmp_path), "--grace", "1",
+                             "--emit-manifest", str(emitted)],
                             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: next((tmp_path / "runs").glob("*/cells/slow/r0/candidate/task.json"), None), proc,
@@ -85,8 +87,13 @@ def test_a_sharded_screen_stopped_in_a_shard_resumes_as_a_set_and_runs_no_cell_t
     roots = sorted((tmp_path / "runs").glob("stopped-screen-shard*"))
     assert len(roots) == 2
     slow = next(root for root in roots if "slow" in _workloads(root))
-    assert f"`campaign screen --resume {roots[0]} {roots[1]}` resumes it" in err
-    assert not RunRoot(slow).sealed
+    # every resume line names the whole set and the emitted manifest: one shard resumed alone would seal and
+    # emit only its own workloads
+    again = f"`campaign screen --resume {roots[0]} {roots[1]} --emit-manifest {emitted}`"
+    hints = [line for line in err.splitlines() if "--resume" in line]
+    assert len(hints) == 2 and all(again in line for line in hints), err
+    assert hints[0].startswith("RUN_INTERRUPTED") and "completes this shard and screens the shards after" in hints[0]
+    assert not RunRoot(slow).sealed and not emitted.exists()
 
     resumed = run_cli("screen", "--resume", *roots, "--scratch-dir", tmp_path, "--grace", "1")
     assert resumed.returncode == 0, resumed.stderr
