@@ -193,7 +193,9 @@ def fallbacks_counted(torch, shim) -> None:
 
 
 FILLED = ("randn", "rand")                     # float fills no kernel reads here: left uninitialised
-EMPTY_KWARGS = ("dtype", "layout", "device", "requires_grad", "pin_memory", "memory_format")
+# what torch.empty takes as well: ``size=`` among them (``torch.randn(size=shape, ...)``: FlagGems' conv,
+# upsample and resolve_neg/conj benchmarks draw so, which filled until 2026-12-07: 84 CPU-s of conv3d's cell)
+EMPTY_KWARGS = ("size", "dtype", "layout", "device", "requires_grad", "pin_memory", "memory_format")
 
 
 def _unfilled(fill, empty):

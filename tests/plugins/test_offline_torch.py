@@ -32,3 +32,21 @@ def test_dropout_takes_the_fused_kernel_under_the_cards_own_condition(monkeypatc
     torch.nn.functional.dropout(x, 0.5, False)
     torch.nn.functional.dropout(x, 0.0, True)
     assert called == [(0.5, True)], "eval, or p = 0: the composite path, as on the card"
+
+
+def test_a_float_fill_by_shape_or_by_size_is_left_unfilled_and_one_with_a_generator_is_drawn():
+    drawn = []
+
+    def randn(*args, **kwargs):
+        drawn.append(kwargs)
+        return torch.randn(*args, **kwargs)
+
+    unfilled = offline_torch._unfilled(randn, torch.empty)
+    # the three ways FlagGems' benchmarks draw a float input: no value is drawn, the tensor is as asked
+    for built in (unfilled(4, 8, dtype=torch.float16), unfilled((4, 8), dtype=torch.float16, device="cpu"),
+                  unfilled(size=(4, 8), dtype=torch.float16, device="cpu")):
+        assert built.shape == (4, 8) and built.dtype == torch.float16
+    assert drawn == []
+    # a generator= or out= call asks for those values: drawn as asked
+    made = unfilled(size=(4, 8), generator=torch.Generator().manual_seed(3))
+    assert len(drawn) == 1 and torch.equal(made, torch.randn(size=(4, 8), generator=torch.Generator().manual_seed(3)))
