@@ -130,6 +130,11 @@ def resume(root: Path, execution: session.Execution) -> Screened:
         raise Refused(PREFIX, "sealed", f"{found} is sealed: its screen is complete (`--rescore` re-judges it)",
                       EXIT_INPUT)
     print(f"screen: resuming {found}")
+    if (shard := found.prepare.shard) is not None and shard.of > 1:
+        # legal (a shard is a root), but its table and emitted manifest hold its own workloads alone
+        print(f"note: shard {shard.index} of {shard.of} screened alone: its table and any emitted manifest hold its "
+              f"{len(shard.workloads[shard.index - 1])} workloads; `campaign screen --resume` with every root of "
+              "the set screens the others too and reads the set as one")
     return _execute(found, execution)
 
 

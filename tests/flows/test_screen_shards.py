@@ -69,7 +69,10 @@ def test_a_screen_as_two_shards_seals_each_and_reads_as_one_table_and_one_emitte
 
 def test_a_sharded_screen_stopped_in_a_shard_resumes_as_a_set_and_runs_no_cell_twice(tmp_path: Path):
     # slow's candidate waits until it is run again (its first attempt set aside): the stop comes there
-    path = manifest(tmp_path, [fault("slow", "test_bench_wait"), demo("add", float16=True)], campaign="stopped")
+    # slow the heavier, so shard 1 (LPT): the stop leaves shard 2 not yet started
+    slow_first = fault("slow", "test_bench_wait").replace("timeout_s: 120", "timeout_s: 120, weight_s: 10")
+    light = demo("add", float16=True).replace("op: add", "op: add, weight_s: 1")
+    path = manifest(tmp_path, [slow_first, light], campaign="stopped")
     emitted = tmp_path / "card.yaml"
     proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--shards", "2",
                              "--runs-dir", str(tmp_path / "runs"), "--scratch-dir", str(tmp_path), "--grace", "1",
@@ -94,6 +97,13 @@ def test_a_sharded_screen_stopped_in_a_shard_resumes_as_a_set_and_runs_no_cell_t
     assert len(hints) == 2 and all(again in line for line in hints), err
     assert hints[0].startswith("RUN_INTERRUPTED") and "completes this shard and screens the shards after" in hints[0]
     assert not RunRoot(slow).sealed and not emitted.exists()
+
+    # the shard after the stopped one, resumed alone: allowed (a shard is a root), and said to be its part only
+    assert slow == roots[0] and not (roots[1] / "status.tsv").exists()
+    alone = run_cli("screen", "--resume", roots[1], "--scratch-dir", tmp_path, "--grace", "1")
+    assert alone.returncode == 0, alone.stderr
+    assert "note: shard 2 of 2 screened alone: its table and any emitted manifest hold its 1 workloads" in alone.stdout
+    assert RunRoot(roots[1]).sealed and not RunRoot(slow).sealed
 
     resumed = run_cli("screen", "--resume", *roots, "--scratch-dir", tmp_path, "--grace", "1")
     assert resumed.returncode == 0, resumed.stderr
