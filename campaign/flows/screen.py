@@ -104,6 +104,8 @@ def gathered(roots: Sequence[Path]) -> list[shardset.Member]:
 
 
 def _set(members: list[shardset.Member], execution: session.Execution) -> ScreenedSet:
+    roots = [m.root.path for m in members]
+    in_set = dataclasses.replace(execution, resumed_as=tuple(roots))   # a stopped shard's resume names the set
     rows: list[dict[str, str]] = []
     for member in members:
         if member.root.sealed:      # verified as gathered
@@ -111,14 +113,13 @@ def _set(members: list[shardset.Member], execution: session.Execution) -> Screen
             rows.extend(screentable.parse((member.root / screenroot.SCREEN_FILE).read_text(encoding="utf-8")))
             continue
         print(f"{member.label}: screening {member.root}")    # a resumed one says its cells already finished
-        in_set = dataclasses.replace(execution, resumed_as=tuple(m.root.path for m in members))
         code, _, own = _execute(member.root, in_set)
         if code != EXIT_OK:
             print(f"screen: {member.label} stopped; {session.resume_command(member.root, 'screen', in_set)} resumes "
                   "it and screens the shards after it", file=sys.stderr)
-            return code, [m.root.path for m in members], rows
+            return code, roots, rows
         rows.extend(own)
-    return EXIT_OK, [m.root.path for m in members], rows
+    return EXIT_OK, roots, rows
 
 
 def resume(root: Path, execution: session.Execution) -> Screened:
