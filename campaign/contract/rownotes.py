@@ -1,7 +1,8 @@
 """What a status row's note says of its task's history (`campaign.contract.status`): the runner writes
 each row through `noted` as it records it, so status.tsv, `campaign report` and `campaign cost` say why a
 row did not settle its task -- a first death by a signal, a first device out of memory beside other
-IR-pass lanes -- and what became of the task's next attempt."""
+IR-pass lanes, a failure under a harness changed since prepare (`harness_changed`) -- and what became of
+the task's next attempt."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -38,3 +39,21 @@ def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
     else:
         why = f"killed by {first.rc_name[len('signal_'):]}, then by {signal_name}: not retried again"
     return replace(row, note="; ".join(part for part in (row.note, why) if part))
+
+
+HARNESS_CHANGED = "harness changed under the run"
+
+
+def harness_changed(row: StatusRow, drift: str) -> StatusRow:
+    """A failed cell's ``row`` when, at its end, the code was no longer the prepared code (``drift``:
+    `campaign.running.runchecks.harness_drift`'s words): the failure is the harness's, not the workload's,
+    so the row settles nothing (``interrupted``, its own ending kept in its note) and the cell runs again
+    once the harness is put back (left changed, `campaign run` refuses: check=harness). On 2026-12-07 a
+    device call emptied the tree a 16-lane whole-suite screen ran from: eight cells ended worker_crashed
+    (``No module named 'campaign.plugins.outcomes'``) or preflight_failed (``check=plugin_plan``), rows
+    that would have read as the switch breaking those workloads had the tree been put back and the root
+    resumed. Error sides: a failure under the prepared harness costs one digest pass (about 1.5 s for the
+    FlagGems suite's 515 harness files on 2 cores) and settles as before; a harness changed and put back
+    while only cells that end ok ran is not seen here (the seal compares the tree as it is then)."""
+    return replace(row, rc_name=status.INTERRUPTED, note="; ".join(part for part in (
+        f"{HARNESS_CHANGED}: ended {row.rc_name} (rc {row.rc}) while {drift}; it settles nothing", row.note) if part))

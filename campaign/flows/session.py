@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib.metadata
 import os
 import shutil
@@ -46,7 +47,6 @@ from campaign.flows import cardrun
 from campaign.flows.roots import prepared_roots
 from campaign.judging import runhealth
 from campaign.judging.classify import classify_root
-from campaign.planning import harness
 from campaign.running import batching, bytecode, rayexec, runchecks, workerlaunch
 from campaign.running.cellenv import pinned_env
 from campaign.running.lock import RunLock
@@ -110,8 +110,7 @@ def check(root: RunRoot, prepare: Prepare, manifest: Manifest, backend) -> None:
     """Every refusal taken under the lock; the first failing check is raised."""
     if root.sealed:  # sealed between the first look and the lock
         raise Refused(PREFIX, "sealed", f"{root} is sealed: a sealed root is never run again")
-    different = runchecks.code_problems(Path(prepare.project_root), harness.PROJECT_ROOT, prepare.harness,
-                                        lambda: harness.prepared_digests(harness.PROJECT_ROOT, prepare))
+    different = runchecks.prepared_code_problems(prepare)
     if different is not None:
         name, detail = different
         raise Refused(PREFIX, name, detail + ("; prepare a new root (a root measures the code it was prepared with)"
@@ -207,7 +206,7 @@ def execute(root: RunRoot | Path, execution: Execution, before_seal: Callable[[R
             print(f"{sampler.reason} (recorded in telemetry.err; the campaign goes on)", file=sys.stderr)
         setup = RunSetup(root=root, project_root=Path(prepare.project_root), matrix=matrix, manifest=manifest,
                          harness_digest=prepare.harness_digest, plugins=plugin_plan(backend),
-                         pinned_env=pinned, parent_env=dict(os.environ), scratch=scratch,
+                         harness_drift=functools.partial(runchecks.harness_drift, prepare), pinned_env=pinned, parent_env=dict(os.environ), scratch=scratch,
                          python=sys.executable, grace_s=execution.grace_s, lock=lock,
                          visibility_variable=backend.visibility_variable)
         if any(not task.timed for task in matrix.tasks) and not execution.ray:   # a Ray task holds one workload

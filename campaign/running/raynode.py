@@ -19,6 +19,7 @@ refused by name (`unpack`), so a node can never write outside the head's ``cells
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import os
 import shutil
@@ -39,7 +40,6 @@ from campaign.contract.plans import Matrix
 from campaign.contract.rootrecords import Prepare
 from campaign.contract.runroot import RunRoot
 from campaign.contract.telemetryfile import COLUMNS
-from campaign.planning import harness
 from campaign.planning.cardplan import Card
 from campaign.running import bytecode, runchecks, workerlaunch
 from campaign.running.cards import run_group
@@ -142,8 +142,7 @@ def card_here(backend) -> Optional[Card]:
 def _check_node(prepare: Prepare, manifest: Manifest, backend) -> None:
     """The session's checks that depend on the machine, taken again on this node."""
     here = socket.gethostname()
-    different = runchecks.code_problems(Path(prepare.project_root), harness.PROJECT_ROOT, prepare.harness,
-                                        lambda: harness.prepared_digests(harness.PROJECT_ROOT, prepare))
+    different = runchecks.prepared_code_problems(prepare)
     if different is not None:
         raise RuntimeError(f"node {here}: {different[1]} (every node runs the code the root was prepared with, "
                            "at the same path)")
@@ -238,7 +237,7 @@ def _setup(root: RunRoot, prepare: Prepare, matrix: Matrix, manifest: Manifest, 
     # and the cell env inherits it (the card's `visible` stays None, so nothing overrides it).
     return RunSetup(root=root, project_root=Path(prepare.project_root), matrix=matrix, manifest=manifest,
                     harness_digest=prepare.harness_digest, plugins=plugin_plan(backend),
-                    pinned_env=pinned_env(manifest), parent_env=dict(os.environ), scratch=scratch,
+                    harness_drift=functools.partial(runchecks.harness_drift, prepare), pinned_env=pinned_env(manifest), parent_env=dict(os.environ), scratch=scratch,
                     python=sys.executable, grace_s=grace_s, lock=None,
                     visibility_variable=backend.visibility_variable,
                     # a compile-only task asked its node for one CPU (`rayexec`): its worker's threads stay on one

@@ -62,6 +62,7 @@ class Runner:
         self.rounds = Rounds(setup.root, setup.matrix, setup.manifest, lambda text: self.events.note(text))
         self._recording = threading.Lock()
         self._lane = threading.local()       # the IR-pass lane this thread runs (`_lanes`); unset: none
+        self._drift: Optional[str] = None    # the harness's change found under this run (`_unless_drifted`)
 
     def interrupt(self, reason: str) -> None:
         self.stop_reason = reason
@@ -203,6 +204,7 @@ class Runner:
 
     def record(self, task: Task, row: StatusRow, rows: list[StatusRow]) -> dict[str, StatusRow]:
         """Append ``task``'s row (noted with its history) to status.tsv and ``rows``; the settled rows."""
+        row = self._unless_drifted(row)
         with self._recording:      # IR-pass lanes end cells at once: one row at a time
             if self.lane is not None:
                 row = replace(row, note="; ".join(part for part in (
@@ -215,6 +217,20 @@ class Runner:
             latest = status.settled(rows)
             self.events.cell_ended(task, row, task.id in latest)
             return latest
+
+    def _unless_drifted(self, row: StatusRow) -> StatusRow:
+        """A failed row as the cell ended it, unless the harness is no longer the prepared one
+        (`RunSetup.harness_drift`, asked after each failed cell until it answers): then it settles nothing
+        (`rownotes.harness_changed`) and the run stops."""
+        if not (row.finished and row.failed):
+            return row
+        if self._drift is None:
+            self._drift = self.setup.harness_drift()
+            if self._drift is None:
+                return row
+            self.interrupt(f"the harness changed under the running root ({self._drift}): put it back as "
+                           "prepared and run the root again, which runs each cell that ended meanwhile again")
+        return rownotes.harness_changed(row, self._drift)
 
     # -- one cell --------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Protocol
+from typing import Callable, Mapping, Optional, Protocol
 
 from campaign.contract.manifest import Manifest
 from campaign.contract.plans import Matrix, Task
@@ -47,6 +47,9 @@ class RunSetup:
     manifest: Manifest
     harness_digest: str
     plugins: tuple[str, ...]
+    # this process's code against the root's prepare (`runchecks.harness_drift`): None, unchanged; asked
+    # after each failed cell, so a failure the harness's own change caused settles nothing (`Runner.record`)
+    harness_drift: Callable[[], Optional[str]]
     pinned_env: dict[str, str]
     parent_env: Mapping[str, str]
     scratch: Path                        # outside the root: per-cell caches, deleted after each cell

@@ -3,6 +3,7 @@ as a subprocess, status rows read back. Fault workloads point at
 tests/fixtures/workloads/bench_faults.py (their faults fire in the candidate only)."""
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from typing import Callable, Optional, TypeVar
 from conftest import PROJECT_ROOT, run_cli
 
 from campaign.contract import status
+from campaign.running import runchecks
 
 FAULTS = "tests/fixtures/workloads/bench_faults.py"
 
@@ -108,7 +110,8 @@ def run_setup(root: Path):
     frame = RunRoot(root)
     manifest, matrix = frame.frame()
     return RunSetup(root=root, project_root=PROJECT_ROOT, matrix=matrix, manifest=manifest, harness_digest="",
-                    plugins=(), pinned_env={}, parent_env={}, scratch=root.parent, python="python")
+                    plugins=(), harness_drift=functools.partial(runchecks.harness_drift, frame.prepare),
+                    pinned_env={}, parent_env={}, scratch=root.parent, python="python")
 
 
 def sealed_add(base: Path) -> Path:

@@ -11,6 +11,7 @@ run every Ray root is compared with runs once for the module, in the background.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -31,7 +32,7 @@ from conftest import PROJECT_ROOT, run_cli
 from campaign.contract import status, telemetryfile
 from campaign.contract.errors import Refused
 from campaign.contract.runroot import RunRoot
-from campaign.running import bytecode, raynode, raywatch
+from campaign.running import bytecode, raynode, raywatch, runchecks
 from campaign.running.raynode import place
 
 # the `ray` script beside this python runs this module; a virtualenv without the script has the module
@@ -396,7 +397,8 @@ def test_rows_come_back_only_with_their_own_cell_folders(tmp_path):
 
     root, prepare, matrix, manifest = _prepared(tmp_path)
     setup = RunSetup(root=root, project_root=PROJECT_ROOT, matrix=matrix, manifest=manifest,
-                     harness_digest=prepare.harness_digest, plugins=(), pinned_env={}, parent_env={},
+                     harness_digest=prepare.harness_digest, plugins=(),
+                     harness_drift=functools.partial(runchecks.harness_drift, prepare), pinned_env={}, parent_env={},
                      scratch=tmp_path, python=sys.executable)
     events = _Events()
     executor = RayExecutor(setup, events, "unused", 1.0)
@@ -423,7 +425,8 @@ def _executor(tmp_path: Path, address: str = "unused", timeout_s: int = 600, can
 
     root, prepare, matrix, manifest = _prepared(tmp_path, timeout_s, canary, workloads)
     setup = RunSetup(root=root, project_root=PROJECT_ROOT, matrix=matrix, manifest=manifest,
-                     harness_digest=prepare.harness_digest, plugins=(), pinned_env={}, parent_env={},
+                     harness_digest=prepare.harness_digest, plugins=(),
+                     harness_drift=functools.partial(runchecks.harness_drift, prepare), pinned_env={}, parent_env={},
                      scratch=tmp_path, python=sys.executable, grace_s=0.1)
     return RayExecutor(setup, _Events(), address, 1.0)
 

@@ -13,6 +13,7 @@ of the same manifest, started once for the module in the background.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ from conftest import PROJECT_ROOT, run_cli
 from campaign.contract import status
 from campaign.contract.errors import Refused
 from campaign.judging import screentable
+from campaign.running import runchecks
 
 DEMO = (PROJECT_ROOT / "manifests" / "demo-cpu.yaml").read_text(encoding="utf-8")
 WORKLOADS = ("add", "softmax", "matmul")
@@ -219,8 +221,9 @@ def test_a_cluster_without_gpu_refuses_a_backend_that_executes(cpu_cluster, tmp_
     assert done.returncode == 0, done.stderr
     root = RunRoot(Path(done.stdout.strip().splitlines()[-1]))
     setup = RunSetup(root=root, project_root=PROJECT_ROOT, matrix=root.matrix, manifest=root.manifest,
-                     harness_digest=root.prepare.harness_digest, plugins=(), pinned_env={}, parent_env={},
-                     scratch=tmp_path, python=sys.executable)
+                     harness_digest=root.prepare.harness_digest, plugins=(),
+                     harness_drift=functools.partial(runchecks.harness_drift, root.prepare), pinned_env={},
+                     parent_env={}, scratch=tmp_path, python=sys.executable)
     saved = dict(os.environ)
     try:
         with pytest.raises(Refused, match="declares no GPU: every task asks num_gpus=1"):
