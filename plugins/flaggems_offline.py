@@ -26,7 +26,8 @@ the configuration FlagGems chooses on the card, and nothing is launched:
   (integer draws -- indices, counts -- are drawn as ever): a skipped launch reads no input, and
   FlagGems' 2**30-element shapes cost seconds and gigabytes per filled tensor. The integer and bool
   inputs of its benchmark's input builder (``generate_tensor_input``: the whole dtype's range) are
-  left unfilled too, their storages marked (a host read of one is counted below).
+  left unfilled too, their storages marked (a host read of one is counted below); its run loop's
+  per-shape ``gc.collect()`` collects the young generations only (`campaign.plugins.offline_bench`).
 - **What the card decides from data is counted, not trusted**: a launch is skipped, so its outputs
   hold whatever the allocation held. The storage of every tensor handed to a launch is marked, and a
   host read of a tensor on a marked storage (``item``, ``tolist``, ``bool``, ``int``, ``float``,
@@ -71,7 +72,7 @@ from campaign.contract.artifacts import OFFLINE_FILE
 from campaign.contract.canonical import write_json_new
 from campaign.contract.cellfiles import OfflineTrust, Site
 from campaign.contract.platforms import gems_vendor
-from campaign.plugins import compile_only, offline_torch
+from campaign.plugins import compile_only, offline_bench, offline_torch
 
 SCREENED_VERSION = "5.0.2"      # the FlagGems whose configuration the device record and vendor configs answer
 
@@ -175,16 +176,6 @@ def after_import(name: str, then) -> None:
         sys.meta_path.insert(0, _AfterImport(name, then))
 
 
-BENCHMARK_INPUTS = "benchmark.performance_utils"    # FlagGems 5.0.2's benchmark framework module
-
-
-def unfill_inputs(module, shim: Shim) -> None:
-    """Its input builder (read by the test modules imported after it) draws no integers."""
-    generate = getattr(module, offline_torch.DRAWN_INPUTS, None)
-    if generate is not None:
-        setattr(module, offline_torch.DRAWN_INPUTS, offline_torch.unfilled_inputs(generate, shim))
-
-
 def mark_launch_args(args) -> None:
     """Called by the compile-only launcher with a skipped launch's arguments."""
     if ACTIVE is None:
@@ -250,7 +241,7 @@ def install(target: str, provider: str) -> Optional[Shim]:
     offline_torch.fallbacks_counted(torch, shim)
     offline_torch.compile_errors_named(shim)
     after_import("flag_gems", dispatch_on_host)
-    after_import(BENCHMARK_INPUTS, lambda module: unfill_inputs(module, shim))
+    after_import(offline_bench.BENCHMARK_FRAMEWORK, lambda module: offline_bench.prepare(module, shim))
     compile_only.LAUNCH_HOOKS.append(mark_launch_args)
     ACTIVE = shim
     return shim
