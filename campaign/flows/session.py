@@ -206,7 +206,8 @@ def execute(root: RunRoot | Path, execution: Execution, before_seal: Callable[[R
             print(f"{sampler.reason} (recorded in telemetry.err; the campaign goes on)", file=sys.stderr)
         setup = RunSetup(root=root, project_root=Path(prepare.project_root), matrix=matrix, manifest=manifest,
                          harness_digest=prepare.harness_digest, plugins=plugin_plan(backend),
-                         harness_drift=functools.partial(runchecks.harness_drift, prepare), pinned_env=pinned, parent_env=dict(os.environ), scratch=scratch,
+                         harness_drift=functools.partial(runchecks.harness_drift, prepare),
+                         pinned_env=pinned, parent_env=dict(os.environ), scratch=scratch,
                          python=sys.executable, grace_s=execution.grace_s, lock=lock,
                          visibility_variable=backend.visibility_variable)
         if any(not task.timed for task in matrix.tasks) and not execution.ray:   # a Ray task holds one workload

@@ -237,7 +237,8 @@ def _setup(root: RunRoot, prepare: Prepare, matrix: Matrix, manifest: Manifest, 
     # and the cell env inherits it (the card's `visible` stays None, so nothing overrides it).
     return RunSetup(root=root, project_root=Path(prepare.project_root), matrix=matrix, manifest=manifest,
                     harness_digest=prepare.harness_digest, plugins=plugin_plan(backend),
-                    harness_drift=functools.partial(runchecks.harness_drift, prepare), pinned_env=pinned_env(manifest), parent_env=dict(os.environ), scratch=scratch,
+                    harness_drift=functools.partial(runchecks.harness_drift, prepare),
+                    pinned_env=pinned_env(manifest), parent_env=dict(os.environ), scratch=scratch,
                     python=sys.executable, grace_s=grace_s, lock=None,
                     visibility_variable=backend.visibility_variable,
                     # a compile-only task asked its node for one CPU (`rayexec`): its worker's threads stay on one
