@@ -24,14 +24,17 @@ the configuration FlagGems chooses on the card, and nothing is launched:
   ``enable`` route host tensors to its Triton ops.
 - **Float inputs are not filled**: ``torch.randn``/``rand`` (and ``_like``) build the tensor unfilled
   (integer draws -- indices, counts -- are drawn as ever): a skipped launch reads no input, and
-  FlagGems' 2**30-element shapes cost seconds and gigabytes per filled tensor. The integer and bool
+  FlagGems' 2**30-element shapes cost seconds and gigabytes per filled tensor. Where FlagGems' own op
+  takes the call (inside ``use_gems``: the op a randn workload times) it goes on to that op, whose
+  kernel compiles and whose launch is skipped (`gems_takes`). The integer and bool
   inputs of its benchmark's input builder (``generate_tensor_input``: the whole dtype's range) are
   left unfilled too, their storages marked (a host read of one is counted below); its run loop's
   per-shape ``gc.collect()`` collects the young generations only (`campaign.plugins.offline_bench`).
 - **What the card decides from data is counted, not trusted**: a launch is skipped, so its outputs
   hold whatever the allocation held. The storage of every tensor handed to a launch is marked, and a
   host read of a tensor on a marked storage (``item``, ``tolist``, ``bool``, ``int``, ``float``,
-  ``numpy``) is counted: host logic that reads kernel results (nonzero, unique, masked_select) chose
+  ``numpy``, and a tensor passed where C++ takes a number: ``torch.empty(part_sums[-1])``, through
+  aten's scalar read) is counted: host logic that reads kernel results (nonzero, unique, masked_select) chose
   its next kernels from garbage, and the cell says where and how often. A value derived from a kernel's
   output by further torch ops before it is read is not followed: the count is a floor.
 - **FlagGems handing an op back to torch is counted**: its ``OpOverload.redispatch`` calls (``to``,
@@ -94,6 +97,7 @@ class Shim:
     host_reads: Counter = field(default_factory=Counter)   # call site -> host reads of marked tensors
     fallbacks: Counter = field(default_factory=Counter)    # "op from call site" -> FlagGems' redispatches
     compile_errors: Counter = field(default_factory=Counter)   # "kernel: error" -> compiles that raised
+    kept: list = field(default_factory=list)     # what the process's patches need alive: the scalar read's library
 
     @property
     def answered_from(self) -> str:
@@ -186,6 +190,13 @@ def mark_launch_args(args) -> None:
             ACTIVE.marked.add(ptr)
 
 
+def gems_takes(name: str) -> bool:
+    """Whether aten's ``name`` goes to FlagGems' own op now: inside ``use_gems`` (or after ``enable``)
+    FlagGems' registrar holds the aten names it registered, and outside it FlagGems has none."""
+    registrar = getattr(sys.modules.get("flag_gems"), "current_work_registrar", None)
+    return registrar is not None and name in getattr(registrar, "all_keys", ())
+
+
 # the providers whose workloads run FlagGems: a cell of another provider is left to plain torch (a
 # batch keeps the shim for its later workloads once one of these installed it: one process, one torch)
 PROVIDERS = ("flaggems", "flaggems_upstream")
@@ -236,7 +247,8 @@ def install(target: str, provider: str) -> Optional[Shim]:
     record = devicerecord.load(target)
     shim = Shim(target=target, digest=devicerecord.digest(record), flag_gems=version)
     offline_torch.answer_torch_cuda(torch.cuda, record)
-    offline_torch.tensors_on_host(torch, shim)
+    offline_torch.tensors_on_host(torch, shim, gems_takes)
+    shim.kept.append(offline_torch.scalar_reads_counted(torch, shim))
     offline_torch.fused_dropout(torch)
     offline_torch.fallbacks_counted(torch, shim)
     offline_torch.compile_errors_named(shim)

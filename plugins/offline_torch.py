@@ -14,7 +14,11 @@ import sys
 import types
 from typing import Optional
 
-HOST_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy")
+# the Tensor methods that hand a tensor's values to the host without aten's scalar read: counted where
+# they are looked up; ``item``, ``bool``, ``int``, ``float``, ``index`` and a tensor given as a size
+# (``torch.empty(part_sums[-1])``: masked_select) all reach ``aten::_local_scalar_dense``, counted there
+HOST_READS = ("tolist", "numpy")
+SCALAR_READ = "_local_scalar_dense"
 PHILOX_DEFAULT_SEED = 67280421310721            # torch's default_rng_seed_val, the card's first seed
 
 
@@ -198,13 +202,17 @@ FILLED = ("randn", "rand")                     # float fills no kernel reads her
 EMPTY_KWARGS = ("size", "dtype", "layout", "device", "requires_grad", "pin_memory", "memory_format")
 
 
-def _unfilled(fill, empty):
+def _unfilled(fill, empty, taken=lambda: False):
     """``fill`` without filling: the same tensor as ``empty`` builds it. A skipped launch reads no
     input, so the values of a float input decide nothing that compiles; at FlagGems' 2**30-element
-    shapes filling them cost seconds and gigabytes per tensor (an out= or generator= call fills)."""
+    shapes filling them cost seconds and gigabytes per tensor (an out= or generator= call fills).
+    Where ``taken()`` -- FlagGems' own op takes the call now (`flaggems_offline.gems_takes`) -- the
+    call goes on to it: its kernel compiles and its launch is skipped, so nothing is filled either, and
+    the randn workload compiles FlagGems' randn as on the card (until 2026-12-07 it read NO_TRITON:
+    the benchmark's ``torch.randn`` was this wrapper, and the op under test an empty tensor)."""
     @functools.wraps(fill)
     def call(*args, **kwargs):
-        if set(kwargs) - set(EMPTY_KWARGS):
+        if taken() or set(kwargs) - set(EMPTY_KWARGS):
             return fill(*args, **kwargs)
         return empty(*args, **kwargs)
     return call
@@ -247,14 +255,45 @@ def fused_dropout(torch) -> None:
     torch._VF.dropout = card_dropout
 
 
-def tensors_on_host(torch, shim) -> None:
+def _host_value(tensor, numpy):
+    """A one-element host tensor's value as a Python number, read through numpy: no aten scalar read."""
+    import torch
+    value = tensor.detach().resolve_conj().resolve_neg()
+    try:
+        return numpy(value).item()
+    except TypeError:                    # bfloat16, float8, complex32: widened exactly first
+        return numpy(value.to(torch.complex128 if value.is_complex() else torch.float64)).item()
+
+
+def scalar_reads_counted(torch, shim):
+    """aten's scalar read on the host is counted as the Tensor methods are: the one kernel ``item``,
+    ``bool``, ``int``, ``float``, ``index`` and every tensor passed where C++ takes a number (a size, a
+    slice bound) reach, so ``torch.empty(part_sums[-1])`` counts as ``.item()`` does. The CPU kernel is
+    replaced by one that reads the value through numpy; the library that holds it is returned, and the
+    override lasts while it is held."""
+    import warnings
+    numpy = getattr(torch.Tensor.numpy, "__wrapped__", torch.Tensor.numpy)     # not the counted one
+
+    def read(self):
+        if shim.marked and storage_ptr(self) in shim.marked:
+            shim.host_reads[call_site(1)] += 1
+        return _host_value(self, numpy)
+    library = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
+        library.impl(SCALAR_READ, read, "CPU")
+    return library
+
+
+def tensors_on_host(torch, shim, taken=lambda name: False) -> None:
     """Tensors say they are on the card; tensors built for it live on the host; reads are counted.
     Patched where they are looked up (the torch namespace, the Tensor class), so FlagGems' own ops,
-    called from the dispatcher below any torch function mode, are answered too."""
+    called from the dispatcher below any torch function mode, are answered too. ``taken(name)``: aten's
+    ``name`` goes to FlagGems' op now (its fill then compiles, see `_unfilled`)."""
     card = torch.device("cuda", 0)
     for name in FILLED:
-        setattr(torch, name, _unfilled(getattr(torch, name), torch.empty))
-        setattr(torch, f"{name}_like", _unfilled(getattr(torch, f"{name}_like"), torch.empty_like))
+        for built, empty in ((name, torch.empty), (f"{name}_like", torch.empty_like)):
+            setattr(torch, built, _unfilled(getattr(torch, built), empty, functools.partial(taken, built)))
     for name in _device_arguments(torch):
         setattr(torch, name, _on_host(getattr(torch, name)))
     tensor = torch.Tensor

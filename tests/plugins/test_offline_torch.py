@@ -50,3 +50,48 @@ def test_a_float_fill_by_shape_or_by_size_is_left_unfilled_and_one_with_a_genera
     # a generator= or out= call asks for those values: drawn as asked
     made = unfilled(size=(4, 8), generator=torch.Generator().manual_seed(3))
     assert len(drawn) == 1 and torch.equal(made, torch.randn(size=(4, 8), generator=torch.Generator().manual_seed(3)))
+
+
+def test_a_fill_flaggems_takes_goes_on_to_its_op():
+    drawn = []
+
+    def rand(*args, **kwargs):
+        drawn.append(args)
+        return torch.rand(*args, **kwargs)
+
+    taken = [False]
+    unfilled = offline_torch._unfilled(rand, torch.empty, lambda: taken[0])
+    unfilled(4, 8)
+    assert drawn == [], "no op of FlagGems' takes the call: an unfilled tensor"
+    taken[0] = True
+    unfilled(4, 8)
+    assert drawn == [(4, 8)], "FlagGems' rand takes it (inside use_gems): the call goes on, its kernel compiles"
+
+
+def test_every_scalar_read_of_a_marked_tensor_is_counted_once_at_its_call_site_and_reads_the_value():
+    class Shim:
+        marked: set = set()
+        host_reads: dict = {}
+
+    shim = Shim()
+    shim.host_reads = __import__("collections").Counter()
+    library = offline_torch.scalar_reads_counted(torch, shim)
+    try:
+        sums = torch.tensor([3, 5], dtype=torch.int64)
+        shim.marked = {offline_torch.storage_ptr(sums)}
+        size = sums[-1]
+        assert torch.empty(size).shape == (5,)              # a kernel result read as a size (masked_select's way)
+        assert size.item() == 5 and int(size) == 5 and bool(size) and float(size) == 5.0
+        assert torch.arange(10)[:size].shape == (5,)        # a slice bound
+        here = [site for site in shim.host_reads]
+        assert len(here) == 3 and all(s.startswith("test_every_scalar_read") for s in here), here   # three lines
+        assert sorted(shim.host_reads.values()) == [1, 1, 4], "item, int, bool, float: one count each, not two"
+        shim.host_reads.clear()
+        assert torch.tensor(7).item() == 7 and not shim.host_reads, "an unmarked tensor is not counted"
+        # the values aten's own read gives, for the dtypes numpy does not hold too
+        assert torch.tensor(2.5, dtype=torch.bfloat16).item() == 2.5
+        assert torch.tensor(1 + 2j, dtype=torch.complex64).item() == 1 + 2j
+        assert torch.tensor(True).item() is True and torch.tensor(-3, dtype=torch.int8).item() == -3
+        assert torch.tensor([4.0], requires_grad=True).sum().item() == 4.0
+    finally:
+        library._destroy()

@@ -36,6 +36,7 @@ def test_real_flaggems_host_reads_and_torch_fallbacks_are_named_by_call_site(tmp
     assert trust.flag_gems == "5.0.2" and trust.answered_from.startswith("cuda:90 sha256:")
     assert trust.reasons == (
         "host reads kernel results: allclose (flag_gems/ops/isclose.py:83) x3",
+        "host reads kernel results: masked_select (flag_gems/ops/masked_select.py:181) x1",
         "FlagGems fell back to torch: aten::copy_ from copy_ (flag_gems/ops/copy.py:94) x1")
     assert trust.compile_errors == ()
 
