@@ -75,7 +75,7 @@ from campaign.contract.artifacts import OFFLINE_FILE
 from campaign.contract.canonical import write_json_new
 from campaign.contract.cellfiles import OfflineTrust, Site
 from campaign.contract.platforms import gems_vendor
-from campaign.plugins import compile_only, offline_bench, offline_torch
+from campaign.plugins import compile_only, offline_bench, offline_reads, offline_torch
 
 SCREENED_VERSION = "5.0.2"      # the FlagGems whose configuration the device record and vendor configs answer
 
@@ -186,7 +186,7 @@ def mark_launch_args(args) -> None:
         return
     import torch
     for value in args:
-        if isinstance(value, torch.Tensor) and (ptr := offline_torch.storage_ptr(value)):
+        if isinstance(value, torch.Tensor) and (ptr := offline_reads.storage_ptr(value)):
             ACTIVE.marked.add(ptr)
 
 
@@ -248,10 +248,10 @@ def install(target: str, provider: str) -> Optional[Shim]:
     shim = Shim(target=target, digest=devicerecord.digest(record), flag_gems=version)
     offline_torch.answer_torch_cuda(torch.cuda, record)
     offline_torch.tensors_on_host(torch, shim, gems_takes)
-    shim.kept.append(offline_torch.scalar_reads_counted(torch, shim))
+    shim.kept.append(offline_reads.scalar_reads_counted(torch, shim))
     offline_torch.fused_dropout(torch)
-    offline_torch.fallbacks_counted(torch, shim)
-    offline_torch.compile_errors_named(shim)
+    offline_reads.fallbacks_counted(torch, shim)
+    offline_reads.compile_errors_named(shim)
     after_import("flag_gems", dispatch_on_host)
     after_import(offline_bench.BENCHMARK_FRAMEWORK, lambda module: offline_bench.prepare(module, shim))
     compile_only.LAUNCH_HOOKS.append(mark_launch_args)

@@ -1,24 +1,19 @@
 """torch as the card answers it, in a process that has none: the torch side of `campaign.plugins.flaggems_offline`.
 
 torch.cuda's query API from the card's dumped record; tensors that say they are on the card and live
-on the host; float fills skipped; host reads of what a skipped launch was handed counted; the card's
-philox generator state. Each is patched where it is looked up (the torch namespace, the Tensor class,
-torch.cuda), so code called from the dispatcher below any torch function mode is answered too.
+on the host; float fills skipped; the card's philox generator state. Each is patched where it is
+looked up (the torch namespace, the Tensor class, torch.cuda), so code called from the dispatcher below
+any torch function mode is answered too. What is counted rather than trusted (host reads, hand-backs,
+compile errors) is `campaign.plugins.offline_reads`.
 """
 from __future__ import annotations
 
 import functools
-import os
 import re
-import sys
 import types
-from typing import Optional
 
-# the Tensor methods that hand a tensor's values to the host without aten's scalar read: counted where
-# they are looked up; ``item``, ``bool``, ``int``, ``float``, ``index`` and a tensor given as a size
-# (``torch.empty(part_sums[-1])``: masked_select) all reach ``aten::_local_scalar_dense``, counted there
-HOST_READS = ("tolist", "numpy")
-SCALAR_READ = "_local_scalar_dense"
+from campaign.plugins import offline_reads
+
 PHILOX_DEFAULT_SEED = 67280421310721            # torch's default_rng_seed_val, the card's first seed
 
 
@@ -90,21 +85,17 @@ def answer_torch_cuda(cuda, record: dict) -> None:
 
 
 def _is_cuda(device) -> bool:
+    """``"cuda"``, ``"cuda:N"``, a cuda ``torch.device``, or a bare index: torch reads ``device=0`` as the
+    accelerator's (FlagGems' randn_like passes ``x.device.index``)."""
     import torch
     return (isinstance(device, str) and device.split(":")[0] == "cuda") or (
-        isinstance(device, torch.device) and device.type == "cuda")
+        isinstance(device, torch.device) and device.type == "cuda") or (
+        isinstance(device, int) and not isinstance(device, bool))
 
 
 def _host(device):
     import torch
     return torch.device("cpu") if _is_cuda(device) else device
-
-
-def storage_ptr(tensor) -> Optional[int]:
-    try:
-        return tensor.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):
-        return None
 
 
 def _device_arguments(torch) -> tuple[str, ...]:
@@ -135,65 +126,6 @@ def _to_host(to):
             kwargs["device"] = _host(kwargs["device"])
         return to(self, *(_host(a) for a in args), **kwargs)
     return call
-
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def call_site(depth: int = 2) -> str:
-    """The first caller outside torch and this shim: ``allclose (flag_gems/ops/allclose.py:88)``."""
-    import torch
-    skipped = (os.path.dirname(torch.__file__) + os.sep, HERE + os.sep)
-    frame = sys._getframe(depth)
-    while frame is not None and frame.f_code.co_filename.startswith(skipped):
-        frame = frame.f_back
-    if frame is None:
-        return "torch"
-    path = frame.f_code.co_filename.replace(os.sep, "/")
-    shown = path[path.rindex("flag_gems/"):] if "flag_gems/" in path else os.path.basename(path)
-    return f"{frame.f_code.co_name} ({shown}:{frame.f_lineno})"
-
-
-def _counted(read, shim):
-    @functools.wraps(read)
-    def call(self, *args, **kwargs):
-        if shim.marked and storage_ptr(self) in shim.marked:
-            shim.host_reads[call_site()] += 1
-        return read(self, *args, **kwargs)
-    return call
-
-
-def compile_errors_named(shim) -> None:
-    """A kernel that does not compile for the target is named (kernel, the error's first line) before the
-    error goes on: where no row ran, the screen says that instead of "nothing ran"."""
-    from triton.runtime.jit import JITFunction
-    do_compile = JITFunction._do_compile
-
-    @functools.wraps(do_compile)
-    def named(self, *args, **kwargs):
-        try:
-            return do_compile(self, *args, **kwargs)
-        except Exception as exc:
-            first = (str(exc).strip().splitlines() or [""])[-1][:200]
-            shim.compile_errors[f"{getattr(self, '__name__', '?')}: {type(exc).__name__}: {first}"] += 1
-            raise
-    JITFunction._do_compile = named
-
-
-def fallbacks_counted(torch, shim) -> None:
-    """FlagGems handing an op back to aten (``OpOverload.redispatch`` called from its code: ``to`` and
-    ``copy_`` under their conditions) is counted by op and call site: that op compiled no Triton kernel,
-    on the card's path or not, and the screen names it rather than comparing what did not compile."""
-    overload = torch._ops.OpOverload
-    redispatch = overload.redispatch
-
-    @functools.wraps(redispatch)
-    def counted(self, keyset, *args, **kwargs):
-        site = call_site()
-        if "flag_gems/" in site:
-            shim.fallbacks[f"{self.name()} from {site}"] += 1
-        return redispatch(self, keyset, *args, **kwargs)
-    overload.redispatch = counted
 
 
 FILLED = ("randn", "rand")                     # float fills no kernel reads here: left uninitialised
@@ -233,7 +165,7 @@ def unfilled_inputs(generate, shim):
         if args or kwargs or dtype.is_floating_point or dtype.is_complex:
             return generate(shape, dtype, device, *args, **kwargs)
         tensor = torch.empty(shape, dtype=dtype, device=_host(device))
-        if ptr := storage_ptr(tensor):
+        if ptr := offline_reads.storage_ptr(tensor):
             shim.marked.add(ptr)
         return tensor
     return call
@@ -255,42 +187,14 @@ def fused_dropout(torch) -> None:
     torch._VF.dropout = card_dropout
 
 
-def _host_value(tensor, numpy):
-    """A one-element host tensor's value as a Python number, read through numpy: no aten scalar read."""
-    import torch
-    value = tensor.detach().resolve_conj().resolve_neg()
-    try:
-        return numpy(value).item()
-    except TypeError:                    # bfloat16, float8, complex32: widened exactly first
-        return numpy(value.to(torch.complex128 if value.is_complex() else torch.float64)).item()
-
-
-def scalar_reads_counted(torch, shim):
-    """aten's scalar read on the host is counted as the Tensor methods are: the one kernel ``item``,
-    ``bool``, ``int``, ``float``, ``index`` and every tensor passed where C++ takes a number (a size, a
-    slice bound) reach, so ``torch.empty(part_sums[-1])`` counts as ``.item()`` does. The CPU kernel is
-    replaced by one that reads the value through numpy; the library that holds it is returned, and the
-    override lasts while it is held."""
-    import warnings
-    numpy = getattr(torch.Tensor.numpy, "__wrapped__", torch.Tensor.numpy)     # not the counted one
-
-    def read(self):
-        if shim.marked and storage_ptr(self) in shim.marked:
-            shim.host_reads[call_site(1)] += 1
-        return _host_value(self, numpy)
-    library = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
-        library.impl(SCALAR_READ, read, "CPU")
-    return library
-
-
 def tensors_on_host(torch, shim, taken=lambda name: False) -> None:
-    """Tensors say they are on the card; tensors built for it live on the host; reads are counted.
+    """Tensors say they are on the card; tensors built for it live on the host; reads are counted
+    (`offline_reads.host_reads_counted`).
     Patched where they are looked up (the torch namespace, the Tensor class), so FlagGems' own ops,
     called from the dispatcher below any torch function mode, are answered too. ``taken(name)``: aten's
     ``name`` goes to FlagGems' op now (its fill then compiles, see `_unfilled`)."""
     card = torch.device("cuda", 0)
+    offline_reads.host_reads_counted(torch, shim)
     for name in FILLED:
         for built, empty in ((name, torch.empty), (f"{name}_like", torch.empty_like)):
             setattr(torch, built, _unfilled(getattr(torch, built), empty, functools.partial(taken, built)))
@@ -302,8 +206,6 @@ def tensors_on_host(torch, shim, taken=lambda name: False) -> None:
     tensor.to = _to_host(tensor.to)
     tensor.cuda = lambda self, *args, **kwargs: self
     tensor.pin_memory = lambda self, *args, **kwargs: self
-    for name in HOST_READS:
-        setattr(tensor, name, _counted(getattr(tensor, name), shim))
     tensor.device = property(lambda self: card)
     tensor.is_cuda = property(lambda self: True)
     tensor.is_cpu = property(lambda self: False)

@@ -15,7 +15,7 @@ import weakref
 
 import torch
 
-from campaign.plugins import flaggems_offline, offline_bench, offline_torch
+from campaign.plugins import flaggems_offline, offline_bench, offline_reads, offline_torch
 
 
 def _framework(with_gc: bool = True) -> types.ModuleType:
@@ -54,7 +54,7 @@ def test_the_run_loops_collection_is_young_and_still_frees_what_the_shape_left()
     assert freed() is None, "a cycle the shape made is freed by the young collection"
     assert module.gc.collect(2) >= 0 and ran == [offline_bench.YOUNG], "an explicit older generation is held to the young"
     drawn = module.generate_tensor_input((4,), torch.int32, "cuda")
-    assert offline_torch.storage_ptr(drawn) in shim.marked, "the input builder is the unfilled one, its storage marked"
+    assert offline_reads.storage_ptr(drawn) in shim.marked, "the input builder is the unfilled one, its storage marked"
 
 
 def test_a_framework_module_without_gc_of_its_own_is_left_as_it_is():
@@ -62,4 +62,4 @@ def test_a_framework_module_without_gc_of_its_own_is_left_as_it_is():
     shim = flaggems_offline.Shim(target="cuda:90", digest="0" * 64)
     offline_bench.prepare(module, shim)
     assert not hasattr(module, "gc")
-    assert offline_torch.storage_ptr(getattr(module, offline_torch.DRAWN_INPUTS)((4,), torch.int16, "cuda")) in shim.marked
+    assert offline_reads.storage_ptr(getattr(module, offline_torch.DRAWN_INPUTS)((4,), torch.int16, "cuda")) in shim.marked

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from campaign.plugins import offline_torch
+from campaign.plugins import offline_reads, offline_torch
 
 
 def test_the_philox_state_reads_as_the_cards_and_advances_in_host_arithmetic():
@@ -75,10 +75,10 @@ def test_every_scalar_read_of_a_marked_tensor_is_counted_once_at_its_call_site_a
 
     shim = Shim()
     shim.host_reads = __import__("collections").Counter()
-    library = offline_torch.scalar_reads_counted(torch, shim)
+    library = offline_reads.scalar_reads_counted(torch, shim)
     try:
         sums = torch.tensor([3, 5], dtype=torch.int64)
-        shim.marked = {offline_torch.storage_ptr(sums)}
+        shim.marked = {offline_reads.storage_ptr(sums)}
         size = sums[-1]
         assert torch.empty(size).shape == (5,)              # a kernel result read as a size (masked_select's way)
         assert size.item() == 5 and int(size) == 5 and bool(size) and float(size) == 5.0
@@ -95,3 +95,10 @@ def test_every_scalar_read_of_a_marked_tensor_is_counted_once_at_its_call_site_a
         assert torch.tensor([4.0], requires_grad=True).sum().item() == 4.0
     finally:
         library._destroy()
+
+
+def test_a_bare_device_index_is_the_card_and_is_built_on_the_host():
+    # FlagGems' randn_like passes ``x.device.index``: torch reads device=0 as the accelerator's
+    assert offline_torch._is_cuda(0) and offline_torch._host(0) == torch.device("cpu")
+    assert not offline_torch._is_cuda(True) and not offline_torch._is_cuda("cpu")
+    assert offline_torch._on_host(torch.empty_like)(torch.ones(3), device=0).device == torch.device("cpu")

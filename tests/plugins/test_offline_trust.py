@@ -91,7 +91,7 @@ import tempfile, os, sys
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="broken-")
 import torch, triton, triton.language as tl
 from triton.runtime.driver import driver
-from campaign.plugins import compile_only, flaggems_offline, offline_torch
+from campaign.plugins import compile_only, flaggems_offline, offline_reads
 
 @triton.jit
 def broken_kernel(x_ptr, N: tl.constexpr):
@@ -99,7 +99,7 @@ def broken_kernel(x_ptr, N: tl.constexpr):
 
 driver.set_active(compile_only.build_driver("cuda:90"))
 shim = flaggems_offline.Shim(target="cuda:90", digest="-")
-offline_torch.compile_errors_named(shim)
+offline_reads.compile_errors_named(shim)
 try:
     broken_kernel[(1,)](torch.empty(8), N=8)
 except Exception:
