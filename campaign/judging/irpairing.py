@@ -12,7 +12,8 @@ signature the other side never compiled is not a code change, provided each such
 has a variant of one signature whose content is equal on both sides: the switch met that kernel
 and left its code alone. Anything else stays a difference: a paired variant whose content
 differs, a kernel whose variants are all unpaired (the switch may change specialisation itself),
-a kernel on one side only, and any stage whose text names no parameter types (sass).
+a kernel on one side only, and any stage whose text names no parameter types (sass). Where a compared
+cell failed, `reach` says how the two sets overlap; it decides nothing.
 """
 from __future__ import annotations
 
@@ -100,3 +101,16 @@ def unpaired_only(first: CellIR, second: CellIR, names: tuple[str, str]) -> Opti
         lines.append(f"{kernel}: {_count(counts[0])} only in {names[0]}, {_count(counts[1])} only in {names[1]} "
                      "(signature differs: data-dependent specialisation)")
     return tuple(lines)
+
+
+def reach(first: tuple[VariantDigest, ...], second: tuple[VariantDigest, ...], names: tuple[str, str],
+          ended: list[str]) -> list[str]:
+    """Where a compared cell failed (``ended``: how each failed side ended), what the difference is made of:
+    a failed cell's IR is what it compiled before it ended, so the two sets may differ only in how far each
+    got (masked_select offline, 2026-12-07: 3 and 6 rows, an IR_CHANGED the switch had no part in). Said,
+    never decided: the verdict stands, and the card the workload is emitted to settles it."""
+    if not ended:
+        return []
+    a, b = set(first), set(second)
+    return [f"{', '.join(ended)}: a failed cell's IR is what it compiled before it ended; {len(a & b)} variant(s) "
+            f"in both, {len(a - b)} only in {names[0]}, {len(b - a)} only in {names[1]}"]

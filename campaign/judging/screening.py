@@ -20,7 +20,7 @@ deserves rounds from round 1's pair where it ran, else from the IR pass's pair
 - ``NO_COMPARABLE_IR`` no pair of cells can be compared: one side has no IR, or the
   baseline benchmarked autotune configs (its IR set holds every config's variants,
   `campaign.judging.irevidence`) and there is no control to compare the candidate with.
-- ``IR_CHANGED`` the compared fingerprints differ: measure it.
+- ``IR_CHANGED`` the compared fingerprints differ: measure it; a failed side's reach is named (`irpairing.reach`).
 - ``NO_IR_DIFF`` they are equal: skip it; its timing range is the noise floor.
   The last three are `campaign.judging.irevidence.ir_change`'s answer, the one the
   runner's adaptive rounds and the classifier give too.
@@ -47,7 +47,7 @@ from campaign.contract import errorlines
 from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL
 from campaign.contract.platforms import platform
 from campaign.contract.verdictnames import IR_CHANGED, NEEDS_CARD, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
-from campaign.judging import irevidence, stats
+from campaign.judging import irevidence, irpairing, stats
 from campaign.judging.stats import Sample
 
 TIMEOUT_RCS = (124, 137)
@@ -189,8 +189,7 @@ def verdict(f: Facts) -> Verdict:
             f"rows but no *.{f.ir_stage} in any cell: nothing reached the Triton compiler (the operator ran through "
             "aten or a vendor library); not a warm cache, each cell had its own TRITON_CACHE_DIR"]))
     base = sides[BASELINE]
-    change = irevidence.ir_change(base.tuning_variants, sides,
-                                  {c: irevidence.CellIR(s.fingerprint, s.variants) for c, s in sides.items()})
+    change = irevidence.ir_change(base.tuning_variants, sides, {c: irevidence.CellIR(s.fingerprint, s.variants) for c, s in sides.items()})
     pair = change.pair
     if pair is None:
         return Verdict(NO_COMPARABLE_IR, "; ".join(notes + [
@@ -214,8 +213,9 @@ def verdict(f: Facts) -> Verdict:
         return Verdict(NO_IR_DIFF, "; ".join(notes + [
             f"{pair[0]} and {pair[1]} {f.ir_stage} {change.equal_text}: the switch changed no "
             f"generated code, skip it; {topo}"]), pair)
-    return Verdict(IR_CHANGED, "; ".join(notes + [f"{pair[0]} and {pair[1]} {f.ir_stage} differ: measure it; {topo}"]),
-                   pair)
+    ended = [f"{s.cell} ended {_rc(s)} after {s.rows or 0} row(s)" for s in (first, second) if s.rc not in (None, 0)]
+    return Verdict(IR_CHANGED, "; ".join(notes + [f"{pair[0]} and {pair[1]} {f.ir_stage} differ: measure it; {topo}"]
+                                         + irpairing.reach(first.variants, second.variants, pair, ended)), pair)
 
 
 @dataclass(frozen=True)

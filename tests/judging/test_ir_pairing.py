@@ -181,3 +181,21 @@ def test_a_control_that_differs_only_by_unpaired_specialisations_is_no_leak(tmp_
                                                                 [(FILL, I32), (FILL, I64), ("mm_kernel", MM_V2)]))}
     facts = dataclasses.replace(facts, sides={c: _side(c, ir) for c, ir in leaking.items()})
     assert "control IR differs from baseline: the switch leaks into its off state" in screentable.row(facts)["note"]
+
+
+def test_a_difference_between_failed_cells_says_how_far_each_got_and_stays_ir_changed(tmp_path: Path):
+    # masked_select offline (2026-12-07): both cells failed, the candidate after more rows; every variant both
+    # compiled is equal, the rest is the candidate's reach
+    irs = {name: irevidence.read_cell_ir(_cell(tmp_path, name, variants)) for name, variants in zip(PAIR, (
+        [(FILL, I32)], [(FILL, I32), ("mm_kernel", MM)]))}
+    sides = {c: dataclasses.replace(_side(c, ir), rc=1, rc_name="tests_failed", rows=rows)
+             for (c, ir), rows in zip(irs.items(), (3, 6))}
+    facts = Facts(workload="w", op="masked_select", backend="cpu", ir_stage="ttgir", dtypes=("float16",),
+                  dtypes_own=True, sides=sides, caliber={})
+    row = screentable.row(facts)
+    assert row["verdict"] == screening.IR_CHANGED, "said, not decided: the card settles it"
+    assert ("baseline ended rc 1 tests_failed after 3 row(s), candidate ended rc 1 tests_failed after 6 row(s): a "
+            "failed cell's IR is what it compiled before it ended; 1 variant(s) in both, 0 only in baseline, 1 only "
+            "in candidate") in row["note"], row["note"]
+    whole = dataclasses.replace(facts, sides={c: _side(c, ir) for c, ir in irs.items()})
+    assert "failed cell" not in screentable.row(whole)["note"], "cells that ended ok say nothing of reach"
