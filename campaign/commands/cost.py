@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical, status
+from campaign.contract import canonical, progresslines, status
 from campaign.contract.cellfiles import Phases
 from campaign.contract.errors import EXIT_OK
 from campaign.contract.outputs import OUTPUT_VERSION, CostLine, CostOutput
@@ -55,8 +56,34 @@ def main(args: argparse.Namespace) -> int:
     ran = sum(c.ran for c in cells)
     summary = (f"Campaign `{matrix.campaign}`, backend {matrix.backend}, {sealed}: {len(matrix.tasks)} cells "
                f"in the matrix, {ran} ran, {sum(c.ran and c.phases is not None for c in cells)} with phases recorded.")
-    sys.stdout.write(cost.render_md(root.name, summary + _batching(root) + _lanes(rows), cells))
+    sys.stdout.write(cost.render_md(root.name, summary + _batching(root) + _lanes(rows) + _elapsed(root), cells))
     return EXIT_OK
+
+
+def _clock(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+def _elapsed(root: RunRoot) -> str:
+    """The time that passed, which the summed cell seconds are not: from the freeze to the seal, and while the
+    batch processes' cells ran (their progress records' clock; a cell outside a batch records no start)."""
+    created = datetime.fromisoformat(root.prepare.created_utc.replace("Z", "+00:00"))
+    said = f" Prepared {root.prepare.created_utc}"
+    if root.sealed:
+        sealed = str(canonical.read_json(root.receipt_file).get("sealed_utc", ""))
+        if sealed:
+            waited = (datetime.fromisoformat(sealed.replace("Z", "+00:00")) - created).total_seconds()
+            said += (f", sealed {sealed}: {_clock(waited)} from freeze to seal (any stop, and for a shard the "
+                     "shards screened before it, included)")
+    events = [e for p in sorted(root.batches_dir.glob("*/progress.tsv")) for e in progresslines.parse(
+        p.read_text(encoding="utf-8", errors="replace"))]
+    if events:
+        first, last = min(e.unix for e in events), max(e.unix for e in events)
+        said += (f". Cells in batch processes ran from their first start to their last end for {_clock(last - first)} "
+                 f"({datetime.fromtimestamp(first, timezone.utc):%H:%M:%S} to "
+                 f"{datetime.fromtimestamp(last, timezone.utc):%H:%M:%S} UTC)")
+    return said + "."
 
 
 def _json(root: RunRoot, cells: list[cost.CellCost]) -> CostOutput:

@@ -91,6 +91,7 @@ def test_md_names_unrecorded_cells_and_every_phase(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "12 cells in the matrix, 11 ran, 6 with phases recorded" in out and "not sealed" in out
+    assert " Prepared " in out and "freeze to seal" not in out, "not sealed: no seal time to count to"
     add_line = next(line for line in out.splitlines() if line.startswith("| add | "))
     assert add_line.startswith("| add | 6 | 6 | 9.00 | 37.50 | 0.75 | 12.00 | 0.00 | 21.00 | 0.00 | 3.00 | 83.25 | ")
     softmax_line = next(line for line in out.splitlines() if line.startswith("| softmax | "))

@@ -17,7 +17,7 @@ import pytest
 from conftest import PROJECT_ROOT, run_cli
 from runroots import demo, fault, manifest, wait_until
 
-from campaign.contract import status
+from campaign.contract import progresslines, status
 from campaign.contract.runroot import RunRoot
 from campaign.flows import freeze
 from campaign.judging import screenroot
@@ -212,6 +212,13 @@ def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its
     # `campaign cost` says the IR-pass walls overlap (their sum is more than the time that passed)
     cost = run_cli("cost", root)
     assert cost.returncode == 0 and "IR-pass cells ran up to 2 at once on a card" in cost.stdout, cost.stdout[:600]
+    # and the time that passed: freeze to seal from the root's own records, and the batches' span by their clock
+    created = json.loads((root / "prepare.json").read_text())["created_utc"]
+    sealed = json.loads((root / "receipt.json").read_text())["sealed_utc"]
+    assert f"Prepared {created}, sealed {sealed}: " in cost.stdout and " from freeze to seal " in cost.stdout
+    events = [e for p in root.glob("batches/*/progress.tsv") for e in progresslines.parse(p.read_text())]
+    span = round(max(e.unix for e in events) - min(e.unix for e in events))
+    assert f"ran from their first start to their last end for {span // 60} min {span % 60:02d} s" in cost.stdout
     # rescore re-judges the IR pass's pair the same way, beside the root
     again = run_cli("screen", "--rescore", root)
     assert again.returncode == 0, again.stderr
