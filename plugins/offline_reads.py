@@ -46,11 +46,16 @@ def call_site(depth: int = 2) -> str:
     return f"{frame.f_code.co_name} ({shown}:{frame.f_lineno})"
 
 
+def _count_read(shim, tensor) -> None:
+    """A host read of ``tensor``, counted at its call site where its storage is marked."""
+    if shim.marked and storage_ptr(tensor) in shim.marked:
+        shim.host_reads[call_site()] += 1
+
+
 def _counted(read, shim):
     @functools.wraps(read)
     def call(self, *args, **kwargs):
-        if shim.marked and storage_ptr(self) in shim.marked:
-            shim.host_reads[call_site()] += 1
+        _count_read(shim, self)
         return read(self, *args, **kwargs)
     return call
 
@@ -114,8 +119,7 @@ def scalar_reads_counted(torch, shim):
     numpy = getattr(torch.Tensor.numpy, "__wrapped__", torch.Tensor.numpy)     # not the counted one
 
     def read(self):
-        if shim.marked and storage_ptr(self) in shim.marked:
-            shim.host_reads[call_site(1)] += 1
+        _count_read(shim, self)
         return _host_value(self, numpy)
     library = torch.library.Library("aten", "IMPL")
     with warnings.catch_warnings():

@@ -68,12 +68,13 @@ def _clock(seconds: float) -> str:
 def _elapsed(root: RunRoot) -> str:
     """The time that passed, which the summed cell seconds are not: from the freeze to the seal, and while the
     batch processes' cells ran (their progress records' clock; a cell outside a batch records no start)."""
-    created = datetime.fromisoformat(root.prepare.created_utc.replace("Z", "+00:00"))
-    said = f" Prepared {root.prepare.created_utc}"
+    created = root.prepare.created_utc
+    said = f" Prepared {created}"
     if root.sealed:
         sealed = str(canonical.read_json(root.receipt_file).get("sealed_utc", ""))
         if sealed:
-            waited = (datetime.fromisoformat(sealed.replace("Z", "+00:00")) - created).total_seconds()
+            waited = (datetime.fromisoformat(sealed.replace("Z", "+00:00"))
+                      - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds()
             said += (f", sealed {sealed}: {_clock(waited)} from freeze to seal (any stop, and for a shard the "
                      "shards screened before it, included)")
     events = [e for p in sorted(root.batches_dir.glob("*/progress.tsv")) for e in progresslines.parse(
