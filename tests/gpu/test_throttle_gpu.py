@@ -21,7 +21,7 @@ from timingsession import context
 
 from campaign.backends.cuda import CudaBackend
 from campaign.contract import telemetryfile
-from campaign.contract.artifacts import ROWS_FILE
+from campaign.contract.artifacts import ROWS_FILE, TELEMETRY_FILE
 from campaign.contract.cellfiles import Rows
 from campaign.contract.runroot import RunRoot
 from campaign.judging import throttle
@@ -72,7 +72,7 @@ def test_every_timed_window_is_ordered_and_holds_loaded_clock_samples(pytester, 
         assert previous_end <= row.window_start_unix < row.window_end_unix <= ended, row
         previous_end = row.window_end_unix
 
-    judged = throttle.judge(telemetryfile.read_samples(tmp_path / telemetry.TELEMETRY_FILE), {"cell": rows})["cell"]
+    judged = throttle.judge(telemetryfile.read_samples(tmp_path / TELEMETRY_FILE), {"cell": rows})["cell"]
     per_row = {key: (v.state, v.samples, v.reasons, v.sm_clock_min_mhz) for key, v in judged.rows.items()}
     # Measured on the H200 (receipts/h200-2026-11-30.md): an event window is at least
     # warmup + rep (125 ms) and always held a 0.1 s sample; a graph window covers only the
