@@ -8,7 +8,8 @@
 .read_cell_ir`: the one normaliser, then sha256 per variant) and writes one line per variant:
 workload, cell, stage, kernel, signature, digest. It is small where the root is not (a whole-suite
 root is ~1 GB): the card's side travels as this file. ``compare`` takes two such files (or roots)
-and writes ``fidelity.json``: one entry per (item, cell, kernel, stage) present on either side,
+and writes ``fidelity.json``: one entry per (item, cell, kernel, stage) present on either side of an item
+whose every cell has prints on both sides (the summary names each item left out, and the cells it lacks),
 ``{item, cell, kernel, stage, cpu, gpu, equal, cause}``, where ``cpu``/``gpu`` are the sorted
 variant digests and ``cause`` names, mechanically, how the two sets differ:
 
@@ -115,11 +116,37 @@ def screen_verdicts(screen_tsv: Path) -> dict[str, tuple[str, str]]:
     return {row["workload"]: (row["verdict"], row["note"]) for row in screentable.parse(screen_tsv.read_text())}
 
 
+def _cells(grouped: dict) -> dict[str, set[str]]:
+    """item -> the cells that have prints on this side."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for workload, cell, _, _ in grouped:
+        out[workload].add(cell)
+    return out
+
+
+def _compared(gpu: dict, cpu: dict) -> set[str]:
+    """The items whose every cell has prints on both sides: a cell present on one side only is not compared."""
+    on_gpu, on_cpu = _cells(gpu), _cells(cpu)
+    return {w for w in on_gpu.keys() & on_cpu.keys() if on_gpu[w] == on_cpu[w]}
+
+
+def uncompared(gpu_lines: list[dict], cpu_lines: list[dict]) -> list[str]:
+    """Each item left out of the comparison, with the cells only one side has prints of (a cell that ended
+    before it compiled anything, or one the export left out as unfinished), so no item drops out unnamed."""
+    gpu, cpu = _group(gpu_lines)[0], _group(cpu_lines)[0]
+    on_gpu, on_cpu = _cells(gpu), _cells(cpu)
+    out = []
+    for item in sorted((on_gpu.keys() | on_cpu.keys()) - _compared(gpu, cpu)):
+        missing = [f"{side} has no {', '.join(sorted(theirs - ours))}"
+                   for side, ours, theirs in (("gpu", on_gpu[item], on_cpu[item]), ("cpu", on_cpu[item], on_gpu[item]))
+                   if theirs - ours]
+        out.append(f"{item} ({'; '.join(missing)})")
+    return out
+
+
 def compare(gpu_lines: list[dict], cpu_lines: list[dict], screen: dict[str, tuple[str, str]] | None = None) -> list[dict]:
     (gpu, gpu_outcome), (cpu, cpu_outcome) = _group(gpu_lines), _group(cpu_lines)
-    # items whose cells both sides finished: a cell present on one side only is not compared
-    cells = {k[:2] for k in gpu} & {k[:2] for k in cpu}
-    items = {w for w, _ in cells if all((w, c) in cells for c in {k[1] for k in gpu if k[0] == w} | {k[1] for k in cpu if k[0] == w})}
+    items = _compared(gpu, cpu)
     entries = []
     for key in sorted(k for k in set(gpu) | set(cpu) if k[0] in items):
         workload, cell, kernel, stage = key
@@ -149,10 +176,15 @@ def _alike(entries: list[dict]) -> list[dict]:
     return [e for e in entries if not (e["cause"] or "").startswith("outcome differs")]
 
 
-def summary(entries: list[dict]) -> str:
+def summary(entries: list[dict], left_out: list[str] | None = None) -> str:
+    """The shares, stage by stage and by cause; ``left_out`` (`uncompared`) names each item with prints on
+    one side only."""
     items = sorted({e["item"] for e in entries})
     lines = [f"{len(items)} items, {len(entries)} (item, cell, kernel, stage) entries, {_share(entries)} equal; "
              f"where both sides' cells ended alike: {_share(_alike(entries))}"]
+    if left_out:
+        lines.append(f"not compared: {len(left_out)} item(s) with a cell whose prints only one side has: "
+                     + "; ".join(left_out))
     if any("screen" in e for e in entries):
         offline = [e for e in entries if e.get("screen") != NEEDS_CARD]
         card = sorted({e["item"] for e in entries if e.get("screen") == NEEDS_CARD})
@@ -193,11 +225,13 @@ def main(argv=None) -> int:
         text = json.dumps(export(args.root), sort_keys=True, indent=0) + "\n"
     else:
         screen = screen_verdicts(args.cpu_screen) if args.cpu_screen else None
-        entries = compare(_load(args.gpu, args.gpu_status), _load(args.cpu, args.cpu_status), screen)
+        gpu, cpu = _load(args.gpu, args.gpu_status), _load(args.cpu, args.cpu_status)
+        entries = compare(gpu, cpu, screen)
         text = json.dumps(entries, sort_keys=True, indent=1) + "\n"
+        told = summary(entries, uncompared(gpu, cpu))
         if args.md:
-            args.md.write_text(summary(entries))
-        sys.stderr.write(summary(entries))
+            args.md.write_text(told)
+        sys.stderr.write(told)
     if args.out:
         args.out.write_text(text)
     else:

@@ -46,3 +46,18 @@ def test_an_offline_item_that_differs_keeps_its_plain_cause_and_counts_against_t
     add = [e for e in entries if e["item"] == "add" and not e["equal"]]
     assert [e["cause"] for e in add] == ["content differs"]
     assert "answers offline (1; 1 NEEDS_CARD: index_add): 1 of 2 (50.0 %) equal" in fidelity.summary(entries)
+
+
+def test_an_item_with_a_cell_only_one_side_has_prints_of_is_named_not_dropped():
+    # the card's sub candidate ran out of device memory before it compiled anything: no prints on that side
+    gpu, cpu = sides()
+    gpu.append(line("sub", "baseline", "sub_kernel", "s1"))
+    cpu += [line("sub", c, "sub_kernel", "s1") for c in ("baseline", "candidate")]
+    cpu.append(line("mul", "baseline", "mul_kernel", "m1"))
+    entries = fidelity.compare(gpu, cpu)
+    assert {e["item"] for e in entries} == {"add", "index_add"}
+    left_out = fidelity.uncompared(gpu, cpu)
+    assert left_out == ["mul (gpu has no baseline)", "sub (gpu has no candidate)"]
+    assert ("not compared: 2 item(s) with a cell whose prints only one side has: mul (gpu has no baseline); "
+            "sub (gpu has no candidate)") in fidelity.summary(entries, left_out)
+    assert fidelity.uncompared(*sides()) == [] and "not compared" not in fidelity.summary(entries, [])
