@@ -5,21 +5,29 @@ matrix.json for the tasks, status.tsv for each cell's state and wall time, each 
 phases.json for its phases (`campaign.reporting.cost`). Exit 2 when ROOT is not a run root (no
 readable matrix.json). An unreadable phases.json is named on stderr and counts as not
 recorded. ``--format json``: `campaign.contract.outputs.CostOutput` (schemas/cost.schema.json).
+
+A sealed root copied without its cells (a receipt's top-level files, as committed) is said to be one: the
+summary counts the sealed files absent here, so "not recorded" and a missing batch record read as absent from
+this copy, not as never written.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
 from campaign.contract import canonical, progresslines, status
+from campaign.contract.artifacts import BATCHES_DIR
 from campaign.contract.cellfiles import Phases
 from campaign.contract.errors import EXIT_OK
 from campaign.contract.outputs import OUTPUT_VERSION, CostLine, CostOutput
 from campaign.contract.runroot import RunRoot
 from campaign.reporting import cost
+from campaign.sealing import verification
 
 EXAMPLE = "example:\n  campaign cost runs/my-campaign-20261201T120000Z --format json"
 
@@ -56,8 +64,29 @@ def main(args: argparse.Namespace) -> int:
     ran = sum(c.ran for c in cells)
     summary = (f"Campaign `{matrix.campaign}`, backend {matrix.backend}, {sealed}: {len(matrix.tasks)} cells "
                f"in the matrix, {ran} ran, {sum(c.ran and c.phases is not None for c in cells)} with phases recorded.")
-    sys.stdout.write(cost.render_md(root.name, summary + _batching(root) + _lanes(rows) + _elapsed(root), cells))
+    absent = _absent(root)
+    said = summary + _copy(absent) + _batching(root, absent) + _lanes(rows) + _elapsed(root)
+    sys.stdout.write(cost.render_md(root.name, said, cells))
     return EXIT_OK
+
+
+def _absent(root: RunRoot) -> list[str]:
+    """The files the receipt seals that this copy of the root lacks (none for an unsealed root, or a receipt
+    that cannot be read: `campaign verify` names that)."""
+    if not root.sealed:
+        return []
+    model, _ = verification.read_receipt(root)
+    return [] if model is None else sorted(rel for rel in model.files if not os.path.lexists(root / rel))
+
+
+def _copy(absent: list[str]) -> str:
+    if not absent:
+        return ""
+    where = Counter(rel.partition("/")[0] + "/" if "/" in rel else "the top level" for rel in absent)
+    return (f" This copy lacks {len(absent)} file(s) its receipt seals ("
+            + ", ".join(f"{n} in {place}" for place, n in where.most_common())
+            + "): phases, batch records and progress clocks among them are not read here, which says nothing of "
+            "whether they were written (`campaign verify` names each).")
 
 
 def _clock(seconds: float) -> str:
@@ -113,11 +142,13 @@ def _phases(root: RunRoot, task_id: str) -> Optional[Phases]:
     return record
 
 
-def _batching(root: RunRoot) -> str:
+def _batching(root: RunRoot, absent: list[str]) -> str:
     """What shared a process: the batches' bound and who chose it (batches/*/batch.json)."""
     records, notes = root.batches()
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    if not records and any(rel.startswith(BATCHES_DIR + "/") for rel in absent):
+        return " Batch processes ran, and their records are not in this copy."
     if not records:
         return " No batch process ran: every cell had a worker process of its own."
     bounds = sorted({(r.bound, r.bound_by) for r in records if r.bound is not None})

@@ -2,6 +2,7 @@
 (phases.json) and the runner's status rows; and the worker's recording of those phases."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -141,11 +142,32 @@ def test_a_committed_sealed_root_from_before_phases_reads_as_not_recorded_and_is
     cells = [line for line in proc.stdout.splitlines() if line.count("/r") and line.startswith("| ")]
     assert cells and all(line.count("not recorded") == len(PHASE_NAMES) + 1 for line in cells)
     assert " 0.00 |" not in proc.stdout
+    assert "This copy lacks" not in proc.stdout and "No batch process ran" in proc.stdout   # the whole root
     assert _tree(root) == before
     # sealed under receipt schema 1, which verify checks only when asked (`--allow-schema 1`)
     verify = subprocess.run([sys.executable, "-m", "campaign", "verify", str(root), "--allow-schema", "1"],
                             capture_output=True, text=True, timeout=300)
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+
+def test_a_receipt_s_top_level_copy_says_what_it_lacks_and_never_that_no_batch_ran(tmp_path):
+    # as committed: a sealed screen's top-level files, its cells and batches left on the host that ran it
+    folder = RECEIPTS / "cpu-flaggems-seeded-draws-screen-20261206T225942Z"
+    root = tmp_path / "copy"
+    root.mkdir()
+    for path in folder.iterdir():
+        if path.name.endswith(".gz"):
+            (root / path.name.removesuffix(".gz")).write_bytes(gzip.decompress(path.read_bytes()))
+        else:
+            (root / path.name).write_bytes(path.read_bytes())
+    proc = _cost(root)
+    assert proc.returncode == 0, proc.stderr
+    assert ("This copy lacks 866 file(s) its receipt seals (852 in cells/, 14 in batches/): phases, batch records "
+            "and progress clocks among them are not read here") in proc.stdout
+    assert "Batch processes ran, and their records are not in this copy." in proc.stdout
+    assert "No batch process ran" not in proc.stdout
+    assert "0 min 38 s from freeze to seal" in proc.stdout    # what the top-level files do hold is still read
 
 
 # --- the worker's side ------------------------------------------------------------------------
