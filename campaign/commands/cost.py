@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from campaign.contract import canonical, progresslines, status
+from campaign.contract import canonical, platforms, progresslines, status
 from campaign.contract.artifacts import BATCHES_DIR
 from campaign.contract.cellfiles import Phases
 from campaign.contract.errors import EXIT_OK
@@ -65,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
     summary = (f"Campaign `{matrix.campaign}`, backend {matrix.backend}, {sealed}: {len(matrix.tasks)} cells "
                f"in the matrix, {ran} ran, {sum(c.ran and c.phases is not None for c in cells)} with phases recorded.")
     absent = _absent(root)
-    said = summary + _copy(absent) + _batching(root, absent) + _lanes(rows) + _elapsed(root)
+    said = summary + _copy(absent) + _batching(root, absent) + _lanes(rows, matrix.backend) + _elapsed(root)
     sys.stdout.write(cost.render_md(root.name, said, cells))
     return EXIT_OK
 
@@ -126,12 +126,14 @@ def _json(root: RunRoot, cells: list[cost.CellCost]) -> CostOutput:
                       backend=root.matrix.backend, sealed=root.sealed, lines=lines)
 
 
-def _lanes(rows: list[status.StatusRow]) -> str:
-    """What ran at once: IR-pass cells in lanes overlap, so their walls add up to more than passed."""
+def _lanes(rows: list[status.StatusRow], backend: str) -> str:
+    """What ran at once: IR-pass cells in lanes overlap, so their walls add up to more than passed. A compile-only
+    root's lanes are the host's cores, compiling for the card it declares; no card was there."""
     widths = [found[1] for found in map(status.lane_of, rows) if found is not None]
     if not widths:
         return ""
-    return (f" IR-pass cells ran up to {max(widths)} at once on a card (IR-pass lanes): "
+    where = "on a card" if platforms.platform(backend).executes else "on this host's cores, compiling for its declared card"
+    return (f" IR-pass cells ran up to {max(widths)} at once {where} (IR-pass lanes): "
             "their walls overlap, so the `wall` sums of those cells are more than the time that passed.")
 
 

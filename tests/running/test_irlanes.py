@@ -211,7 +211,7 @@ def test_a_screen_stopped_inside_its_lanes_resumes_them_and_a_hung_lane_gets_its
     assert latest["add/r1/candidate"].rc_name == "ok" and "IR pass" not in table["add"]["note"]
     # `campaign cost` says the IR-pass walls overlap (their sum is more than the time that passed)
     cost = run_cli("cost", root)
-    assert cost.returncode == 0 and "IR-pass cells ran up to 2 at once on a card" in cost.stdout, cost.stdout[:600]
+    assert cost.returncode == 0 and "IR-pass cells ran up to 2 at once on this host's cores, compiling for its declared card" in cost.stdout, cost.stdout[:600]
     # and the time that passed: freeze to seal from the root's own records, and the batches' span by their clock
     created = json.loads((root / "prepare.json").read_text())["created_utc"]
     sealed = json.loads((root / "receipt.json").read_text())["sealed_utc"]
