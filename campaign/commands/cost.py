@@ -18,9 +18,9 @@ import sys
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
-from campaign.contract import canonical, platforms, progresslines, status
+from campaign.contract import canonical, platforms, progresslines, receiptmodel, status
 from campaign.contract.artifacts import BATCHES_DIR
 from campaign.contract.cellfiles import Phases
 from campaign.contract.errors import EXIT_OK
@@ -28,6 +28,8 @@ from campaign.contract.outputs import OUTPUT_VERSION, CostLine, CostOutput
 from campaign.contract.runroot import RunRoot
 from campaign.reporting import cost
 from campaign.sealing import verification
+
+Receipt = Union[receiptmodel.ReceiptV1, receiptmodel.Receipt]    # what `verification.read_receipt` reads
 
 EXAMPLE = "example:\n  campaign cost runs/my-campaign-20261201T120000Z --format json"
 
@@ -64,19 +66,17 @@ def main(args: argparse.Namespace) -> int:
     ran = sum(c.ran for c in cells)
     summary = (f"Campaign `{matrix.campaign}`, backend {matrix.backend}, {sealed}: {len(matrix.tasks)} cells "
                f"in the matrix, {ran} ran, {sum(c.ran and c.phases is not None for c in cells)} with phases recorded.")
-    absent = _absent(root)
-    said = summary + _copy(absent) + _batching(root, absent) + _lanes(rows, matrix.backend) + _elapsed(root)
+    receipt = verification.read_receipt(root)[0] if root.sealed else None     # read once: it may be tens of MB
+    absent = _absent(root, receipt)
+    said = summary + _copy(absent) + _batching(root, absent) + _lanes(rows, matrix.backend) + _elapsed(root, receipt)
     sys.stdout.write(cost.render_md(root.name, said, cells))
     return EXIT_OK
 
 
-def _absent(root: RunRoot) -> list[str]:
+def _absent(root: RunRoot, receipt: Optional[Receipt]) -> list[str]:
     """The files the receipt seals that this copy of the root lacks (none for an unsealed root, or a receipt
     that cannot be read: `campaign verify` names that)."""
-    if not root.sealed:
-        return []
-    model, _ = verification.read_receipt(root)
-    return [] if model is None else sorted(rel for rel in model.files if not os.path.lexists(root / rel))
+    return [] if receipt is None else sorted(rel for rel in receipt.files if not os.path.lexists(root / rel))
 
 
 def _copy(absent: list[str]) -> str:
@@ -94,13 +94,14 @@ def _clock(seconds: float) -> str:
     return f"{minutes} min {rest:02d} s"
 
 
-def _elapsed(root: RunRoot) -> str:
+def _elapsed(root: RunRoot, receipt: Optional[Receipt]) -> str:
     """The time that passed, which the summed cell seconds are not: from the freeze to the seal, and while the
     batch processes' cells ran (their progress records' clock; a cell outside a batch records no start)."""
     created = root.prepare.created_utc
     said = f" Prepared {created}"
     if root.sealed:
-        sealed = str(canonical.read_json(root.receipt_file).get("sealed_utc", ""))
+        sealed = receipt.sealed_utc if receipt is not None else str(
+            canonical.read_json(root.receipt_file).get("sealed_utc", ""))
         if sealed:
             waited = (datetime.fromisoformat(sealed.replace("Z", "+00:00"))
                       - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds()
