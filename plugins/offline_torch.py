@@ -187,14 +187,13 @@ def fused_dropout(torch) -> None:
     torch._VF.dropout = card_dropout
 
 
-def tensors_on_host(torch, shim, taken=lambda name: False) -> None:
-    """Tensors say they are on the card; tensors built for it live on the host; reads are counted
-    (`offline_reads.host_reads_counted`).
+def tensors_on_host(torch, taken=lambda name: False) -> None:
+    """Tensors say they are on the card; tensors built for it live on the host (their host reads are counted
+    by `campaign.plugins.offline_reads`, installed beside this by `flaggems_offline.install`).
     Patched where they are looked up (the torch namespace, the Tensor class), so FlagGems' own ops,
     called from the dispatcher below any torch function mode, are answered too. ``taken(name)``: aten's
     ``name`` goes to FlagGems' op now (its fill then compiles, see `_unfilled`)."""
     card = torch.device("cuda", 0)
-    offline_reads.host_reads_counted(torch, shim)
     for name in FILLED:
         for built, empty in ((name, torch.empty), (f"{name}_like", torch.empty_like)):
             setattr(torch, built, _unfilled(getattr(torch, built), empty, functools.partial(taken, built)))
