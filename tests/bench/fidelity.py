@@ -130,10 +130,9 @@ def _compared(gpu: dict, cpu: dict) -> set[str]:
     return {w for w in on_gpu.keys() & on_cpu.keys() if on_gpu[w] == on_cpu[w]}
 
 
-def uncompared(gpu_lines: list[dict], cpu_lines: list[dict]) -> list[str]:
+def _left_out(gpu: dict, cpu: dict) -> list[str]:
     """Each item left out of the comparison, with the cells only one side has prints of (a cell that ended
     before it compiled anything, or one the export left out as unfinished), so no item drops out unnamed."""
-    gpu, cpu = _group(gpu_lines)[0], _group(cpu_lines)[0]
     on_gpu, on_cpu = _cells(gpu), _cells(cpu)
     out = []
     for item in sorted((on_gpu.keys() | on_cpu.keys()) - _compared(gpu, cpu)):
@@ -144,8 +143,8 @@ def uncompared(gpu_lines: list[dict], cpu_lines: list[dict]) -> list[str]:
     return out
 
 
-def compare(gpu_lines: list[dict], cpu_lines: list[dict], screen: dict[str, tuple[str, str]] | None = None) -> list[dict]:
-    (gpu, gpu_outcome), (cpu, cpu_outcome) = _group(gpu_lines), _group(cpu_lines)
+def _entries(gpu_sides: tuple, cpu_sides: tuple, screen: dict[str, tuple[str, str]] | None) -> list[dict]:
+    (gpu, gpu_outcome), (cpu, cpu_outcome) = gpu_sides, cpu_sides
     items = _compared(gpu, cpu)
     entries = []
     for key in sorted(k for k in set(gpu) | set(cpu) if k[0] in items):
@@ -165,6 +164,22 @@ def compare(gpu_lines: list[dict], cpu_lines: list[dict], screen: dict[str, tupl
                 entry["cause"] = f"{why}; {NEEDS_CARD} offline: {note}"
         entries.append(entry)
     return entries
+
+
+def pair(gpu_lines: list[dict], cpu_lines: list[dict],
+         screen: dict[str, tuple[str, str]] | None = None) -> tuple[list[dict], list[str]]:
+    """The entries of the items both sides compiled every cell of, and each item left out, named: each
+    side's lines grouped once."""
+    gpu, cpu = _group(gpu_lines), _group(cpu_lines)
+    return _entries(gpu, cpu, screen), _left_out(gpu[0], cpu[0])
+
+
+def compare(gpu_lines: list[dict], cpu_lines: list[dict], screen: dict[str, tuple[str, str]] | None = None) -> list[dict]:
+    return pair(gpu_lines, cpu_lines, screen)[0]
+
+
+def uncompared(gpu_lines: list[dict], cpu_lines: list[dict]) -> list[str]:
+    return pair(gpu_lines, cpu_lines)[1]
 
 
 def _share(rows: list[dict]) -> str:
@@ -226,9 +241,9 @@ def main(argv=None) -> int:
     else:
         screen = screen_verdicts(args.cpu_screen) if args.cpu_screen else None
         gpu, cpu = _load(args.gpu, args.gpu_status), _load(args.cpu, args.cpu_status)
-        entries = compare(gpu, cpu, screen)
+        entries, left_out = pair(gpu, cpu, screen)
         text = json.dumps(entries, sort_keys=True, indent=1) + "\n"
-        told = summary(entries, uncompared(gpu, cpu))
+        told = summary(entries, left_out)
         if args.md:
             args.md.write_text(told)
         sys.stderr.write(told)
