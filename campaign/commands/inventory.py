@@ -15,9 +15,11 @@ The table is CSV, or with ``--format json`` `campaign.contract.outputs.Inventory
 its comments kept) with one ``provider: flaggems_upstream`` workload per runnable item of the same
 scan (`campaign.planning.suite`), the items not emitted as comments with their reasons. OUT is
 written beside the template, so the relative paths it names keep their meaning, and never over a file.
-``--weights-from ROOT`` (a sealed screen root of the suite) gives each workload the root holds (the
-template's own and the emitted) ``weight_s``: the heavier of its IR-pass cells' seconds there, so the next screen's IR-pass queues hand
-out the heavy workloads first (`campaign.running.batching.heavier_first`) and shards weigh them. With
+``--weights-from ROOT...`` (a sealed screen root of the suite, or the roots of one sharded screen) gives
+each workload they hold (the template's own and the emitted) ``weight_s``: the heavier of its IR-pass cells'
+seconds there, so the next screen's IR-pass queues hand out the heavy workloads first
+(`campaign.running.batching.heavier_first`) and shards weigh them; one they ran split by dtype weighs the sum
+of its parts (`campaign.planning.screenweights`). With
 ``--split-above SECONDS`` an emitted workload heavier than that is emitted as one workload per dtype its
 cells ran there (`campaign.planning.suite.split_heavy`): one IR-pass cell is one process, and the
 heaviest bounds the pass however many lanes it has.
@@ -33,18 +35,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 from campaign.contract import canonical, toolenv, yamlio, yamlwrite
 from campaign.contract.artifacts import CODE_PATH_VARIABLES
 from campaign.contract.canonical import read_json
 from campaign.contract.cellenv_rules import PINNED
 from campaign.contract.errors import EXIT_OK, INVENTORY_REFUSED, InputError, Refused
-from campaign.contract.fields import BASELINE
 from campaign.contract.outputs import OUTPUT_VERSION, InventoryItem, InventoryOutput
 from campaign.contract.platforms import visibility_variables
-from campaign.contract.runroot import RunRoot
-from campaign.judging import evidence
-from campaign.planning import checkout, harness, inventory, partition, suite, upstream
+from campaign.planning import checkout, harness, inventory, screenweights, suite, upstream
 from campaign.planning.upstreamtargets import NO_SRC_PATH
 
 COLUMNS = ("file", "function", "param_index", "mark", "op_name", "bench_class", "shape_key", "shapes",
@@ -68,9 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="template", type=Path, metavar="TEMPLATE",
                         help="with --emit-manifest: the manifest whose sources, device, switch, timer, rounds and "
                              "defaults (and own workloads) the emitted one keeps")
-    parser.add_argument("--weights-from", type=Path, metavar="ROOT",
-                        help="with --emit-manifest: a sealed screen root; each workload it holds gets weight_s, the "
-                             "heavier of its IR-pass cells' seconds there (the IR pass hands heavier workloads out first)")
+    parser.add_argument("--weights-from", type=Path, nargs="+", metavar="ROOT",
+                        help="with --emit-manifest: a sealed screen root, or the roots of one sharded screen; each "
+                             "workload they hold gets weight_s, the heavier of its IR-pass cells' seconds there (the IR "
+                             "pass hands heavier workloads out first), one they ran split by dtype the sum of its parts")
     parser.add_argument("--split-above", type=float, metavar="SECONDS",
                         help="with --weights-from: an emitted workload heavier than this is emitted as one workload per "
                              "dtype it ran there (its IR-pass cell, one process, bounds the pass however many lanes)")
@@ -138,7 +139,7 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
     out, template = args.emit_manifest, args.template
     if template is None or args.out is not None or args.collect or args.format != "csv":
         raise InputError("--emit-manifest OUT takes --from TEMPLATE, and neither --out, --format nor --collect")
-    weights, weighed_by = screen_weights(args.weights_from) if args.weights_from is not None else ({}, "")
+    weights = screenweights.read(args.weights_from) if args.weights_from is not None else None
     if out.exists():
         raise Refused(INVENTORY_REFUSED, "out", f"{out}: exists; an emitted manifest is never overwritten")
     if out.absolute().parent.resolve() != template.absolute().parent.resolve():
@@ -151,7 +152,7 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
                                                        f"not {args.checkout}: name the checkout the template pins")
     found, notes = upstream.scan(root)
     planned = suite.plan(data, document, template, found, known)
-    emitted, weighed_by = weighed(args, planned.workloads, document, weights, weighed_by)
+    emitted, weighed_by = weighed(args, planned.workloads, document, weights)
     if not planned.workloads:
         raise Refused(INVENTORY_REFUSED, "emit", f"{root}: no item left to emit beside {template}'s own workloads "
                                                    f"({len(planned.left_out)} not emitted: {'; '.join(planned.left_out[:3])})")
@@ -174,44 +175,29 @@ def emit(args: argparse.Namespace, root: Path, known: inventory.Inventory) -> in
     return EXIT_OK
 
 
-def weighed(args: argparse.Namespace, workloads: tuple[dict, ...], document, weights: dict[str, float],
-            header: str) -> tuple[list[dict], str]:
-    """The emitted workloads with the root's weights (the template's own weighed in place, comments kept),
+def weighed(args: argparse.Namespace, workloads: tuple[dict, ...], document,
+            weights: Optional[screenweights.Weights]) -> tuple[list[dict], str]:
+    """The emitted workloads with the roots' weights (the template's own weighed in place, comments kept),
     the heavy ones split by dtype with ``--split-above``; the header lines saying so."""
-    emitted = [{**w, "weight_s": weights[w["name"]]} if w["name"] in weights else w for w in workloads]
+    if weights is None:
+        return list(workloads), ""
+    emitted, notes = [], []
+    for workload in workloads:
+        done, note = screenweights.weigh(workload, weights)
+        emitted.append(done)
+        notes += [note] if note else []
     for own in document.get("workloads") or []:
-        if own.get("name") in weights:
-            own["weight_s"] = weights[own["name"]]
+        done, note = screenweights.weigh(dict(own), weights)
+        if "weight_s" in done:
+            own["weight_s"] = done["weight_s"]
+        notes += [note] if note else []
+    header = weights.header + "".join(f"# {note}\n" for note in notes)
     if args.split_above is None:
         return emitted, header
-    split = suite.split_heavy(tuple(emitted), args.split_above, ran_dtypes(args.weights_from, emitted))
+    ran = screenweights.ran_dtypes(args.weights_from, {w["name"] for w in emitted})
+    split = suite.split_heavy(tuple(emitted), args.split_above, ran, weights.parts)
     return list(split.workloads), header + ("".join(f"# {note}\n" for note in split.notes) if split.notes else
                                             f"# no emitted workload weighs more than {args.split_above:g} s: none split by dtype\n")
-
-
-def ran_dtypes(path: Path, workloads: list[dict]) -> dict[str, tuple[str, ...]]:
-    """The dtypes each workload's IR-pass baseline cell wrote rows for in the root, in their first order."""
-    root, names = RunRoot(path.resolve()), {w["name"] for w in workloads}
-    return {task.workload: evidence.cell_dtypes(root, task) for task in root.matrix.tasks
-            if task.workload in names and task.round == 0 and task.cell == BASELINE}
-
-
-def screen_weights(path: Path) -> tuple[dict[str, float], str]:
-    """Seconds per workload of a sealed screen root's IR pass (`partition.ir_pass_seconds`), and the
-    header's line naming the root and its receipt."""
-    root = RunRoot(path.resolve())
-    if root.mode != "screen":
-        raise Refused(INVENTORY_REFUSED, "weights_from", f"--weights-from {path}: not a screen root (prepare.json "
-                                                           "does not say mode screen): it ran no IR pass to weigh")
-    if not root.sealed:
-        raise Refused(INVENTORY_REFUSED, "weights_from", f"--weights-from {path}: not sealed (its seconds are not final)")
-    rows, _bad = root.status()
-    weights = partition.ir_pass_seconds([(row.workload, row.round, row.elapsed_s) for row in rows])
-    if not weights:
-        raise Refused(INVENTORY_REFUSED, "weights_from", f"--weights-from {path}: no IR-pass cell with seconds "
-                                                           "(a screen sealed before the IR pass): nothing to weigh")
-    return {name: round(seconds, 3) for name, seconds in weights.items()}, (f"# weight_s: the heavier IR-pass cell's seconds of each workload in {root.path.name} (receipt "
-                     f"{canonical.sha256_file(root.receipt_file)}); the IR pass hands heavier workloads out first.\n")
 
 
 def main(args: argparse.Namespace) -> int:

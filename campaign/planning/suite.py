@@ -172,11 +172,13 @@ class Split:
     notes: tuple[str, ...]                  # one line per heavy workload: split, or why not
 
 
-def split_heavy(workloads: tuple[dict[str, Any], ...], above: float,
-                ran: dict[str, tuple[str, ...]]) -> Split:
+def split_heavy(workloads: tuple[dict[str, Any], ...], above: float, ran: dict[str, tuple[str, ...]],
+                measured: Optional[dict[str, dict[str, float]]] = None) -> Split:
     """Each workload weighing more than ``above`` seconds as one workload per dtype it ran (``ran``: the
     dtypes of its rows in the root that weighed it; its own ``dtypes`` where it names several), named
     ``<name>-<dtype>``, each weighing its share of the whole: an estimate, the root times no dtype apart.
+    One the root ran split already (``measured``: {dtype: seconds} of its parts,
+    `campaign.planning.screenweights`) is split into those parts, each weighing what the root measured.
 
     Why: an IR-pass cell is one process compiling one variant after another, so the heaviest cell bounds
     an IR pass however many lanes it has. In the sealed 2-core suite root upsample_bicubic2d_aa_backward's
@@ -188,6 +190,13 @@ def split_heavy(workloads: tuple[dict[str, Any], ...], above: float,
         weight = workload.get("weight_s")
         if weight is None or weight <= above:
             out.append(workload)
+            continue
+        parts = (measured or {}).get(workload["name"])
+        if parts and len(parts) >= 2:
+            out.extend({**workload, "name": f"{workload['name']}-{dtype}", "dtypes": [dtype], "weight_s": seconds}
+                       for dtype, seconds in parts.items())
+            notes.append(f"{workload['name']} ({weight:.0f} s) split by dtype as the root ran it: "
+                         + ", ".join(f"{dtype} {seconds:.0f} s" for dtype, seconds in parts.items()))
             continue
         dtypes = tuple(workload.get("dtypes") or ran.get(workload["name"], ()))
         if len(dtypes) < 2:

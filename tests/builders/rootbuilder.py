@@ -56,6 +56,7 @@ class Workload:
     failing_nodes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices whose node fails
     fallback_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices direct-timed
     tuning_configs: int = 0                                         # configs the recording cell benchmarks besides the winner
+    dtypes: tuple[str, ...] = ()                                    # the manifest's dtypes (none: unnarrowed)
     failed_rows: dict[str, tuple[int, ...]] = field(default_factory=dict)   # cell -> shape indices whose row fails
     recording_bias: float = 1.0                                     # latency factor of a cell that benchmarked configs
     noise_capped: dict[str, tuple[int, ...]] = field(default_factory=dict)  # cell -> shape indices stopped at the noise cap
@@ -153,7 +154,7 @@ def manifest_text(options: Options, workloads: list[Workload]) -> str:
         **({} if options.min_effect_pct is None else {"min_effect_pct": options.min_effect_pct}),
         defaults={"timeout_s": 600, "bench_level": "core", "tuner_cache": options.tuner_cache,
                   **({} if options.tuning == "pinned" else {"tuning": options.tuning})},
-        workloads=[{"name": w.name, "op": w.op} for w in workloads]))
+        workloads=[{"name": w.name, "op": w.op, **({"dtypes": list(w.dtypes)} if w.dtypes else {})} for w in workloads]))
 
 
 def build(base: Path, workloads: list[Workload], options: Optional[Options] = None, name: str = "root") -> Path:

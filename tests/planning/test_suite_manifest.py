@@ -200,3 +200,51 @@ def test_split_above_emits_a_heavy_workload_as_one_per_dtype_it_ran(tmp_path, cl
         "x (9 s) left whole: it ran 1 dtype(s)",)
     alone = cli("inventory", root, "--emit-manifest", tmp_path / "e.yaml", "--from", source, "--split-above", "5")
     assert alone.returncode != 0 and "goes with --emit-manifest OUT --from TEMPLATE --weights-from ROOT" in alone.stderr
+
+
+def test_a_sharded_screens_roots_weigh_as_one_and_its_split_parts_come_back_whole_or_split_as_measured(tmp_path, cli):
+    """``--weights-from`` the roots of one sharded screen of a weighted manifest: the roots read as one (the header
+    names each); a workload the screen ran split by dtype (``<name>-<dtype>``, ``dtypes: [<dtype>]``) comes back whole
+    weighing the sum of its parts, and split again with ``--split-above`` each part weighs what the root measured
+    of it, not a share; a workload two of the roots hold is refused by name."""
+    root, head = checkout_with_three_negs(tmp_path)
+    source = template(tmp_path, root.name, head)
+    cpu = rootbuilder.Options(ir_pass=True, backend="cpu")
+    one = rootbuilder.screen_root(tmp_path / "a", [rootbuilder.pointwise("neg-plain-float16", "neg", dtypes=("float16",)),
+                                                   rootbuilder.pointwise("neg-plain-float32", "neg", dtypes=("float32",))],
+                                  cpu, name="shard1")
+    two = rootbuilder.screen_root(tmp_path / "b", [rootbuilder.pointwise("neg-strided", "neg")],
+                                  rootbuilder.Options(ir_pass=True, backend="cpu"), name="shard2")
+    rows = [r for shard in (one, two) for r in RunRoot(shard).status()[0] if r.round == 0]
+    heavier = {name: round(max(r.elapsed_s for r in rows if r.workload == name), 3)
+               for name in ("neg-plain-float16", "neg-plain-float32", "neg-strided")}
+    whole = round(heavier["neg-plain-float16"] + heavier["neg-plain-float32"], 3)
+
+    out = tmp_path / "weighed.yaml"
+    done = cli("inventory", root, "--emit-manifest", out, "--from", source, "--weights-from", one, two)
+    assert done.returncode == 0, done.stderr
+    got = {w["name"]: (w.get("dtypes"), w.get("weight_s")) for w in yamlio.load(out)[0]["workloads"]}
+    assert got["neg-plain"] == (None, whole) and got["neg-strided"] == (None, heavier["neg-strided"])
+    assert got["neg-unary_pointwise"] == (None, None) and "neg-plain-float16" not in got
+    text = out.read_text()
+    assert (f"of each workload in shard1 (receipt {canonical.sha256_file(one / 'receipt.json')}), "
+            f"shard2 (receipt {canonical.sha256_file(two / 'receipt.json')})") in text
+    assert (f"# neg-plain ({whole:.0f} s): the sum of its parts' seconds, float16 {heavier['neg-plain-float16']:.0f} s, "
+            f"float32 {heavier['neg-plain-float32']:.0f} s") in text
+    assert cli("validate", out).returncode == 0
+
+    split = tmp_path / "split.yaml"
+    done = cli("inventory", root, "--emit-manifest", split, "--from", source, "--weights-from", one, two,
+               "--split-above", str(whole - 1))
+    assert done.returncode == 0, done.stderr
+    got = {w["name"]: (w.get("dtypes"), w.get("weight_s")) for w in yamlio.load(split)[0]["workloads"]}
+    assert {name: got.get(name) for name in ("neg-plain-float16", "neg-plain-float32")} == {
+        "neg-plain-float16": (["float16"], heavier["neg-plain-float16"]),
+        "neg-plain-float32": (["float32"], heavier["neg-plain-float32"])}, "measured apart, not a share"
+    assert "neg-plain" not in got and "split by dtype as the root ran it: float16 " in split.read_text()
+    assert cli("validate", split).returncode == 0
+
+    again = rootbuilder.screen_root(tmp_path / "c", [rootbuilder.pointwise("neg-strided", "neg")], cpu, name="other")
+    refused = cli("inventory", root, "--emit-manifest", tmp_path / "r.yaml", "--from", source, "--weights-from", two, again)
+    assert refused.returncode == 1 and "check=weights_from" in refused.stderr
+    assert f"neg-strided is in {two} and in {again}" in refused.stderr and not (tmp_path / "r.yaml").exists()
