@@ -14,10 +14,11 @@ from campaign.contract.status import StatusRow
 
 
 def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
-    """``row`` with its note saying what a death by a signal, or a device out-of-memory error beside other
-    lanes, means, given the task's ``earlier`` rows; ``row`` carries its lane note already (`status.lane_note`)."""
+    """``row`` with its note saying what a death by a signal, or a device out-of-memory error, beside other
+    lanes means, given the task's ``earlier`` rows; ``row`` carries its lane note already (`status.lane_note`)."""
     earlier = [r for r in earlier if r.task_id == row.task_id]
     crowded = next((lanes for lanes in map(status.in_lanes_out_of_memory, earlier) if lanes is not None), None)
+    killed_beside = next((status.crowded(r) for r in earlier if status.killed_by_signal(r) and status.crowded(r)), None)
     lanes = status.in_lanes_out_of_memory(row)
     why = ""
     if crowded is not None:
@@ -26,16 +27,22 @@ def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
             why += "; out of memory again: final, not retried again"
     elif lanes is not None:
         why = f"device out of memory with {lanes} lanes on the card; run again alone after the lanes"
+    elif killed_beside is not None and not status.killed_by_signal(row):
+        why = f"run again alone after a death by a signal beside {killed_beside} lanes"
     if why:
         row = replace(row, note="; ".join(part for part in (row.note, why) if part))
     if not status.killed_by_signal(row):
         return row
     first = next((r for r in earlier if status.killed_by_signal(r)), None)
-    signal_name = row.rc_name[len("signal_"):]
-    if first is None:
+    signal_name, beside = row.rc_name[len("signal_"):], status.crowded(row)
+    if first is None and beside:
+        why = (f"killed by {signal_name} beside {beside} lanes: run once more alone after the lanes (a kill may come "
+               "from outside the cell: the host's out-of-memory killer ends a process the lanes' memory together outgrew)")
+    elif first is None:
         why = f"killed by {signal_name}: run once more (a kill may come from outside the cell)"
     elif first.rc_name == row.rc_name:
-        why = f"killed by {signal_name} again: the same failure twice is deterministic; not retried again"
+        alone = ", alone" if killed_beside and not beside else ""
+        why = f"killed by {signal_name} again{alone}: the same failure twice is deterministic; not retried again"
     else:
         why = f"killed by {first.rc_name[len('signal_'):]}, then by {signal_name}: not retried again"
     return replace(row, note="; ".join(part for part in (row.note, why) if part))

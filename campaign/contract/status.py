@@ -35,15 +35,15 @@ Columns (tab-separated, header first)::
 - A task may have several rows: an ``interrupted`` row is history, not a
   finish; `run` re-runs that cell on resume and appends its new row. The row
   that counts for a task is its last one (`latest`).
-- A worker killed by a signal (``signal_<NAME>``: the OOM killer, a person's
-  ``kill -9``) may have died of something outside the cell, so its first such
-  row does not settle the task: it is run once more (`settled`). A second
-  death by a signal does: the same failure twice is deterministic, and its
-  row says so (`campaign.contract.rownotes.noted`).
-- An IR-pass cell that failed with a device out of memory (the worker's note,
-  `campaign.contract.cellfiles.device_out_of_memory`) in a lane of several on its card may
-  have failed of the lanes' peaks together: its first such row does not settle it either; it
-  runs once more alone after the lanes (`run_alone`), and that row settles it, ok or failed.
+- A worker killed by a signal (``signal_<NAME>``: the OOM killer, a person's ``kill -9``) may have
+  died of something outside the cell, so its first such row does not settle the task: it is run
+  once more (`settled`). A second death by a signal does: the same failure twice is deterministic,
+  and its row says so (`campaign.contract.rownotes.noted`).
+- An IR-pass cell in a lane of several that failed with a device out of memory (the worker's note,
+  `campaign.contract.cellfiles.device_out_of_memory`), or was killed by a signal (the host's OOM killer
+  ends a process the lanes' memory together outgrew), may have failed of the lanes together (`crowded`):
+  its first such row does not settle it; it runs once more alone after the lanes (`run_alone`), and
+  that row settles it, ok or failed.
 """
 from __future__ import annotations
 
@@ -237,35 +237,37 @@ def killed_by_signal(row: StatusRow) -> bool:
     return row.rc_name.startswith("signal_")
 
 
-def in_lanes_out_of_memory(row: StatusRow) -> Optional[int]:
-    """The lanes (more than one) its card ran when ``row`` failed with a device out of memory in one; None:
-    no such failure (ok, killed, timed out, or alone: a one-lane run's is final at once)."""
+def crowded(row: StatusRow) -> Optional[int]:
+    """The lanes (more than one) beside which ``row`` failed of what lanes share: killed by a signal, or a device OOM."""
     lane = lane_of(row)
-    if lane is None or lane[1] < 2 or not row.finished or not row.failed:
+    return lane[1] if lane is not None and lane[1] >= 2 and killed_by_signal(row) else in_lanes_out_of_memory(row)
+
+
+def in_lanes_out_of_memory(row: StatusRow) -> Optional[int]:
+    """The lanes (more than one) beside which ``row`` failed with a device out of memory; None: no such failure."""
+    lane = lane_of(row)
+    if lane is None or lane[1] < 2 or not row.finished or not row.failed or killed_by_signal(row):
         return None
-    if killed_by_signal(row) or row.rc_name in ("timed_out", "killed"):
-        return None
-    return lane[1] if device_out_of_memory(row.note) else None
+    return lane[1] if row.rc_name not in ("timed_out", "killed") and device_out_of_memory(row.note) else None
 
 
 def settled(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
     """Task id -> the row that settles it; a task absent here is run (again).
 
-    Not settled: a last row ``interrupted``, or a last row of the task's first
-    death by a signal (retried once), or of its first device out-of-memory error
-    beside other lanes (retried once, alone: `run_alone`). A later row of the
-    task replaces each.
+    Not settled: a last row ``interrupted``, or a last row of the task's first death by a signal
+    (retried once; alone where it died beside other lanes: `run_alone`), or of its first device
+    out-of-memory error beside other lanes (retried once, alone). A later row of the task replaces each.
     """
     out: dict[str, StatusRow] = {}
     died: set[str] = set()
-    crowded: set[str] = set()
+    crowded_before: set[str] = set()
     for row in rows:
         killed, out_of_memory = killed_by_signal(row), in_lanes_out_of_memory(row) is not None
-        retry = (killed and row.task_id not in died) or (out_of_memory and row.task_id not in crowded)
+        retry = (killed and row.task_id not in died) or (out_of_memory and row.task_id not in crowded_before)
         if killed:
             died.add(row.task_id)
         if out_of_memory:
-            crowded.add(row.task_id)
+            crowded_before.add(row.task_id)
         if row.finished and not retry:
             out[row.task_id] = row
         else:
@@ -274,13 +276,13 @@ def settled(rows: Iterable[StatusRow]) -> dict[str, StatusRow]:
 
 
 def run_alone(rows: Iterable[StatusRow], done: Optional[Mapping[str, StatusRow]] = None) -> set[str]:
-    """Task ids not settled that ran out of device memory beside other lanes: they run again alone on the
+    """Task ids not settled that failed beside other lanes (`crowded`): they run again alone on the
     card, after its lanes (`campaign.running.runner.Runner`), never in a lane, until a row settles them --
     an interrupted retry, or a killed runner, leaves the task here for the resumed run. ``done``: the
     rows' `settled` where the caller holds it already."""
     rows = list(rows)
     done = settled(rows) if done is None else done
-    return {row.task_id for row in rows if row.task_id not in done and in_lanes_out_of_memory(row) is not None}
+    return {row.task_id for row in rows if row.task_id not in done and crowded(row) is not None}
 
 
 _LANE = re.compile(r"IR pass lane (\d+) of (\d+) on its card")

@@ -21,13 +21,15 @@ CLASS_NAMES: dict[VerdictClass, str] = {GAIN: "gain", CLEAN_REDUCTION: "clean re
                                         REGRESSION: "regression", FAILURE: "failure", INCONCLUSIVE: "inconclusive"}
 
 # The screen's verdicts on round 1 (`campaign.judging.screening.verdict` says when each is given)
-ScreenVerdict = Literal["IR_CHANGED", "NO_IR_DIFF", "NO_TRITON", "NO_ROWS", "TIMEOUT", "NO_COMPARABLE_IR", "NEEDS_CARD",
-                        "MISSING"]
+ScreenVerdict = Literal["IR_CHANGED", "NO_IR_DIFF", "NO_TRITON", "NO_ROWS", "TIMEOUT", "KILLED", "NO_COMPARABLE_IR",
+                        "NEEDS_CARD", "MISSING"]
 IR_CHANGED: Final = "IR_CHANGED"
 NO_IR_DIFF: Final = "NO_IR_DIFF"
 NO_TRITON: Final = "NO_TRITON"
 NO_ROWS: Final = "NO_ROWS"
 TIMEOUT: Final = "TIMEOUT"
+# a cell died by a signal from outside the runner, retried and killed again: the host, not the switch
+KILLED: Final = "KILLED"
 NO_COMPARABLE_IR: Final = "NO_COMPARABLE_IR"
 # an offline cell proved its own IR untrustworthy (host reads of kernel results, a torch fallback): the card decides
 NEEDS_CARD: Final = "NEEDS_CARD"

@@ -8,6 +8,8 @@ deserves rounds from round 1's pair where it ran, else from the IR pass's pair
 (``Facts.ir_pass_only``: its fingerprints, no range, `IR_PASS_NOTE`):
 
 - ``TIMEOUT``    a cell ended by its timeout (rc 124/137): a cost problem, not a verdict.
+- ``KILLED``     a cell died by a signal from outside the runner, its retry too (the host's out-of-memory
+                 killer, a person's kill): a resource problem, not a verdict; never read as a timeout.
 - ``NEEDS_CARD`` an offline cell (FlagGems on the compile-only backend) proved its own IR untrustworthy
   (its offline.json, `campaign.contract.cellfiles.OfflineTrust`): host logic read a skipped launch's
   output, or FlagGems handed an op back to torch. Whatever its fingerprints say, it is emitted for
@@ -25,18 +27,7 @@ deserves rounds from round 1's pair where it ran, else from the IR pass's pair
   The last three are `campaign.judging.irevidence.ir_change`'s answer, the one the
   runner's adaptive rounds and the classifier give too.
 
-Only IR_CHANGED and NO_IR_DIFF print a range (candidate/baseline - 1 over the
-shapes timed on both sides); anything else would read like a finding. The range
-keeps timing regimes apart, as `campaign.judging.stats` does: it is drawn from one regime
-(the primary: graph, then event, then direct; fallback rows only when nothing
-else) and ``range_regime``/``range_left_out`` say which and how many paired shapes
-of other regimes, or timed differently on the two sides, stayed out of it.
-
-When the baseline benchmarked autotune configs (the recording cell) its timings
-are not comparable with replaying cells (FlagGems mm on the H200: a replaying
-control with identical code measured -11.4 % against it), so the range is
-candidate/control - 1, both replaying (``range_vs``). The control's own A/A
-(control/baseline - 1, same regime) is shown beside any range (``aa_range``).
+Only IR_CHANGED and NO_IR_DIFF print a range: `campaign.judging.screenrange`.
 """
 from __future__ import annotations
 
@@ -44,15 +35,13 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from campaign.contract import errorlines
-from campaign.contract.fields import BASELINE, CANDIDATE, CONTROL
-from campaign.contract.platforms import platform
-from campaign.contract.verdictnames import IR_CHANGED, NEEDS_CARD, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
-from campaign.judging import irevidence, irpairing, stats
+from campaign.contract.fields import BASELINE, CONTROL
+from campaign.contract.verdictnames import IR_CHANGED, KILLED, NEEDS_CARD, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
+from campaign.judging import irevidence, irpairing
 from campaign.judging.stats import Sample
 
 TIMEOUT_RCS = (124, 137)
 TIMEOUT_NAMES = ("timed_out", "killed")
-NOT_COMPARABLE = "range vs recording baseline (not comparable: baseline tuned)"
 # What the IR pass's evidence holds (`irevidence.untimed_coverage` of its weaker side), said in every note
 # that rests on it: a root written before untimed cells compiled every config says "first config only".
 COVERAGE = {
@@ -77,7 +66,6 @@ def ir_pass_skipped(coverage: str) -> str:
 
 IR_PASS_NOTE = ir_pass_note(irevidence.EVERY_CONFIG)
 IR_PASS_SKIPPED = ir_pass_skipped(irevidence.EVERY_CONFIG)
-IR_PASS_RANGE = "not timed: IR unchanged, no range"
 
 
 @dataclass(frozen=True)
@@ -105,7 +93,12 @@ class Side:
 
     @property
     def timed_out(self) -> bool:
-        return self.rc in TIMEOUT_RCS or self.rc_name in TIMEOUT_NAMES
+        """Ended by the runner at its timeout; a death by a signal it did not send (rc 137 too) is `killed`."""
+        return self.rc_name in TIMEOUT_NAMES or (self.rc in TIMEOUT_RCS and not self.killed)
+
+    @property
+    def killed(self) -> bool:
+        return self.rc_name.startswith("signal_")
 
 
 @dataclass(frozen=True)
@@ -161,12 +154,18 @@ def _nothing_ran(f: Facts) -> str:
 
 
 def _before_ir(f: Facts) -> Optional[Verdict]:
-    """The verdicts no IR comparison is made for: TIMEOUT, NEEDS_CARD, NO_ROWS; None: compare the IR."""
+    """The verdicts no IR comparison is made for: TIMEOUT, KILLED, NEEDS_CARD, NO_ROWS; None: compare the IR."""
     sides = f.sides
     late = [s for s in sides.values() if s.timed_out]
     if late:
         return Verdict(TIMEOUT, "; ".join(f"{s.cell} ended by its timeout ({_rc(s)}, {s.elapsed_s}s)" for s in late)
                        + ": a cost problem, not a verdict about the switch")
+    dead = [s for s in sides.values() if s.killed]
+    if dead:
+        return Verdict(KILLED, "; ".join(f"{s.cell} died by {s.rc_name[len('signal_'):]} from outside the runner, not by its "
+                                         f"timeout ({_rc(s)}, {s.elapsed_s}s)" for s in dead)
+                       + ": the host's out-of-memory killer or a person's kill, a resource problem, not a verdict about the "
+                         "switch (its rows in status.tsv name each attempt); screen it with fewer lanes or more memory")
     card = needs_card(sides)
     if card:
         return Verdict(NEEDS_CARD, f"the offline IR is not evidence, check and time it on the card: {card}")
@@ -216,85 +215,3 @@ def verdict(f: Facts) -> Verdict:
     ended = [f"{s.cell} ended {_rc(s)} after {s.rows or 0} row(s)" for s in (first, second) if s.rc not in (None, 0)]
     return Verdict(IR_CHANGED, "; ".join(notes + [f"{pair[0]} and {pair[1]} {f.ir_stage} differ: measure it; {topo}"]
                                          + irpairing.reach(first.variants, second.variants, pair, ended)), pair)
-
-
-@dataclass(frozen=True)
-class Range:
-    """The screen's timing columns: a span and what it is relative to, and the control's A/A beside it."""
-
-    span: str = ""
-    label: str = ""
-    vs: str = ""                         # the cell the candidate is divided by: baseline, or control
-    regime: str = ""
-    left_out: Optional[int] = None       # paired shapes of other regimes or timed differently on the two sides
-    aa: str = ""
-    aa_label: str = ""
-
-
-def _paired(first: Side, second: Side) -> tuple[dict[str, list[float]], int]:
-    """second/first - 1 per shape, by regime; a shape the two sides timed differently is counted, never paired."""
-    by_regime: dict[str, list[float]] = {}
-    mixed = 0
-    for key, s in first.samples.items():
-        other = second.samples.get(key)
-        if other is None:
-            continue
-        if other.regime != s.regime:
-            mixed += 1
-            continue
-        by_regime.setdefault(s.regime, []).append(other.latency_ms / s.latency_ms - 1)
-    return by_regime, mixed
-
-
-def _span(deltas: list[float]) -> str:
-    return f"{min(deltas) * 100:+.2f}%…{max(deltas) * 100:+.2f}%"
-
-
-def _aa(f: Facts, regime: str) -> tuple[str, str]:
-    base, ctrl = f.sides[BASELINE], f.sides.get(CONTROL)
-    if ctrl is None:
-        return "", ""
-    if not (base.timed and ctrl.timed):
-        return "", "no A/A: the control or the baseline ran untimed"
-    deltas = _paired(base, ctrl)[0].get(regime)
-    if not deltas:
-        return "", f"no A/A: no {regime} shape timed alike in control and baseline"
-    label = f"control/baseline-1 (A/A) over {len(deltas)} {regime} shapes"
-    if base.tuning_variants:
-        label += ": against the recording baseline, so it holds the recording cell's offset, not only noise"
-    return _span(deltas), label
-
-
-def shape_range(f: Facts, v: Verdict) -> Range:
-    """candidate/baseline - 1 (candidate/control - 1 when the baseline tuned) over one regime's shapes, min…max."""
-    base = f.sides[BASELINE]
-    if v.name == NO_COMPARABLE_IR and base.tuning_variants and CONTROL not in f.sides:
-        return Range(label=f"{NOT_COMPARABLE}: not printed; there is no control to time the candidate against")
-    if v.name not in (IR_CHANGED, NO_IR_DIFF):
-        return Range()
-    vs = CONTROL if base.tuning_variants else BASELINE
-    ref, cand = f.sides.get(vs), f.sides[CANDIDATE]
-    if not platform(f.backend).executes:
-        return Range(label=f"not timed: {f.backend} compiles only, no range")
-    if ref is None or not (ref.timed and cand.timed):
-        missing = "" if vs == BASELINE else f"; {NOT_COMPARABLE}: not printed"
-        return Range(label=f"not timed: a side ran untimed, no range{missing}")
-    if f.caliber_findings:
-        return Range(label="no range: the cells differ in caliber (see note)")
-    by_regime, mixed = _paired(ref, cand)
-    regime = stats.primary_regime(list(by_regime))    # the regime a campaign verdict would rest on
-    if regime is None:
-        return Range(label="no range: no shape timed alike on both sides"
-                     + (f" ({mixed} timed differently)" if mixed else ""))
-    deltas = by_regime[regime]
-    others = {r: len(d) for r, d in sorted(by_regime.items()) if r != regime}
-    left = [f"{n} {r}" for r, n in others.items()] + ([f"{mixed} timed differently on the two sides"] if mixed else [])
-    what = f"candidate/{vs}-1 over {len(deltas)} {regime} shapes"
-    if vs == CONTROL:
-        what += " (baseline tuned: both sides replay)"
-    label = (f"noise floor of one measurement (IR unchanged), {what}" if v.name == NO_IR_DIFF
-             else f"{what}, one measurement")
-    if left:
-        label += f"; left out: {', '.join(left)}"
-    aa, aa_label = _aa(f, regime)
-    return Range(_span(deltas), label, vs, regime, sum(others.values()) + mixed, aa, aa_label)

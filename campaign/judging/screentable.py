@@ -11,18 +11,8 @@ from campaign.contract.fields import CELL_NAMES
 from campaign.contract.platforms import platform
 from campaign.contract.verdictnames import IR_CHANGED, NEEDS_CARD, NO_IR_DIFF, ScreenVerdict
 from campaign.judging import caliber, irevidence
-from campaign.judging.screening import (
-    COVERAGE,
-    IR_PASS_RANGE,
-    Facts,
-    Range,
-    Verdict,
-    compiles_only_note,
-    ir_pass_note,
-    ir_pass_skipped,
-    shape_range,
-    verdict,
-)
+from campaign.judging.screening import COVERAGE, Facts, Verdict, compiles_only_note, ir_pass_note, ir_pass_skipped, verdict
+from campaign.judging.screenrange import IR_PASS_RANGE, Range, shape_range
 
 PER_SIDE = ("fingerprint", "scoped", "unscoped", "elapsed", "rc")
 COLUMNS = (("workload", "op", "verdict", "dtypes")

@@ -118,7 +118,7 @@ class Runner:
         return None
 
     def _alone(self, block: tuple[tuple[Task, ...], ...], rows: list[StatusRow]) -> Optional[Outcome]:
-        """After the lanes of ``block``: its cells that ran out of device memory beside other lanes
+        """After the lanes of ``block``: its cells that ran out of device memory or died by a signal beside other lanes
         (`status.run_alone`), each run once more with no other process on this card -- a side's in one
         process at a time, at most the bound a process, a canary in its own (its failure still stops the run)
         -- in the order they were planned."""
@@ -127,7 +127,7 @@ class Runner:
         for task in (t for group in block for t in group if t.id in alone):
             sides.setdefault((task.round, task.cell, task.id if task.canary else ""), []).append(task)
         if sides:
-            self.events.note(f"{batching.IR_PASS}: {sum(map(len, sides.values()))} cell(s) ran out of device memory beside "
+            self.events.note(f"{batching.IR_PASS}: {sum(map(len, sides.values()))} cell(s) ran out of device memory or died by a signal beside "
                              f"{self.setup.lanes} lanes; each runs again alone on this card")
         bound = max(batching.bound(self.setup.matrix.workloads_per_process)[0], 1)
         for side in sides.values():

@@ -140,6 +140,33 @@ def test_an_out_of_memory_alone_or_not_of_the_device_is_final_at_once():
     assert status.settled([ok]) == {ok.task_id: ok}
 
 
+def test_a_death_by_a_signal_beside_other_lanes_runs_once_more_alone_and_a_second_is_final():
+    """The host's OOM killer ends a process the lanes' memory together outgrew (a 2-core suite screen:
+    soft_margin_loss's two sides, ~13 GB each on a 23 GB host, killed at once, retried at once beside each
+    other, and its baseline killed again: final, and read as a timeout). A first death by a signal in a lane of
+    several is retried alone after the lanes; alone, a second death is final and says so; one lane is as before."""
+    died = _failed(status.lane_note(0, 2), rc_name="signal_SIGKILL")
+    assert status.crowded(died) == 2 and status.in_lanes_out_of_memory(died) is None
+    assert status.settled([died]) == {} and status.run_alone([died]) == {"abs/r0/candidate"}
+    noted = rownotes.noted(died, [])
+    assert noted.note.endswith("killed by SIGKILL beside 2 lanes: run once more alone after the lanes (a kill may come "
+                               "from outside the cell: the host's out-of-memory killer ends a process the lanes' memory "
+                               "together outgrew)")
+    stopped = _failed("stopped", rc_name=status.INTERRUPTED)
+    assert status.run_alone([noted, stopped]) == {"abs/r0/candidate"}, "a stopped retry stays owed, alone"
+    again = rownotes.noted(_failed("", rc_name="signal_SIGKILL"), [noted, stopped])       # alone: no lane note
+    assert again.note == "killed by SIGKILL again, alone: the same failure twice is deterministic; not retried again"
+    assert status.settled([noted, stopped, again]) == {"abs/r0/candidate": again}
+    assert status.run_alone([noted, stopped, again]) == set()
+    ok = rownotes.noted(replace(CLEAN, task_id="abs/r0/candidate"), [noted])
+    assert status.settled([noted, ok]) == {"abs/r0/candidate": ok}
+    assert ok.note == "run again alone after a death by a signal beside 2 lanes"
+    # one lane, or none: retried at once in its place, as before
+    for row in (_failed(status.lane_note(0, 1), rc_name="signal_SIGKILL"), _failed("", rc_name="signal_SIGKILL")):
+        assert status.crowded(row) is None and status.settled([row]) == {} and status.run_alone([row]) == set()
+        assert rownotes.noted(row, []).note.endswith("killed by SIGKILL: run once more (a kill may come from outside the cell)")
+
+
 def test_a_death_by_a_signal_and_an_out_of_memory_beside_lanes_are_each_retried_once():
     lanes = status.lane_note(0, 4)
     died = _failed(lanes, rc_name="signal_SIGKILL")

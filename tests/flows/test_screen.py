@@ -14,7 +14,7 @@ from runroots import fault, manifest
 from campaign.contract import canonical, status, yamlio
 from campaign.contract.manifest import Manifest
 from campaign.flows import freeze
-from campaign.judging import caliber, screening, screentable
+from campaign.judging import caliber, screening, screenrange, screentable
 from campaign.judging.screening import Facts, Side
 from campaign.judging.stats import Sample
 
@@ -85,7 +85,7 @@ def test_demo_screen_judges_each_pinned_pair(demo_screen):
         # judged on the IR pass's pair: its fingerprints and seconds, no control, no range, no weight
         assert r["fingerprint_baseline"] == r["fingerprint_candidate"] and r["fingerprint_control"] == ""
         assert r["elapsed_baseline"] == str(rows[f"{name}/r0/baseline"].elapsed_s) and r["rc_control"] == ""
-        assert (r["range"], r["range_label"], r["weight_s"]) == ("", screening.IR_PASS_RANGE, "")
+        assert (r["range"], r["range_label"], r["weight_s"]) == ("", screenrange.IR_PASS_RANGE, "")
         assert r["note"].endswith(screening.IR_PASS_NOTE)
         result = canonical.read_json(root / "cells" / name / "r0" / "candidate" / "result.json")
         assert result["timed"] is False and result["correctness"]["reason"] == "IR pass: untimed, correctness not run"
@@ -227,6 +227,24 @@ def test_timeout_is_a_cost_not_a_verdict():
     assert screentable.row(f)["range"] == "" and screentable.row(f)["weight_s"] == "602.0"
 
 
+def test_a_death_by_a_signal_from_outside_is_killed_never_a_timeout():
+    """rc 137 is also what a process the host's out-of-memory killer ended exits with (a 2-core suite screen:
+    soft_margin_loss's baseline, killed twice beside the other lane, read TIMEOUT "ended by its timeout" at
+    66 s of a 2,400 s timeout). Only the runner's own kill at the timeout (killed, timed_out) is a timeout."""
+    dead = _facts(_side("baseline", rc=137, rc_name="signal_SIGKILL", rows=None, elapsed_s=66.37), _side("candidate"))
+    v = screening.verdict(dead)
+    assert v.name == "KILLED" and "ended by its timeout" not in v.note
+    assert v.note.startswith("baseline died by SIGKILL from outside the runner, not by its timeout (rc 137 signal_SIGKILL, 66.37s)")
+    assert "out-of-memory killer" in v.note and "not a verdict about the switch" in v.note
+    assert screentable.row(dead)["verdict"] == "KILLED" and screentable.row(dead)["range"] == ""
+    # the runner's own kills stay timeouts; a timeout beside a death is said first, as a cost
+    for rc, name in ((137, "killed"), (124, "timed_out")):
+        late = _facts(_side("baseline", rc=rc, rc_name=name, rows=None), _side("candidate"))
+        assert screening.verdict(late).name == "TIMEOUT"
+    both = _facts(_side("baseline", rc=137, rc_name="killed", rows=None), _side("candidate", rc=137, rc_name="signal_SIGKILL"))
+    assert screening.verdict(both).name == "TIMEOUT"
+
+
 def test_no_rows_and_no_triton():
     empty = screening.verdict(_facts(_side("baseline", None, rows=0), _side("candidate", None, rows=None, rc=None,
                                                                             rc_name="not_started")))
@@ -234,7 +252,7 @@ def test_no_rows_and_no_triton():
     aten = _facts(_side("baseline", None), _side("candidate", None), _side("control", None))
     v = screening.verdict(aten)
     assert v.name == "NO_TRITON" and "aten or a vendor library" in v.note and "own TRITON_CACHE_DIR" in v.note
-    assert screening.shape_range(aten, v) == screening.Range()
+    assert screenrange.shape_range(aten, v) == screenrange.Range()
 
 
 def test_a_recording_baseline_is_compared_through_the_control():
@@ -249,7 +267,7 @@ def test_a_recording_baseline_is_compared_through_the_control():
     alone = _facts(base, _side("candidate", "winner"))
     v = screening.verdict(alone)
     assert v.name == "NO_COMPARABLE_IR" and v.compared is None and "add a control cell" in v.note
-    r = screening.shape_range(alone, v)
+    r = screenrange.shape_range(alone, v)
     assert r.span == "" and r.label.startswith("range vs recording baseline (not comparable: baseline tuned)")
 
 
@@ -268,16 +286,16 @@ def test_ranges_only_for_judged_pairs():
     timed = dict(timed=True, samples={key_a: Sample(1.0, "graph"), key_b: Sample(2.0, "graph")})
     faster = dict(timed=True, samples={key_a: Sample(0.9, "graph"), key_b: Sample(2.1, "graph")})
     changed = _facts(_side("baseline", "a", **timed), _side("candidate", "b", **faster))
-    assert screening.shape_range(changed, screening.verdict(changed)) == screening.Range(
+    assert screenrange.shape_range(changed, screening.verdict(changed)) == screenrange.Range(
         "-10.00%…+5.00%", "candidate/baseline-1 over 2 graph shapes, one measurement", "baseline", "graph", 0)
     noise = _facts(_side("baseline", "a", **timed), _side("candidate", "a", **faster))
-    r = screening.shape_range(noise, screening.verdict(noise))
+    r = screenrange.shape_range(noise, screening.verdict(noise))
     assert r.span == "-10.00%…+5.00%" and r.label.startswith("noise floor of one measurement")
     cpu = dataclasses.replace(noise, backend="cpu")
-    assert screening.shape_range(cpu, screening.verdict(cpu)) == screening.Range(
+    assert screenrange.shape_range(cpu, screening.verdict(cpu)) == screenrange.Range(
         label="not timed: cpu compiles only, no range")
     mismatch = dataclasses.replace(changed, caliber_findings=("!!! [caliber] timer.kind: graph vs event",))
-    assert screening.shape_range(mismatch, screening.verdict(mismatch)).span == ""
+    assert screenrange.shape_range(mismatch, screening.verdict(mismatch)).span == ""
     assert "caliber: !!! [caliber] timer.kind" in screentable.row(mismatch)["note"]
 
 

@@ -26,7 +26,7 @@ from campaign.backends.cuda import CudaBackend
 from campaign.contract import canonical, status
 from campaign.contract.plans import Matrix
 from campaign.flows import freeze
-from campaign.judging import evidence, irevidence, screening, screenroot, screentable
+from campaign.judging import evidence, irevidence, screening, screenrange, screenroot, screentable
 from campaign.judging.screening import Facts, Side
 from campaign.planning.matrix import expand
 from campaign.worker import cell
@@ -126,7 +126,7 @@ def _facts(*sides: Side, **kw) -> Facts:
 def test_a_row_from_the_ir_pass_has_no_range_and_no_weight():
     row = screentable.row(_facts(_side("baseline", "a"), _side("candidate", "a"), ir_pass_only=True))
     assert (row["verdict"], row["range"], row["range_label"], row["weight_s"]) == (
-        "NO_IR_DIFF", "", screening.IR_PASS_RANGE, "")
+        "NO_IR_DIFF", "", screenrange.IR_PASS_RANGE, "")
     assert row["fingerprint_baseline"] == "a" and row["elapsed_baseline"] == "2.0" and row["fingerprint_control"] == ""
     assert row["note"].endswith(screening.IR_PASS_NOTE)
     empty = screentable.row(_facts(Side(cell="baseline", rc=0, rows=0), Side(cell="candidate", rc=0, rows=0),

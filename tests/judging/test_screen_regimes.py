@@ -10,8 +10,9 @@ import rootbuilder as rb
 from conftest import PROJECT_ROOT, run_cli
 
 from campaign.commands.screen import line
-from campaign.judging import screening, screentable
-from campaign.judging.screening import NOT_COMPARABLE, Facts, Range, Side
+from campaign.judging import screening, screenrange, screentable
+from campaign.judging.screening import Facts, Side
+from campaign.judging.screenrange import NOT_COMPARABLE, Range
 from campaign.judging.stats import Sample
 
 KEYS = [("f", (n,), "float16", 0) for n in (1, 2, 3, 4)]
@@ -30,7 +31,7 @@ def _facts(*sides: Side) -> Facts:
 
 
 def _range(f: Facts) -> Range:
-    return screening.shape_range(f, screening.verdict(f))
+    return screenrange.shape_range(f, screening.verdict(f))
 
 
 GRAPH = {0: (1.0, "graph"), 1: (2.0, "graph")}

@@ -112,3 +112,28 @@ def test_one_process_a_cell_in_lanes_runs_an_out_of_memory_once_more_alone_too(t
     assert all(len(found) == 1 for t, found in runs.items() if t not in {"beside/r0/baseline", "beside/r0/candidate",
                                                                          "always/r0/candidate"}), runs
     assert run_cli("verify", root).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_death_by_a_signal_beside_other_lanes_runs_once_more_alone_and_dead_again_reads_killed(tmp_path: Path):
+    """The host's out-of-memory killer ends a lane's process the lanes' memory together outgrew (on a 2-core
+    host: soft_margin_loss's two sides, killed together and retried together, its baseline killed again and read
+    TIMEOUT). Here a candidate that kills itself with SIGKILL, beside another lane: its first death is history,
+    its retry runs alone after the lanes, dies again and is final, and the screen says KILLED, never TIMEOUT."""
+    path = manifest(tmp_path, [fault("die", "test_bench_die"), fault("softmax", QUICK), fault("row_sum", QUICK)],
+                    campaign="die", lanes=2)
+    done = run_cli("screen", path, "--runs-dir", tmp_path / "runs", "--scratch-dir", tmp_path, "--grace", "1", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    root = next((tmp_path / "runs").glob("die-screen-*"))
+    rows = status.read(root / "status.tsv")[0]
+    first, again = [r for r in rows if r.task_id == "die/r0/candidate"]
+    assert (first.rc_name, again.rc_name) == ("signal_SIGKILL", "signal_SIGKILL")
+    assert "IR pass lane" in first.note and first.note.endswith(
+        "killed by SIGKILL beside 2 lanes: run once more alone after the lanes (a kill may come from outside the cell: "
+        "the host's out-of-memory killer ends a process the lanes' memory together outgrew)")
+    assert "IR pass lane" not in again.note, "the retry ran alone, after the lanes"
+    assert again.note.endswith("killed by SIGKILL again, alone: the same failure twice is deterministic; not retried again")
+    assert "died by a signal beside 2 lanes; each runs again alone" in done.stdout + done.stderr
+    assert [r.rc_name for r in rows if r.workload != "die" and r.round == 0] == ["ok"] * 4, "nothing else ran twice"
+    verdicts = {line.split("\t")[0]: line.split("\t")[2] for line in (root / "screen.tsv").read_text().splitlines()[1:]}
+    assert verdicts["die"] == "KILLED"
