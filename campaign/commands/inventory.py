@@ -194,7 +194,7 @@ def weighed(args: argparse.Namespace, workloads: tuple[dict, ...], document,
     header = weights.header + "".join(f"# {note}\n" for note in notes)
     if args.split_above is None:
         return emitted, header
-    ran = screenweights.ran_dtypes(args.weights_from, {w["name"] for w in emitted})
+    ran = screenweights.ran_dtypes(weights, {w["name"] for w in emitted})
     split = suite.split_heavy(tuple(emitted), args.split_above, ran, weights.parts)
     return list(split.workloads), header + ("".join(f"# {note}\n" for note in split.notes) if split.notes else
                                             f"# no emitted workload weighs more than {args.split_above:g} s: none split by dtype\n")

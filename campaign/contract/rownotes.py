@@ -18,7 +18,7 @@ def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
     lanes means, given the task's ``earlier`` rows; ``row`` carries its lane note already (`status.lane_note`)."""
     earlier = [r for r in earlier if r.task_id == row.task_id]
     crowded = next((lanes for lanes in map(status.in_lanes_out_of_memory, earlier) if lanes is not None), None)
-    killed_beside = next((status.crowded(r) for r in earlier if status.killed_by_signal(r) and status.crowded(r)), None)
+    killed_beside = next((lanes for lanes in (status.crowded(r) for r in earlier if status.killed_by_signal(r)) if lanes), None)
     lanes = status.in_lanes_out_of_memory(row)
     why = ""
     if crowded is not None:

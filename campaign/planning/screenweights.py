@@ -35,6 +35,7 @@ class Weights:
     seconds: dict[str, float]                     # workload -> its IR-pass seconds, over every root
     parts: dict[str, dict[str, float]]            # a split workload's name -> {dtype: its part's seconds}
     header: str                                   # the emitted file's comment lines naming each root
+    roots: tuple[RunRoot, ...]                    # each read once: `ran_dtypes` reads their cells
 
 
 def _checked(path: Path) -> RunRoot:
@@ -64,9 +65,10 @@ def read(paths: Sequence[Path]) -> Weights:
     seconds: dict[str, float] = {}
     held: dict[str, Path] = {}
     parts: dict[str, dict[str, float]] = {}
-    lines = []
+    lines, roots = [], []
     for path in paths:
         root = _checked(path)
+        roots.append(root)
         rows, _bad = root.status()
         found = partition.ir_pass_seconds([(row.workload, row.round, row.elapsed_s) for row in rows])
         if not found:
@@ -83,7 +85,7 @@ def read(paths: Sequence[Path]) -> Weights:
         lines.append(f"{root.path.name} (receipt {canonical.sha256_file(root.receipt_file)})")
     header = (f"# weight_s: the heavier IR-pass cell's seconds of each workload in {', '.join(lines)}; "
               "the IR pass hands heavier workloads out first.\n")
-    return Weights(seconds, {whole: dtypes for whole, dtypes in parts.items() if whole not in seconds}, header)
+    return Weights(seconds, {whole: dtypes for whole, dtypes in parts.items() if whole not in seconds}, header, tuple(roots))
 
 
 def weigh(workload: dict, weights: Weights) -> tuple[dict, str]:
@@ -99,11 +101,7 @@ def weigh(workload: dict, weights: Weights) -> tuple[dict, str]:
                                              f"{', '.join(f'{d} {s:.0f} s' for d, s in parts.items())}")
 
 
-def ran_dtypes(paths: Sequence[Path], names: set[str]) -> dict[str, tuple[str, ...]]:
+def ran_dtypes(weights: Weights, names: set[str]) -> dict[str, tuple[str, ...]]:
     """The dtypes each named workload's IR-pass baseline cell wrote rows for in the roots, in their first order."""
-    out = {}
-    for path in paths:
-        root = RunRoot(path.resolve())
-        out.update({task.workload: evidence.cell_dtypes(root, task) for task in root.matrix.tasks
-                    if task.workload in names and task.round == 0 and task.cell == BASELINE})
-    return out
+    return {task.workload: evidence.cell_dtypes(root, task) for root in weights.roots for task in root.matrix.tasks
+            if task.workload in names and task.round == 0 and task.cell == BASELINE}
