@@ -6,6 +6,7 @@ CUDA's wording (`tests/fixtures/workloads/bench_faults.py`): ``beside`` while an
 same time (a sibling's marker), ``always`` in its candidate whether alone or not."""
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -22,14 +23,15 @@ QUICK = "test_bench_noop"
 OOM = "CUDA out of memory. Tried to allocate 8.00 GiB"
 
 
-def _stop_in_the_alone_retry(tmp_path: Path, path: Path) -> Path:
+def _stop_in_the_alone_retry(tmp_path: Path, path: Path, campaign: str = "oom") -> Path:
     """The screen started, then stopped (SIGINT) while a ``beside`` runs alone after the lanes: both its sides'
-    out-of-memory rows written and a worker's marker in ``busy/`` (in the run's own scratch folder)."""
+    rows of a failure beside the lanes (`status.crowded`) written and a worker's marker in ``busy/`` (in the
+    run's own scratch folder)."""
     proc = subprocess.Popen([sys.executable, "-m", "campaign", "screen", str(path), "--runs-dir", str(tmp_path / "runs"),
                              "--scratch-dir", str(tmp_path), "--grace", "1"], cwd=PROJECT_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        root = wait_until(lambda: _retrying_alone(tmp_path), proc, "a retry running alone", 300, poll_s=0.05)
+        root = wait_until(lambda: _retrying_alone(tmp_path, campaign), proc, "a retry running alone", 300, poll_s=0.05)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -39,12 +41,22 @@ def _stop_in_the_alone_retry(tmp_path: Path, path: Path) -> Path:
     return root
 
 
-def _retrying_alone(tmp_path: Path) -> Optional[Path]:
-    """The screen's root once both ``beside`` sides have their out-of-memory rows and a worker is busy."""
-    root = next((tmp_path / "runs").glob("oom-screen-*"), None)
+def _retrying_alone(tmp_path: Path, campaign: str) -> Optional[Path]:
+    """The screen's root once both ``beside`` sides have their rows of a failure beside the lanes and a worker
+    is busy: a live process's marker (a killed worker leaves its own behind)."""
+    root = next((tmp_path / "runs").glob(f"{campaign}-screen-*"), None)
     rows = status.read(root / "status.tsv")[0] if root is not None else []
-    crowded = {r.task_id for r in rows if status.in_lanes_out_of_memory(r)}
-    return root if {"beside/r0/baseline", "beside/r0/candidate"} <= crowded and any(tmp_path.glob("*/busy/*")) else None
+    crowded = {r.task_id for r in rows if status.crowded(r)}
+    live = [m for m in tmp_path.glob("*/busy/*") if _alive(int(m.name.split("-")[0]))]
+    return root if {"beside/r0/baseline", "beside/r0/candidate"} <= crowded and live else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @pytest.mark.slow
@@ -137,3 +149,37 @@ def test_a_death_by_a_signal_beside_other_lanes_runs_once_more_alone_and_dead_ag
     assert [r.rc_name for r in rows if r.workload != "die" and r.round == 0] == ["ok"] * 4, "nothing else ran twice"
     verdicts = {line.split("\t")[0]: line.split("\t")[2] for line in (root / "screen.tsv").read_text().splitlines()[1:]}
     assert verdicts["die"] == "KILLED"
+
+
+@pytest.mark.slow
+def test_a_death_by_a_signal_beside_other_lanes_then_a_stop_in_its_alone_retry_resumes_with_nothing_run_twice(
+        tmp_path: Path):
+    """Both sides of ``beside`` die by SIGKILL while they run at once in the two lanes (as the host's
+    out-of-memory killer ends both); each death is history, the screen is stopped (SIGINT) while one runs
+    alone after the lanes, and the resumed screen runs what is left of them alone: each side settles ``ok``
+    once, after one kill and at most one interrupted retry, and nothing else ran twice."""
+    path = manifest(tmp_path, [fault("beside", "test_bench_die_beside_a_lane"), fault("softmax", QUICK),
+                               fault("row_sum", QUICK)], campaign="die", lanes=2)
+    root = _stop_in_the_alone_retry(tmp_path, path, campaign="die")
+    stopped = [r for r in status.read(root / "status.tsv")[0] if r.rc_name == status.INTERRUPTED]
+    assert [r.workload for r in stopped] == ["beside"] and "IR pass lane" not in stopped[0].note, stopped
+
+    resumed = run_cli("screen", "--resume", root, "--scratch-dir", tmp_path, "--grace", "1", timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    rows = status.read(root / "status.tsv")[0]
+    latest = status.latest(rows)
+    for side in ("baseline", "candidate"):
+        killed, *retries = [r for r in rows if r.task_id == f"beside/r0/{side}"]
+        assert killed.rc_name == "signal_SIGKILL" and "IR pass lane" in killed.note, killed
+        assert killed.note.endswith("run once more alone after the lanes (a kill may come from outside the cell: "
+                                    "the host's out-of-memory killer ends a process the lanes' memory together outgrew)")
+        assert [r.rc_name for r in retries] in (["ok"], [status.INTERRUPTED, "ok"]), retries
+        assert all("IR pass lane" not in r.note for r in retries), "each retry ran alone, after the lanes"
+        assert status.settled(rows)[killed.task_id].rc_name == "ok"
+        assert "run again alone after a death by a signal beside 2 lanes" in latest[killed.task_id].note
+    assert sum(r.rc_name == status.INTERRUPTED for r in rows) == 1
+    others = [r.task_id for r in rows if r.workload != "beside" and r.round == 0]
+    assert sorted(others) == sorted(f"{w}/r0/{s}" for w in ("softmax", "row_sum") for s in ("baseline", "candidate"))
+    verdicts = {line.split("\t")[0]: line.split("\t")[2] for line in (root / "screen.tsv").read_text().splitlines()[1:]}
+    assert verdicts["beside"] == verdicts["softmax"] == "NO_ROWS", "retried alone and passed: not KILLED"
+    assert run_cli("verify", root).returncode == 0
