@@ -41,6 +41,18 @@ def _stop_in_the_alone_retry(tmp_path: Path, path: Path, campaign: str = "oom") 
     return root
 
 
+def _stop_in_the_alone_retry_and_resume(tmp_path: Path, path: Path, campaign: str = "oom"):
+    """`_stop_in_the_alone_retry`, then the screen resumed to its end: the root, its rows at the stop (one
+    interrupted row: ``beside``'s retry, alone) and its rows at the end."""
+    root = _stop_in_the_alone_retry(tmp_path, path, campaign)
+    first = status.read(root / "status.tsv")[0]
+    stopped = [r for r in first if r.rc_name == status.INTERRUPTED]
+    assert [r.workload for r in stopped] == ["beside"] and "IR pass lane" not in stopped[0].note, stopped
+    resumed = run_cli("screen", "--resume", root, "--scratch-dir", tmp_path, "--grace", "1", timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    return root, first, status.read(root / "status.tsv")[0]
+
+
 def _retrying_alone(tmp_path: Path, campaign: str) -> Optional[Path]:
     """The screen's root once both ``beside`` sides have their rows of a failure beside the lanes and a worker
     is busy: a live process's marker (a killed worker leaves its own behind)."""
@@ -64,16 +76,9 @@ def test_an_out_of_memory_beside_other_lanes_runs_once_more_alone_after_them_acr
     # two lanes, each starting on its own side: beside's baseline and candidate run at once and meet each other
     path = manifest(tmp_path, [fault("beside", "test_bench_oom_beside_a_lane"), fault("always", "test_bench_oom_always"),
                                fault("softmax", QUICK), fault("row_sum", QUICK)], campaign="oom", lanes=2)
-    root = _stop_in_the_alone_retry(tmp_path, path)
-    first = status.read(root / "status.tsv")[0]
+    root, first, rows = _stop_in_the_alone_retry_and_resume(tmp_path, path)
     assert [r.rc_name for r in first if r.task_id == "always/r0/candidate"] == ["tests_failed"], \
         "the lanes ran always's candidate once; its retry waits for them"
-    stopped = [r for r in first if r.rc_name == status.INTERRUPTED]
-    assert [r.workload for r in stopped] == ["beside"] and "IR pass lane" not in stopped[0].note, stopped
-
-    resumed = run_cli("screen", "--resume", root, "--scratch-dir", tmp_path, "--grace", "1", timeout=300)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    rows = status.read(root / "status.tsv")[0]
     latest = status.latest(rows)
     for side in ("baseline", "candidate"):
         history = [r for r in rows if r.task_id == f"beside/r0/{side}"]
@@ -160,13 +165,7 @@ def test_a_death_by_a_signal_beside_other_lanes_then_a_stop_in_its_alone_retry_r
     once, after one kill and at most one interrupted retry, and nothing else ran twice."""
     path = manifest(tmp_path, [fault("beside", "test_bench_die_beside_a_lane"), fault("softmax", QUICK),
                                fault("row_sum", QUICK)], campaign="die", lanes=2)
-    root = _stop_in_the_alone_retry(tmp_path, path, campaign="die")
-    stopped = [r for r in status.read(root / "status.tsv")[0] if r.rc_name == status.INTERRUPTED]
-    assert [r.workload for r in stopped] == ["beside"] and "IR pass lane" not in stopped[0].note, stopped
-
-    resumed = run_cli("screen", "--resume", root, "--scratch-dir", tmp_path, "--grace", "1", timeout=300)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    rows = status.read(root / "status.tsv")[0]
+    root, _, rows = _stop_in_the_alone_retry_and_resume(tmp_path, path, campaign="die")
     latest = status.latest(rows)
     for side in ("baseline", "candidate"):
         killed, *retries = [r for r in rows if r.task_id == f"beside/r0/{side}"]
