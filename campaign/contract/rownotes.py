@@ -34,7 +34,7 @@ def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
     if not status.killed_by_signal(row):
         return row
     first = next((r for r in earlier if status.killed_by_signal(r)), None)
-    signal_name, beside = row.rc_name[len("signal_"):], status.crowded(row)
+    signal_name, beside = status.signal_of(row.rc_name), status.crowded(row)
     if first is None and beside:
         why = (f"killed by {signal_name} beside {beside} lanes: run once more alone after the lanes (a kill may come "
                "from outside the cell: the host's out-of-memory killer ends a process the lanes' memory together outgrew)")
@@ -44,7 +44,7 @@ def noted(row: StatusRow, earlier: Iterable[StatusRow]) -> StatusRow:
         alone = ", alone" if killed_beside and not beside else ""
         why = f"killed by {signal_name} again{alone}: the same failure twice is deterministic; not retried again"
     else:
-        why = f"killed by {first.rc_name[len('signal_'):]}, then by {signal_name}: not retried again"
+        why = f"killed by {status.signal_of(first.rc_name)}, then by {signal_name}: not retried again"
     return replace(row, note="; ".join(part for part in (row.note, why) if part))
 
 

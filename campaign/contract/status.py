@@ -6,44 +6,37 @@ Columns (tab-separated, header first)::
     AUTOTUNE_REPLAY_FALLBACK BENCHMARK_DIRECT_NO_CUDAGRAPH BENCHMARK_CAPTURE_POISONED
     preflight_failed sm_clock_min_mhz sm_clock_median_mhz temp_max_c note
 
-- A workload run in a batch process (``defaults.workloads_per_process`` > 1,
-  `campaign.running.batch`) has its own row like any cell, its note ending
-  ``batch <nnnn>: workload <k> of <n> in its process`` (``batches/<nnnn>/batch.json``);
-  its elapsed_s runs from the end of the workload before it in that process (from
-  the spawn for the first, which so carries the process start and imports).
-- A screen's IR-pass cell run beside others on its card (IR-pass lanes,
-  `campaign.running.batching.lanes`) has its note say ``IR pass lane <k> of <w> on its
-  card`` (`lane_note`, read back by `lane_of`): its elapsed_s overlaps other cells', so
-  a sum of such rows is more than the time that passed.
-- An empty field means "not known" (no result.json, no telemetry, a skipped
-  cell), never zero: the bookkeeping must not invent a count, nor mark a clean
-  cell failed because a count was missing.
-- ``rc_name`` names every outcome: ``ok``, ``timed_out`` (124: ended on SIGTERM
-  after the timeout), ``killed`` (137: needed SIGKILL after the timeout),
-  ``signal_<NAME>`` (the worker died by a signal on its own), ``interrupted``
-  (130: the runner was stopped), ``skipped`` (rc empty: adaptive rounds),
-  ``no_result`` (the worker exited 0 but wrote no result.json),
-  ``not_started`` (rc empty: the worker could not be started) and the
-  worker's own codes.
-- ``device`` (the card's uuid, ``cpu-virtual-<n>`` for the cpu backend's declared cards)
-  is a last column written only by a run over several cards (`campaign.running.cards`):
-  the header says which columns a file has, so a one-card root is written, and an old
-  root read, exactly as before.
-- ``card_failed`` (rc empty): the card a task was placed on failed its check or died
-  before the task ran; history like ``interrupted``, never a finish -- the task runs
-  again on resume, on the card `campaign run --devices` names.
-- A task may have several rows: an ``interrupted`` row is history, not a
-  finish; `run` re-runs that cell on resume and appends its new row. The row
-  that counts for a task is its last one (`latest`).
-- A worker killed by a signal (``signal_<NAME>``: the OOM killer, a person's ``kill -9``) may have
-  died of something outside the cell, so its first such row does not settle the task: it is run
-  once more (`settled`). A second death by a signal does: the same failure twice is deterministic,
-  and its row says so (`campaign.contract.rownotes.noted`).
+- A workload run in a batch process (``defaults.workloads_per_process`` > 1, `campaign.running.batch`) has
+  its own row like any cell, its note ending ``batch <nnnn>: workload <k> of <n> in its process``
+  (``batches/<nnnn>/batch.json``); its elapsed_s runs from the end of the workload before it in that process
+  (from the spawn for the first, which so carries the process start and imports).
+- A screen's IR-pass cell run beside others on its card (IR-pass lanes, `campaign.running.batching.lanes`)
+  has its note say ``IR pass lane <k> of <w> on its card`` (`lane_note`, read back by `lane_of`): its
+  elapsed_s overlaps other cells', so a sum of such rows is more than the time that passed.
+- An empty field means "not known" (no result.json, no telemetry, a skipped cell), never zero: the
+  bookkeeping must not invent a count, nor mark a clean cell failed because a count was missing.
+- ``rc_name`` names every outcome: ``ok``, ``timed_out`` (124: ended on SIGTERM after the timeout),
+  ``killed`` (137: needed SIGKILL after the timeout), ``signal_<NAME>`` (the worker died by a signal on its
+  own), ``interrupted`` (130: the runner was stopped), ``skipped`` (rc empty: adaptive rounds),
+  ``no_result`` (the worker exited 0 but wrote no result.json), ``not_started`` (rc empty: the worker could
+  not be started) and the worker's own codes.
+- ``device`` (the card's uuid, ``cpu-virtual-<n>`` for the cpu backend's declared cards) is a last column
+  written only by a run over several cards (`campaign.running.cards`): the header says which columns a file
+  has, so a one-card root is written, and an old root read, exactly as before.
+- ``card_failed`` (rc empty): the card a task was placed on failed its check or died before the task ran;
+  history like ``interrupted``, never a finish -- the task runs again on resume, on the card `campaign run
+  --devices` names.
+- A task may have several rows: an ``interrupted`` row is history, not a finish; `run` re-runs that cell on
+  resume and appends its new row. The row that counts for a task is its last one (`latest`).
+- A worker killed by a signal (``signal_<NAME>``: the OOM killer, a person's ``kill -9``) may have died of
+  something outside the cell, so its first such row does not settle the task: it is run once more
+  (`settled`). A second death by a signal does: the same failure twice is deterministic, and its row says so
+  (`campaign.contract.rownotes.noted`).
 - An IR-pass cell in a lane of several that failed with a device out of memory (the worker's note,
-  `campaign.contract.cellfiles.device_out_of_memory`), or was killed by a signal (the host's OOM killer
-  ends a process the lanes' memory together outgrew), may have failed of the lanes together (`crowded`):
-  its first such row does not settle it; it runs once more alone after the lanes (`run_alone`), and
-  that row settles it, ok or failed.
+  `campaign.contract.cellfiles.device_out_of_memory`), or was killed by a signal (the host's OOM killer ends
+  a process the lanes' memory together outgrew), may have failed of the lanes together (`crowded`): its
+  first such row does not settle it; it runs once more alone after the lanes (`run_alone`), and that row
+  settles it, ok or failed.
 """
 from __future__ import annotations
 
@@ -66,6 +59,7 @@ DEVICE_COLUMNS = (*COLUMNS, "device")
 
 RC_TIMED_OUT = 124
 RC_KILLED = 137
+SIGNAL_PREFIX = "signal_"   # an rc name of a process that died by a signal: signal_SIGKILL (`rc_name`)
 RC_INTERRUPTED = 130
 INTERRUPTED = "interrupted"
 SKIPPED = "skipped"
@@ -117,9 +111,9 @@ def rc_name(rc: int, *, timed_out: bool = False) -> str:
         return "killed" if rc in (RC_KILLED, -signal.SIGKILL) else "timed_out"
     if rc < 0:
         try:
-            return f"signal_{signal.Signals(-rc).name}"
+            return f"{SIGNAL_PREFIX}{signal.Signals(-rc).name}"
         except ValueError:
-            return f"signal_{-rc}"
+            return f"{SIGNAL_PREFIX}{-rc}"
     return _WORKER_CODES.get(rc, f"exit_{rc}")
 
 
@@ -233,8 +227,13 @@ def with_evidence(rows: Iterable[StatusRow]) -> set[str]:
     return {task_id for task_id, row in latest(rows).items() if row.finished and row.rc_name != SKIPPED}
 
 
+def signal_of(name: str) -> Optional[str]:
+    """The signal an rc name (`rc_name`) says its process died by (``SIGKILL``); None: it did not die by one."""
+    return name[len(SIGNAL_PREFIX):] if name.startswith(SIGNAL_PREFIX) else None
+
+
 def killed_by_signal(row: StatusRow) -> bool:
-    return row.rc_name.startswith("signal_")
+    return signal_of(row.rc_name) is not None
 
 
 def crowded(row: StatusRow) -> Optional[int]:

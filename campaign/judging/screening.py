@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from campaign.contract import errorlines
+from campaign.contract import errorlines, status
 from campaign.contract.fields import BASELINE, CONTROL
 from campaign.contract.verdictnames import IR_CHANGED, KILLED, NEEDS_CARD, NO_COMPARABLE_IR, NO_IR_DIFF, NO_ROWS, NO_TRITON, TIMEOUT
 from campaign.judging import irevidence, irpairing
@@ -98,7 +98,7 @@ class Side:
 
     @property
     def killed(self) -> bool:
-        return self.rc_name.startswith("signal_")
+        return status.signal_of(self.rc_name) is not None
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ def _before_ir(f: Facts) -> Optional[Verdict]:
                        + ": a cost problem, not a verdict about the switch")
     dead = [s for s in sides.values() if s.killed]
     if dead:
-        return Verdict(KILLED, "; ".join(f"{s.cell} died by {s.rc_name[len('signal_'):]} from outside the runner, not by its "
+        return Verdict(KILLED, "; ".join(f"{s.cell} died by {status.signal_of(s.rc_name)} from outside the runner, not by its "
                                          f"timeout ({_rc(s)}, {s.elapsed_s}s)" for s in dead)
                        + ": the host's out-of-memory killer or a person's kill, a resource problem, not a verdict about the "
                          "switch (its rows in status.tsv name each attempt); screen it with fewer lanes or more memory")
