@@ -6,7 +6,6 @@ CUDA's wording (`tests/fixtures/workloads/bench_faults.py`): ``beside`` while an
 same time (a sibling's marker), ``always`` in its candidate whether alone or not."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from conftest import PROJECT_ROOT, run_cli
 from runroots import fault, manifest, wait_until
 
 from campaign.contract import status
+from campaign.running.lock import pid_alive
 
 QUICK = "test_bench_noop"
 OOM = "CUDA out of memory. Tried to allocate 8.00 GiB"
@@ -59,16 +59,8 @@ def _retrying_alone(tmp_path: Path, campaign: str) -> Optional[Path]:
     root = next((tmp_path / "runs").glob(f"{campaign}-screen-*"), None)
     rows = status.read(root / "status.tsv")[0] if root is not None else []
     crowded = {r.task_id for r in rows if status.crowded(r)}
-    live = [m for m in tmp_path.glob("*/busy/*") if _alive(int(m.name.split("-")[0]))]
+    live = [m for m in tmp_path.glob("*/busy/*") if pid_alive(int(m.name.split("-")[0]))]
     return root if {"beside/r0/baseline", "beside/r0/candidate"} <= crowded and live else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.slow
